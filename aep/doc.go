@@ -1,0 +1,15 @@
+// Package aep is the Agent Event Protocol vocabulary of the bridge: the event
+// envelope and its validation rules, event ids, the totally ordered capture and
+// severity levels, capture down-leveling at a hop, and the redaction pipeline.
+//
+// It sits at the bottom of the bridge's one-way flow (elicit → translate →
+// attention → control → aep → bus): every other stage builds events with it,
+// and it imports none of them. It is pure: no I/O, no goroutines.
+//
+// Spec sections implemented here:
+//   - AEP-0001 §5 (envelope, extension attributes), §6 (type grammar),
+//     §7 (epoch/seq) and §8 (severity, capture, down-leveling);
+//   - AEP-0002 §5 (payload shapes and their x-aep-capture levels, the
+//     [metadata*] exception fields);
+//   - AEP-0003 §9.2 (metadata synthesis) and §9.4 (the redaction pipeline).
+package aep

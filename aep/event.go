@@ -1,0 +1,310 @@
+package aep
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"time"
+)
+
+// Version is the envelope version this package emits and accepts (AEP-0001 §5.1 #1).
+const Version = "0.1"
+
+// Event is one AEP envelope: the sixteen context attributes of AEP-0001 §5.1,
+// the extension attributes of §5.4, and the type-specific Data payload.
+//
+// Optional attributes are omitted from the encoding when they hold their zero
+// value (never written as null). Seq and Epoch are pointers because 0 is a
+// meaningful position. Data is kept as raw JSON so a hop forwards it unchanged.
+//
+// An Event is a value; it is safe to share between goroutines once built and
+// never mutated.
+type Event struct {
+	AEP         string
+	ID          string
+	Type        string
+	Subject     string
+	Time        string
+	Source      string
+	Agent       string
+	Session     string
+	Run         string
+	Step        string
+	Seq         *int64
+	Epoch       *int64
+	Cause       string
+	Traceparent string
+	Severity    Severity
+	Capture     Capture
+	Data        json.RawMessage
+
+	// Extensions holds extension attributes (AEP-0001 §5.4) as raw JSON
+	// scalars, keyed by attribute name. Use SetExtension to add one.
+	Extensions map[string]json.RawMessage
+}
+
+// coreAttributes lists the core attribute names in their canonical encoding order.
+var coreAttributes = []string{
+	"aep", "id", "type", "subject", "time", "source", "agent", "session",
+	"run", "step", "seq", "epoch", "cause", "traceparent", "severity", "capture", "data",
+}
+
+var coreSet = func() map[string]bool {
+	m := make(map[string]bool, len(coreAttributes))
+	for _, a := range coreAttributes {
+		m[a] = true
+	}
+	return m
+}()
+
+var extNameRe = regexp.MustCompile(`^[a-z0-9]{1,20}$`)
+
+// SetExtension adds an extension attribute. It refuses, as AEP-0001 §5.4
+// requires of an emitting library, a name that collides with a core attribute,
+// an ill-formed name, or a value that is not a string, integer or boolean.
+func (e *Event) SetExtension(name string, value any) error {
+	if coreSet[name] {
+		return &ValidationError{Rule: "AEP-0001 §5.4", Attr: name, Msg: "extension attribute collides with a core attribute"}
+	}
+	if !extNameRe.MatchString(name) {
+		return &ValidationError{Rule: "AEP-0001 §5.4", Attr: name, Msg: "extension attribute name must match [a-z0-9]{1,20}"}
+	}
+	switch value.(type) {
+	case string, bool, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+	default:
+		return &ValidationError{Rule: "AEP-0001 §5.4", Attr: name, Msg: fmt.Sprintf("extension attribute value must be a string, integer or boolean, not %T", value)}
+	}
+	raw, err := json.Marshal(value)
+	if err != nil {
+		return fmt.Errorf("encoding extension %s: %w", name, err)
+	}
+	if e.Extensions == nil {
+		e.Extensions = make(map[string]json.RawMessage)
+	}
+	e.Extensions[name] = raw
+	return nil
+}
+
+// MarshalJSON encodes the event with core attributes in canonical order, then
+// extension attributes sorted by name, then data. Absent optional attributes
+// are omitted.
+func (e Event) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.Grow(256 + len(e.Data))
+	b.WriteByte('{')
+	first := true
+	put := func(name string, v []byte) {
+		if !first {
+			b.WriteByte(',')
+		}
+		first = false
+		b.WriteByte('"')
+		b.WriteString(name)
+		b.WriteString(`":`)
+		b.Write(v)
+	}
+	str := func(name, v string, always bool) error {
+		if v == "" && !always {
+			return nil
+		}
+		enc, err := marshalNoEscape(v)
+		if err != nil {
+			return err
+		}
+		put(name, enc)
+		return nil
+	}
+	for _, kv := range []struct {
+		n, v   string
+		always bool
+	}{
+		{"aep", e.AEP, true}, {"id", e.ID, true}, {"type", e.Type, true}, {"subject", e.Subject, false},
+		{"time", e.Time, true}, {"source", e.Source, true}, {"agent", e.Agent, true},
+		{"session", e.Session, false}, {"run", e.Run, false}, {"step", e.Step, false},
+	} {
+		if err := str(kv.n, kv.v, kv.always); err != nil {
+			return nil, err
+		}
+	}
+	if e.Seq != nil {
+		put("seq", []byte(fmt.Sprint(*e.Seq)))
+	}
+	if e.Epoch != nil {
+		put("epoch", []byte(fmt.Sprint(*e.Epoch)))
+	}
+	if err := str("cause", e.Cause, false); err != nil {
+		return nil, err
+	}
+	if err := str("traceparent", e.Traceparent, false); err != nil {
+		return nil, err
+	}
+	if e.Severity != 0 {
+		v, err := e.Severity.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		put("severity", v)
+	}
+	if e.Capture != 0 {
+		v, err := e.Capture.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		put("capture", v)
+	}
+	names := make([]string, 0, len(e.Extensions))
+	for n := range e.Extensions {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if coreSet[n] {
+			return nil, &ValidationError{Rule: "AEP-0001 §5.4", Attr: n, Msg: "extension attribute collides with a core attribute"}
+		}
+		put(n, e.Extensions[n])
+	}
+	if len(e.Data) > 0 && !bytes.Equal(bytes.TrimSpace(e.Data), []byte("null")) {
+		var c bytes.Buffer
+		if err := json.Compact(&c, e.Data); err != nil {
+			return nil, fmt.Errorf("encoding data: %w", err)
+		}
+		put("data", c.Bytes())
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// marshalNoEscape encodes a string without HTML escaping, so '<', '>' and '&'
+// in prompts survive verbatim on the wire.
+func marshalNoEscape(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(b.Bytes(), "\n"), nil
+}
+
+// UnmarshalJSON decodes an envelope. It checks the JSON type of every core
+// attribute and keeps every other attribute as an extension, so extensions
+// survive a decode/encode round trip (AEP-0001 §5.4). It does not apply the
+// envelope rules; call Validate for those, or use Parse.
+func (e *Event) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&raw); err != nil {
+		return &ValidationError{Rule: "AEP-0001 §5", Msg: "an event must be a JSON object: " + err.Error()}
+	}
+	if raw == nil {
+		return &ValidationError{Rule: "AEP-0001 §5", Msg: "an event must be a JSON object, not null"}
+	}
+	*e = Event{}
+	strs := map[string]*string{
+		"aep": &e.AEP, "id": &e.ID, "type": &e.Type, "subject": &e.Subject, "time": &e.Time,
+		"source": &e.Source, "agent": &e.Agent, "session": &e.Session, "run": &e.Run,
+		"step": &e.Step, "cause": &e.Cause, "traceparent": &e.Traceparent,
+	}
+	for name, v := range raw {
+		if dst, ok := strs[name]; ok {
+			if err := json.Unmarshal(v, dst); err != nil {
+				return &ValidationError{Rule: "AEP-0001 §5.1", Attr: name, Msg: "must be a string"}
+			}
+			if *dst == "" {
+				return &ValidationError{Rule: "AEP-0001 §5.1", Attr: name, Msg: "must be a non-empty string"}
+			}
+			continue
+		}
+		switch name {
+		case "seq", "epoch":
+			n, err := decodeNonNegInt(v)
+			if err != nil {
+				return &ValidationError{Rule: "AEP-0001 §5.1 #11-12", Attr: name, Msg: err.Error()}
+			}
+			if name == "seq" {
+				e.Seq = &n
+			} else {
+				e.Epoch = &n
+			}
+		case "severity":
+			if err := e.Severity.UnmarshalJSON(v); err != nil {
+				return &ValidationError{Rule: "AEP-0001 §8.1", Attr: name, Msg: err.Error()}
+			}
+		case "capture":
+			if err := e.Capture.UnmarshalJSON(v); err != nil {
+				return &ValidationError{Rule: "AEP-0001 §8.2", Attr: name, Msg: err.Error()}
+			}
+		case "data":
+			t := bytes.TrimSpace(v)
+			if bytes.Equal(t, []byte("null")) {
+				return &ValidationError{Rule: "AEP-0001 §5.1", Attr: "data", Msg: "absent data must be omitted, not null"}
+			}
+			if len(t) == 0 || t[0] != '{' {
+				return &ValidationError{Rule: "AEP-0001 §5.1 #17", Attr: "data", Msg: "data must be a JSON object"}
+			}
+			e.Data = append(json.RawMessage(nil), t...)
+		default:
+			if e.Extensions == nil {
+				e.Extensions = make(map[string]json.RawMessage)
+			}
+			e.Extensions[name] = append(json.RawMessage(nil), bytes.TrimSpace(v)...)
+		}
+	}
+	return nil
+}
+
+func decodeNonNegInt(v json.RawMessage) (int64, error) {
+	var num json.Number
+	if err := json.Unmarshal(v, &num); err != nil {
+		return 0, fmt.Errorf("must be an integer")
+	}
+	n, err := num.Int64()
+	if err != nil {
+		return 0, fmt.Errorf("must be an integer, got %s", num)
+	}
+	if n < 0 {
+		return 0, fmt.Errorf("must be >= 0, got %d", n)
+	}
+	return n, nil
+}
+
+// Parse decodes one event and applies the envelope and payload rules. The
+// error, when not nil, is a *ValidationError naming the violated rule.
+func Parse(b []byte) (*Event, error) {
+	var e Event
+	if err := json.Unmarshal(b, &e); err != nil {
+		var ve *ValidationError
+		if asValidation(err, &ve) {
+			return nil, ve
+		}
+		return nil, &ValidationError{Rule: "AEP-0001 §5", Msg: err.Error()}
+	}
+	if err := e.Validate(); err != nil {
+		return nil, err
+	}
+	return &e, nil
+}
+
+// EffectiveCapture returns the event's capture level with the default applied.
+func (e *Event) EffectiveCapture() Capture { return e.Capture.OrDefault() }
+
+// EffectiveSeverity returns the event's severity with the default applied.
+func (e *Event) EffectiveSeverity() Severity { return e.Severity.OrDefault() }
+
+// EpochOrZero returns the event's epoch with the default applied.
+func (e *Event) EpochOrZero() int64 {
+	if e.Epoch == nil {
+		return 0
+	}
+	return *e.Epoch
+}
+
+// Int64 returns a pointer to n, for Seq and Epoch.
+func Int64(n int64) *int64 { return &n }
+
+// FormatTime formats t as the RFC 3339 timestamp AEP uses, in UTC with
+// millisecond precision.
+func FormatTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }

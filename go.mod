@@ -1,0 +1,5 @@
+module github.com/agenteventprotocol/aep-mcp-bridge
+
+go 1.26.0
+
+require github.com/oklog/ulid/v2 v2.1.2

@@ -1,0 +1,59 @@
+// Package corpus locates the AEP conformance corpora and the MCP reference
+// for tests. The corpora are read in place, never copied into the project.
+//
+// The AEP tree is taken from $AEP_CONFORMANCE_DIR when set, else from
+// ../shared/reference/aep relative to the repository root. When neither exists
+// the calling test is skipped with a message naming the variable.
+package corpus
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+// EnvVar names the environment variable that points at an AEP checkout.
+const EnvVar = "AEP_CONFORMANCE_DIR"
+
+// repoRoot returns the repository root, from this file's location.
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// AEPDir returns the AEP reference tree (the folder holding spec/, schemas/
+// and conformance/), or skips t.
+func AEPDir(t testing.TB) string {
+	t.Helper()
+	if d := os.Getenv(EnvVar); d != "" {
+		if _, err := os.Stat(filepath.Join(d, "conformance", "fixtures")); err == nil {
+			return d
+		}
+		t.Skipf("%s=%s holds no conformance/fixtures folder; point %s at an AEP checkout", EnvVar, d, EnvVar)
+	}
+	d := filepath.Join(repoRoot(), "..", "shared", "reference", "aep")
+	if _, err := os.Stat(filepath.Join(d, "conformance", "fixtures")); err != nil {
+		t.Skipf("AEP conformance corpora not found at %s; set %s to an AEP checkout to run this test", d, EnvVar)
+	}
+	return d
+}
+
+// Fixture returns the path of a file under conformance/fixtures, or skips t.
+func Fixture(t testing.TB, rel string) string {
+	t.Helper()
+	return filepath.Join(AEPDir(t), "conformance", "fixtures", rel)
+}
+
+// LoadJSON decodes a fixture file into v, failing t on error.
+func LoadJSON(t testing.TB, rel string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(Fixture(t, rel))
+	if err != nil {
+		t.Fatalf("reading fixture %s: %v", rel, err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("decoding fixture %s: %v", rel, err)
+	}
+}
