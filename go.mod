@@ -3,3 +3,10 @@ module github.com/agenteventprotocol/aep-mcp-bridge
 go 1.26.0
 
 require github.com/oklog/ulid/v2 v2.1.2
+
+require (
+	github.com/google/jsonschema-go v0.4.2 // indirect
+	github.com/mark3labs/mcp-go v1.2.1
+	github.com/spf13/cast v1.7.1 // indirect
+	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
+)

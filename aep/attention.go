@@ -1,0 +1,91 @@
+package aep
+
+import "encoding/json"
+
+// Choice is one choice of a select field, or one option of a request
+// (AEP-0002 §5.2, §5.3).
+type Choice struct {
+	ID    string `json:"id"`
+	Label string `json:"label"`
+}
+
+// FieldSpec is one typed field of a kind:"form" attention request
+// (AEP-0002 §5.2 field_spec, AEP-0006). Required, Multi and Other are always
+// written when true; Required is also written when false, as the pinned
+// mapping does.
+type FieldSpec struct {
+	ID       string   `json:"id"`
+	Type     string   `json:"type"`
+	Label    string   `json:"label"`
+	Required bool     `json:"required"`
+	Multi    bool     `json:"multi,omitempty"`
+	Other    bool     `json:"other,omitempty"`
+	Choices  []Choice `json:"choices,omitempty"`
+	Min      *float64 `json:"min,omitempty"`
+	Max      *float64 `json:"max,omitempty"`
+}
+
+// AttentionRequested is the data of attention.requested (AEP-0002 §5.3).
+type AttentionRequested struct {
+	Kind       string          `json:"kind"`
+	Prompt     string          `json:"prompt"`
+	Options    []Choice        `json:"options,omitempty"`
+	Fields     []FieldSpec     `json:"fields,omitempty"`
+	ExpiresAt  string          `json:"expires_at,omitempty"`
+	RespondVia []string        `json:"respond_via,omitempty"`
+	Context    json.RawMessage `json:"context,omitempty"`
+}
+
+// Answer is the answer object of attention.answered and
+// control.attention.respond (AEP-0002 §5.3, AEP-0004 §5). Values holds
+// decoded JSON (numbers as json.Number when decoded with UseNumber).
+type Answer struct {
+	Option string         `json:"option,omitempty"`
+	Text   string         `json:"text,omitempty"`
+	Values map[string]any `json:"values,omitempty"`
+}
+
+// AttentionAnswered is the data of attention.answered.
+type AttentionAnswered struct {
+	Answer Answer `json:"answer"`
+	By     string `json:"by,omitempty"`
+	Via    string `json:"via,omitempty"`
+}
+
+// AttentionResolved is the data of attention.resolved.
+type AttentionResolved struct {
+	Resolution string `json:"resolution"`
+	LatencyMS  *int64 `json:"latency_ms,omitempty"`
+}
+
+// AttentionTimeout is the data of attention.timeout.
+type AttentionTimeout struct {
+	AfterMS int64 `json:"after_ms"`
+}
+
+// Respond is the data of control.attention.respond.
+type Respond struct {
+	Answer Answer `json:"answer"`
+}
+
+// Rejected is the data of control.rejected (AEP-0004 §3).
+type Rejected struct {
+	Reason string `json:"reason"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// Nack reasons of control.rejected (AEP-0004 §3).
+const (
+	ReasonUnsupported  = "unsupported"
+	ReasonUnauthorized = "unauthorized"
+	ReasonBusy         = "busy"
+	ReasonRefused      = "refused"
+	ReasonInvalid      = "invalid"
+)
+
+// Resolutions of attention.resolved.
+const (
+	ResolutionAnswered  = "answered"
+	ResolutionAuto      = "auto"
+	ResolutionDismissed = "dismissed"
+)

@@ -1,0 +1,20 @@
+// Package translate converts between MCP elicitation and the AEP form
+// language: a requestedSchema becomes a list of field_spec, an operator's
+// answer is validated against the full original schema, and the outcome
+// becomes an ElicitResult with typed content.
+//
+// It sits between elicit (JSON-RPC interception) and attention (the
+// lifecycle) on the way out, and between control and elicit on the way
+// back. It is pure: no I/O, no goroutines.
+//
+// The form is a projection; the original schema is the contract. Parse keeps
+// every constraint of the schema (lengths, formats, patterns, bounds,
+// integer-ness, item counts) so Validate can enforce what the field_spec
+// list cannot carry. A construct the form language cannot express (a nested
+// object, an array of objects, a $ref, an unknown type) is refused whole with
+// an *UnsupportedError naming the property, never half-rendered.
+//
+// Spec sections: MCP 2025-06-18 and 2025-11-25 client/elicitation (form
+// mode); AEP-0002 §5.2 field_spec and §5.3 attention.answered values (the
+// MUST-reject rule); AEP-0006; AEP-0008 (text answers).
+package translate

@@ -1,0 +1,311 @@
+package translate
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/mail"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+)
+
+// InvalidAnswer reports an answer that breaks the form's contract. Field is
+// the property key ("" for the answer as a whole), Rule the violated schema
+// keyword or AEP rule, and Reason a sentence about it. The message never
+// quotes the answer's own text, so it can be used verbatim as the detail of
+// a control.rejected nack and logged safely.
+type InvalidAnswer struct {
+	Field  string
+	Rule   string
+	Reason string
+}
+
+func (e *InvalidAnswer) Error() string {
+	if e.Field == "" {
+		return fmt.Sprintf("answer: %s: %s", e.Rule, e.Reason)
+	}
+	return fmt.Sprintf("field %q: %s: %s", e.Field, e.Rule, e.Reason)
+}
+
+// Validate checks values against the full original schema: unknown keys,
+// required fields, types, integer-ness, bounds, lengths, formats, patterns,
+// enum membership and item counts. It then applies the AEP form rule
+// (AEP-0002 §5.3: reject values that miss a required field or carry a
+// non-choice string for a closed select). Numbers may be json.Number,
+// float64 or any Go integer. The first violation, in field order, is
+// returned as an *InvalidAnswer.
+func (f *Form) Validate(values map[string]any) error {
+	unknown := make([]string, 0)
+	for k := range values {
+		if _, ok := f.byID[k]; !ok {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return &InvalidAnswer{Field: unknown[0], Rule: "properties", Reason: "not a field of this form"}
+	}
+	for i := range f.Fields {
+		fld := &f.Fields[i]
+		v, ok := values[fld.ID]
+		if !ok {
+			if fld.Required {
+				return &InvalidAnswer{Field: fld.ID, Rule: "required", Reason: "a value is required"}
+			}
+			continue
+		}
+		if err := fld.check(v); err != nil {
+			return err
+		}
+	}
+	return checkFormRule(f.FieldSpecs(), values)
+}
+
+// checkFormRule is the AEP-0002 §5.3 MUST-reject rule, stated on field_spec
+// alone, independently of the schema checks above.
+func checkFormRule(specs []aep.FieldSpec, values map[string]any) error {
+	for _, s := range specs {
+		v, ok := values[s.ID]
+		if !ok {
+			if s.Required {
+				return &InvalidAnswer{Field: s.ID, Rule: "AEP-0002 §5.3", Reason: "required fields must be answered"}
+			}
+			continue
+		}
+		if s.Type != "select" || s.Other {
+			continue
+		}
+		ids := map[string]bool{}
+		for _, c := range s.Choices {
+			ids[c.ID] = true
+		}
+		var strs []any
+		if s.Multi {
+			strs, _ = v.([]any)
+			if ss, ok := v.([]string); ok {
+				for _, x := range ss {
+					strs = append(strs, x)
+				}
+			}
+		} else {
+			strs = []any{v}
+		}
+		for _, x := range strs {
+			if str, ok := x.(string); ok && !ids[str] {
+				return &InvalidAnswer{Field: s.ID, Rule: "AEP-0002 §5.3", Reason: "a closed select takes only one of its choice ids"}
+			}
+		}
+	}
+	return nil
+}
+
+func (fld *Field) invalid(rule, reason string) error {
+	return &InvalidAnswer{Field: fld.ID, Rule: rule, Reason: reason}
+}
+
+func (fld *Field) check(v any) error {
+	switch fld.Kind {
+	case KindString:
+		s, ok := v.(string)
+		if !ok {
+			return fld.invalid("type", "must be a string, not "+jsonTypeName(v))
+		}
+		n := utf8.RuneCountInString(s)
+		if fld.MinLength != nil && n < *fld.MinLength {
+			return fld.invalid("minLength", fmt.Sprintf("must be at least %d characters", *fld.MinLength))
+		}
+		if fld.MaxLength != nil && n > *fld.MaxLength {
+			return fld.invalid("maxLength", fmt.Sprintf("must be at most %d characters", *fld.MaxLength))
+		}
+		if fld.Format != "" && !validFormat(fld.Format, s) {
+			return fld.invalid("format", "must be a valid "+formatNoun(fld.Format))
+		}
+		if fld.Pattern != nil && !fld.Pattern.MatchString(s) {
+			return fld.invalid("pattern", "does not match the required pattern")
+		}
+	case KindNumber, KindInteger:
+		x, isInt, ok := numberValue(v)
+		if !ok {
+			return fld.invalid("type", "must be a number, not "+jsonTypeName(v))
+		}
+		if fld.Kind == KindInteger && !isInt {
+			return fld.invalid("type", "must be an integer")
+		}
+		if fld.Minimum != nil && x < *fld.Minimum {
+			return fld.invalid("minimum", "must be at least "+fmtNum(*fld.Minimum))
+		}
+		if fld.Maximum != nil && x > *fld.Maximum {
+			return fld.invalid("maximum", "must be at most "+fmtNum(*fld.Maximum))
+		}
+		if fld.ExclusiveMinimum != nil && x <= *fld.ExclusiveMinimum {
+			return fld.invalid("exclusiveMinimum", "must be greater than "+fmtNum(*fld.ExclusiveMinimum))
+		}
+		if fld.ExclusiveMaximum != nil && x >= *fld.ExclusiveMaximum {
+			return fld.invalid("exclusiveMaximum", "must be less than "+fmtNum(*fld.ExclusiveMaximum))
+		}
+		if fld.MultipleOf != nil {
+			q := x / *fld.MultipleOf
+			if math.Abs(q-math.Round(q)) > 1e-9 {
+				return fld.invalid("multipleOf", "must be a multiple of "+fmtNum(*fld.MultipleOf))
+			}
+		}
+	case KindBoolean:
+		if _, ok := v.(bool); !ok {
+			return fld.invalid("type", "must be a boolean, not "+jsonTypeName(v))
+		}
+	case KindSelect:
+		s, ok := v.(string)
+		if !ok {
+			return fld.invalid("type", "must be one choice id (a string), not "+jsonTypeName(v))
+		}
+		if !fld.hasChoice(s) {
+			return fld.invalid("enum", "must be one of the listed choices")
+		}
+	case KindMultiSelect:
+		items, ok := stringItems(v)
+		if !ok {
+			return fld.invalid("type", "must be an array of choice ids")
+		}
+		seen := map[string]bool{}
+		for _, s := range items {
+			if !fld.hasChoice(s) {
+				return fld.invalid("enum", "every item must be one of the listed choices")
+			}
+			if seen[s] {
+				return fld.invalid("uniqueItems", "a choice may be selected only once")
+			}
+			seen[s] = true
+		}
+		if fld.MinItems != nil && len(items) < *fld.MinItems {
+			return fld.invalid("minItems", fmt.Sprintf("select at least %d", *fld.MinItems))
+		}
+		if fld.MaxItems != nil && len(items) > *fld.MaxItems {
+			return fld.invalid("maxItems", fmt.Sprintf("select at most %d", *fld.MaxItems))
+		}
+	}
+	return nil
+}
+
+func (fld *Field) hasChoice(s string) bool {
+	for _, c := range fld.Choices {
+		if c.ID == s {
+			return true
+		}
+	}
+	return false
+}
+
+// stringItems accepts []any of strings or []string.
+func stringItems(v any) ([]string, bool) {
+	switch t := v.(type) {
+	case []string:
+		return t, true
+	case []any:
+		out := make([]string, len(t))
+		for i, x := range t {
+			s, ok := x.(string)
+			if !ok {
+				return nil, false
+			}
+			out[i] = s
+		}
+		return out, true
+	}
+	return nil, false
+}
+
+// numberValue returns v as a float64 and whether it is integral.
+func numberValue(v any) (float64, bool, bool) {
+	switch t := v.(type) {
+	case json.Number:
+		if _, err := t.Int64(); err == nil {
+			f, _ := t.Float64()
+			return f, true, true
+		}
+		f, err := t.Float64()
+		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+			return 0, false, false
+		}
+		return f, f == math.Trunc(f) && math.Abs(f) < 1<<53, true
+	case float64:
+		if math.IsInf(t, 0) || math.IsNaN(t) {
+			return 0, false, false
+		}
+		return t, t == math.Trunc(t) && math.Abs(t) < 1<<53, true
+	case float32:
+		return numberValue(float64(t))
+	case int:
+		return float64(t), true, true
+	case int64:
+		return float64(t), true, true
+	case int32:
+		return float64(t), true, true
+	case uint:
+		return float64(t), true, true
+	case uint64:
+		return float64(t), true, true
+	}
+	return 0, false, false
+}
+
+func fmtNum(f float64) string {
+	if f == math.Trunc(f) && math.Abs(f) < 1e15 {
+		return fmt.Sprintf("%d", int64(f))
+	}
+	return fmt.Sprintf("%g", f)
+}
+
+func jsonTypeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case json.Number, float64, float32, int, int64, int32, uint, uint64:
+		return "a number"
+	case []any, []string:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+func formatNoun(f string) string {
+	switch f {
+	case "email":
+		return "email address"
+	case "uri":
+		return "absolute URI"
+	case "date":
+		return "date (YYYY-MM-DD)"
+	case "date-time":
+		return "RFC 3339 date-time"
+	}
+	return f
+}
+
+func validFormat(format, s string) bool {
+	switch format {
+	case "email":
+		a, err := mail.ParseAddress(s)
+		return err == nil && a.Address == s && a.Name == ""
+	case "uri":
+		u, err := url.Parse(s)
+		return err == nil && u.Scheme != "" && !strings.ContainsAny(s, " \t\n")
+	case "date":
+		_, err := time.Parse("2006-01-02", s)
+		return err == nil
+	case "date-time":
+		_, err := time.Parse(time.RFC3339Nano, s)
+		return err == nil
+	}
+	return true
+}
