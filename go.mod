@@ -5,6 +5,12 @@ go 1.26.0
 require github.com/oklog/ulid/v2 v2.1.2
 
 require (
+	github.com/google/uuid v1.6.0 // indirect
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2 // indirect
+	golang.org/x/text v0.14.0 // indirect
+)
+
+require (
 	github.com/google/jsonschema-go v0.4.2 // indirect
 	github.com/mark3labs/mcp-go v1.2.1
 	github.com/spf13/cast v1.7.1 // indirect

@@ -1,0 +1,358 @@
+package attention
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/translate"
+)
+
+// Publisher stamps and publishes events of the session. The bus emitter
+// implements it.
+type Publisher interface {
+	Emit(d aep.Draft) (aep.Event, []byte, error)
+}
+
+// DefaultTimeout is how long a question waits when no timeout is set.
+const DefaultTimeout = 10 * time.Minute
+
+// ManagerOptions configure a Manager.
+type ManagerOptions struct {
+	// Agent is the bridge's agent name, for synthesized prompts.
+	Agent string
+	// Publisher receives every lifecycle event. Required.
+	Publisher Publisher
+	// Timeout is how long a question waits for an answer. Zero means
+	// DefaultTimeout.
+	Timeout time.Duration
+	// Ceiling is the capture ceiling of attention.* events. Zero means
+	// redacted.
+	Ceiling aep.Capture
+	// Redactor is the redaction pipeline. Nil means the default pipeline.
+	Redactor *aep.Redactor
+	// Logger receives operational logs; nil discards them. Answer content
+	// is never logged.
+	Logger *slog.Logger
+}
+
+// Outcome says how a question ended.
+type Outcome int
+
+// Question outcomes.
+const (
+	// Answered: an operator's answer was accepted; Decision holds it.
+	Answered Outcome = iota + 1
+	// TimedOut: nobody answered in time; the server gets cancel.
+	TimedOut
+	// Dismissed: the question was withdrawn (the server cancelled it, the
+	// client answered it, or the session ended); nothing is returned.
+	Dismissed
+)
+
+// Resolution is delivered once per question.
+type Resolution struct {
+	Outcome  Outcome
+	Decision translate.Decision
+}
+
+// Spec describes a question to raise.
+type Spec struct {
+	// Form is the parsed elicitation. Nil raises an informational request
+	// (kind "input") for a question only the client can answer.
+	Form *translate.Form
+	// Message is the server's message, used when Form is nil.
+	Message string
+	// Subject is the asking server's display name.
+	Subject string
+	// RespondVia lists the answer channels: "control" (operators), "oob"
+	// (the MCP client).
+	RespondVia []string
+	// Deliver receives the resolution exactly once, outside the manager's
+	// lock. It must not block for long.
+	Deliver func(Resolution)
+}
+
+// Info describes a pending question.
+type Info struct {
+	ID         string
+	Subject    string
+	Raised     time.Time
+	Expires    time.Time
+	RespondVia []string
+}
+
+type question struct {
+	id      string
+	spec    Spec
+	fields  []aep.FieldSpec // as published, for gating answers
+	raised  time.Time
+	expires time.Time
+	timer   *time.Timer
+}
+
+// Manager owns a session's pending questions and their lifecycle events
+// (AEP-0002 §7): attention.requested, then either control.accepted →
+// attention.answered → attention.resolved, or attention.timeout, or
+// attention.resolved{dismissed}. Every question gets exactly one terminal.
+//
+// A Manager is safe for concurrent use. Its timers are stopped by Close.
+type Manager struct {
+	agent   string
+	pub     Publisher
+	timeout time.Duration
+	ceiling aep.Capture
+	red     *aep.Redactor
+	log     *slog.Logger
+
+	// mu guards pending and closed, and orders each question's events.
+	mu      sync.Mutex
+	pending map[string]*question
+	closed  bool
+}
+
+// NewManager returns a Manager.
+func NewManager(o ManagerOptions) *Manager {
+	m := &Manager{agent: o.Agent, pub: o.Publisher, timeout: o.Timeout, ceiling: o.Ceiling, red: o.Redactor, log: o.Logger, pending: map[string]*question{}}
+	if m.timeout <= 0 {
+		m.timeout = DefaultTimeout
+	}
+	if m.ceiling == 0 {
+		m.ceiling = aep.CaptureRedacted
+	}
+	if m.red == nil {
+		m.red = defaultRedactor
+	}
+	if m.log == nil {
+		m.log = slog.New(slog.DiscardHandler)
+	}
+	return m
+}
+
+// Timeout returns how long questions wait.
+func (m *Manager) Timeout() time.Duration { return m.timeout }
+
+// ErrClosed is returned by Raise after Close.
+var ErrClosed = fmt.Errorf("the session is ending; no new questions are accepted")
+
+// Raise publishes attention.requested for s and starts its timer. It
+// returns the request's id, which operators answer as the command subject.
+func (m *Manager) Raise(s Spec) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return "", ErrClosed
+	}
+	now := time.Now()
+	q := &question{spec: s, raised: now, expires: now.Add(m.timeout)}
+	var (
+		data    any
+		capture aep.Capture
+	)
+	if s.Form != nil {
+		d, c := FormRequest(s.Form, RequestOptions{Agent: m.agent, Ceiling: m.ceiling, Redactor: m.red,
+			ExpiresAt: aep.FormatTime(q.expires), RespondVia: s.RespondVia})
+		if d != nil {
+			data = d
+		}
+		q.fields = s.Form.FieldSpecs() // gating needs the structure, not the gated labels
+		capture = c
+	} else {
+		d := &aep.AttentionRequested{Kind: "input", ExpiresAt: aep.FormatTime(q.expires), RespondVia: s.RespondVia}
+		capture = m.ceiling
+		switch {
+		case capture >= aep.CaptureFull:
+			d.Prompt = s.Message
+		case capture == aep.CaptureRedacted:
+			d.Prompt = m.red.Text(s.Message)
+		default:
+			d.Prompt = aep.SynthesizePrompt(m.agent, "input", s.Subject)
+		}
+		if capture > aep.CaptureNone {
+			data = d
+		}
+	}
+	ev, _, err := m.pub.Emit(aep.Draft{Type: "attention.requested", Subject: s.Subject, Severity: aep.SeverityNotice, Capture: capture, Data: data})
+	if ev.ID == "" {
+		return "", fmt.Errorf("publishing attention.requested: %w", err)
+	}
+	if err != nil {
+		m.log.Warn("attention.requested reached some sinks only", "id", ev.ID, "err", err)
+	}
+	q.id = ev.ID
+	m.pending[q.id] = q
+	q.timer = time.AfterFunc(m.timeout, func() { m.expire(q.id) })
+	return q.id, nil
+}
+
+// Respond decides an operator's control.attention.respond (control.Target).
+// A valid answer is acked, recorded as attention.answered and
+// attention.resolved, and delivered; an invalid one is nacked
+// invalid with the field and rule, and the question stays pending.
+func (m *Manager) Respond(cmd aep.Event, a aep.Answer, ack func(reason, detail string) error) {
+	m.mu.Lock()
+	q, ok := m.pending[cmd.Subject]
+	if !ok {
+		m.mu.Unlock()
+		ack(aep.ReasonInvalid, fmt.Sprintf("no pending attention request %s in this session: it is unknown or already resolved", cmd.Subject))
+		return
+	}
+	if !contains(q.spec.RespondVia, "control") || q.spec.Form == nil {
+		m.mu.Unlock()
+		ack(aep.ReasonRefused, fmt.Sprintf("attention request %s is answered in the MCP client (respond_via has no control)", cmd.Subject))
+		return
+	}
+	d, err := q.spec.Form.Decide(a)
+	if err != nil {
+		m.mu.Unlock()
+		// The question stays pending; the detail names field and rule
+		// and never quotes the answer.
+		ack(aep.ReasonInvalid, err.Error())
+		return
+	}
+	if err := ack("", ""); err != nil {
+		m.log.Warn("emitting control.accepted", "cmd", cmd.ID, "err", err)
+	}
+	m.resolveLocked(q, d.Applied, "control", cmd.Agent, cmd.ID)
+	m.mu.Unlock()
+	q.spec.Deliver(Resolution{Outcome: Answered, Decision: d})
+}
+
+// resolveLocked emits attention.answered then attention.resolved and
+// forgets the question.
+func (m *Manager) resolveLocked(q *question, applied aep.Answer, via, by, cause string) {
+	q.timer.Stop()
+	delete(m.pending, q.id)
+	gated := GateAnswer(q.fields, applied, m.ceiling, m.red)
+	ans, _, err := m.pub.Emit(aep.Draft{Type: "attention.answered", Subject: q.id, Cause: cause, Capture: m.ceiling,
+		Data: aep.AttentionAnswered{Answer: gated, By: by, Via: via}})
+	if err != nil {
+		m.log.Warn("emitting attention.answered", "id", q.id, "err", err)
+	}
+	m.emitResolved(q, aep.ResolutionAnswered, ans.ID)
+}
+
+func (m *Manager) emitResolved(q *question, resolution, cause string) {
+	lat := time.Since(q.raised).Milliseconds()
+	if _, _, err := m.pub.Emit(aep.Draft{Type: "attention.resolved", Subject: q.id, Cause: cause, Capture: aep.CaptureMetadata,
+		Data: aep.AttentionResolved{Resolution: resolution, LatencyMS: &lat}}); err != nil {
+		m.log.Warn("emitting attention.resolved", "id", q.id, "err", err)
+	}
+}
+
+// ClientAnswered records that the MCP client answered its copy of a question
+// first (route both or client). result is the client's ElicitResult. It
+// reports whether the client won; when it did, the bus shows
+// attention.answered{via:"oob"} and attention.resolved, and the caller
+// forwards the client's response to the server.
+func (m *Manager) ClientAnswered(id, client string, result json.RawMessage) bool {
+	m.mu.Lock()
+	q, ok := m.pending[id]
+	if !ok {
+		m.mu.Unlock()
+		return false
+	}
+	var r struct {
+		Action  string         `json:"action"`
+		Content map[string]any `json:"content"`
+	}
+	_ = json.Unmarshal(result, &r)
+	applied := aep.Answer{Values: r.Content}
+	if r.Action != "accept" {
+		applied = aep.Answer{Option: r.Action}
+	} else if applied.Values == nil {
+		applied.Values = map[string]any{}
+	}
+	m.resolveLocked(q, applied, "oob", client, q.id)
+	m.mu.Unlock()
+	q.spec.Deliver(Resolution{Outcome: Dismissed})
+	return true
+}
+
+// Dismiss withdraws a pending question (the server cancelled its request)
+// with attention.resolved{dismissed}. It reports whether it was pending.
+func (m *Manager) Dismiss(id string) bool {
+	m.mu.Lock()
+	q, ok := m.pending[id]
+	if ok {
+		q.timer.Stop()
+		delete(m.pending, id)
+		m.emitResolved(q, aep.ResolutionDismissed, q.id)
+	}
+	m.mu.Unlock()
+	if ok {
+		q.spec.Deliver(Resolution{Outcome: Dismissed})
+	}
+	return ok
+}
+
+func (m *Manager) expire(id string) {
+	m.mu.Lock()
+	q, ok := m.pending[id]
+	if !ok {
+		m.mu.Unlock()
+		return
+	}
+	delete(m.pending, id)
+	after := time.Since(q.raised).Milliseconds()
+	if _, _, err := m.pub.Emit(aep.Draft{Type: "attention.timeout", Subject: q.id, Cause: q.id, Severity: aep.SeverityNotice,
+		Capture: aep.CaptureMetadata, Data: aep.AttentionTimeout{AfterMS: after}}); err != nil {
+		m.log.Warn("emitting attention.timeout", "id", q.id, "err", err)
+	}
+	m.mu.Unlock()
+	q.spec.Deliver(Resolution{Outcome: TimedOut, Decision: translate.Decision{Outcome: translate.OutcomeCancel}})
+}
+
+// Pending lists the open questions, oldest first.
+func (m *Manager) Pending() []Info {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]Info, 0, len(m.pending))
+	for _, q := range m.pending {
+		out = append(out, Info{ID: q.id, Subject: q.spec.Subject, Raised: q.raised, Expires: q.expires, RespondVia: q.spec.RespondVia})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// Len returns the number of open questions.
+func (m *Manager) Len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.pending)
+}
+
+// Close dismisses every pending question (attention.resolved{dismissed})
+// and refuses new ones, so the caller can then end the session with no
+// request left open (AEP-0002 §7 rule 2).
+func (m *Manager) Close() {
+	m.mu.Lock()
+	m.closed = true
+	qs := make([]*question, 0, len(m.pending))
+	for _, q := range m.pending {
+		qs = append(qs, q)
+	}
+	sort.Slice(qs, func(i, j int) bool { return qs[i].id < qs[j].id })
+	for _, q := range qs {
+		q.timer.Stop()
+		delete(m.pending, q.id)
+		m.emitResolved(q, aep.ResolutionDismissed, q.id)
+	}
+	m.mu.Unlock()
+	for _, q := range qs {
+		q.spec.Deliver(Resolution{Outcome: Dismissed})
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

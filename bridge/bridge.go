@@ -1,0 +1,226 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/attention"
+	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
+	"github.com/agenteventprotocol/aep-mcp-bridge/control"
+	"github.com/agenteventprotocol/aep-mcp-bridge/elicit"
+)
+
+// Options configure a bridged session. Zero values mean the documented
+// defaults.
+type Options struct {
+	// Command is the upstream server's argv. Required.
+	Command []string
+	// Env is the upstream's environment; nil means the bridge's own.
+	Env []string
+	// Client is the MCP client's stream; ClientOut where its messages go.
+	Client    io.Reader
+	ClientOut io.Writer
+	// ServerStderr receives the upstream's stderr. Nil means os.Stderr.
+	ServerStderr io.Writer
+	// Agent is the AEP agent name; "" means "aep-mcp-bridge".
+	Agent string
+	// Name overrides the server's display name.
+	Name string
+	// Timeout is how long a question waits; 0 means 10m.
+	Timeout time.Duration
+	// Keepalive is the progress interval while a question waits; 0 disables.
+	Keepalive time.Duration
+	// LogDir holds the JSONL session logs; "" writes no log.
+	LogDir string
+	// Capture and AttentionCapture are the capture ceilings; 0 means
+	// metadata and redacted.
+	Capture, AttentionCapture aep.Capture
+	// Redact configures the redaction pipeline.
+	Redact aep.RedactOptions
+	// Route says who answers.
+	Route elicit.Route
+	// Host names this machine in source URIs; "" means os.Hostname.
+	Host string
+	// Logger receives logs; nil discards them.
+	Logger *slog.Logger
+	// StopGrace is how long the server gets after its stdin closes before
+	// SIGTERM; 0 means 2s. KillTimeout is how long after SIGTERM before
+	// SIGKILL; 0 means 5s.
+	StopGrace, KillTimeout time.Duration
+	// Sinks receive every event besides the log and the hub.
+	Sinks []bus.Sink
+}
+
+// Bridge is one bridged MCP session.
+type Bridge struct {
+	opts    Options
+	log     *slog.Logger
+	session string
+	em      *bus.Emitter
+	hub     *bus.Hub
+	jsonl   *bus.Log
+	mgr     *attention.Manager
+	intake  *control.Intake
+}
+
+// New prepares a session: its id, log, emitter, hub, attention manager and
+// control intake. Nothing is started until Run.
+func New(o Options) (*Bridge, error) {
+	if o.Agent == "" {
+		o.Agent = "aep-mcp-bridge"
+	}
+	if o.Host == "" {
+		o.Host, _ = os.Hostname()
+	}
+	if o.ServerStderr == nil {
+		o.ServerStderr = os.Stderr
+	}
+	if o.StopGrace <= 0 {
+		o.StopGrace = 2 * time.Second
+	}
+	if o.KillTimeout <= 0 {
+		o.KillTimeout = 5 * time.Second
+	}
+	if o.AttentionCapture == 0 {
+		o.AttentionCapture = aep.CaptureRedacted
+	}
+	b := &Bridge{opts: o, log: o.Logger, session: aep.NewID(), hub: bus.NewHub()}
+	if b.log == nil {
+		b.log = slog.New(slog.DiscardHandler)
+	}
+	b.log = b.log.With("session", b.session)
+	sinks := []bus.Sink{}
+	if o.LogDir != "" {
+		l, err := bus.OpenLog(o.LogDir, o.Agent, b.session)
+		if err != nil {
+			return nil, err
+		}
+		b.jsonl = l
+		sinks = append(sinks, l)
+	}
+	sinks = append(sinks, b.hub)
+	sinks = append(sinks, o.Sinks...)
+	em, err := bus.NewEmitter(bus.EmitterOptions{Agent: o.Agent, Session: b.session, Host: o.Host,
+		Capture: o.Capture, AttentionCapture: o.AttentionCapture, Sinks: sinks})
+	if err != nil {
+		return nil, err
+	}
+	b.em = em
+	red := aep.NewRedactor(o.Redact)
+	b.mgr = attention.NewManager(attention.ManagerOptions{Agent: o.Agent, Publisher: em, Timeout: o.Timeout,
+		Ceiling: o.AttentionCapture, Redactor: red, Logger: b.log})
+	b.intake = control.NewIntake(control.IntakeOptions{Emitter: em, Target: b.mgr, Redactor: red, Logger: b.log})
+	return b, nil
+}
+
+// Session returns the session id.
+func (b *Bridge) Session() string { return b.session }
+
+// Source returns the session's source URI.
+func (b *Bridge) Source() string { return b.em.Source() }
+
+// Hub returns the session's event hub.
+func (b *Bridge) Hub() *bus.Hub { return b.hub }
+
+// Intake returns the session's control intake.
+func (b *Bridge) Intake() *control.Intake { return b.intake }
+
+// Manager returns the session's attention manager.
+func (b *Bridge) Manager() *attention.Manager { return b.mgr }
+
+// LogPath returns the JSONL log's path, or "".
+func (b *Bridge) LogPath() string {
+	if b.jsonl == nil {
+		return ""
+	}
+	return b.jsonl.Path()
+}
+
+// ErrUpstreamExited is wrapped by Run's error when the server went away.
+var ErrUpstreamExited = errors.New("upstream MCP server exited")
+
+// Run spawns the server and relays the session until the client leaves,
+// the server exits or ctx is cancelled. It returns nil for a client that
+// left or a cancelled context, and an error wrapping ErrUpstreamExited when
+// the server went away first.
+func (b *Bridge) Run(ctx context.Context) error {
+	ch, err := startChild(b.opts.Command, b.opts.Env, b.opts.ServerStderr)
+	if err != nil {
+		b.closeLog()
+		return err
+	}
+	b.log.Info("upstream started", "pid", ch.cmd.Process.Pid)
+	server := elicit.NewStreamConn(ch.stdout, ch.stdin, ch.stdout.Close, 0)
+	var clientClose func() error
+	if c, ok := b.opts.Client.(io.Closer); ok {
+		clientClose = c.Close
+	}
+	client := elicit.NewStreamConn(b.opts.Client, b.opts.ClientOut, clientClose, 0)
+	var once sync.Once
+	startSession := func(ci elicit.ClientInfo) { once.Do(func() { b.emitStarted(ci) }) }
+	px := elicit.New(elicit.Options{Client: client, Server: server, Manager: b.mgr, Publisher: b.em, Route: b.opts.Route,
+		Keepalive: b.opts.Keepalive, Name: b.opts.Name, OnSession: startSession, Logger: b.log})
+	began := time.Now()
+	end := px.Run(ctx)
+	return b.shutdown(end, px, ch, server, client, began, startSession)
+}
+
+// emitStarted emits session.started with the client's name and version.
+func (b *Bridge) emitStarted(ci elicit.ClientInfo) {
+	data := map[string]any{}
+	if ci.Name != "" {
+		client := map[string]string{"name": ci.Name}
+		if ci.Version != "" {
+			client["version"] = ci.Version
+		}
+		data["client"] = client
+	}
+	if _, _, err := b.em.Emit(aep.Draft{Type: "session.started", Capture: aep.CaptureMetadata, Data: data}); err != nil {
+		b.log.Warn("emitting session.started", "err", err)
+	}
+}
+
+func (b *Bridge) shutdown(end elicit.Ending, px *elicit.Proxy, ch *child, server, client *elicit.StreamConn, began time.Time, startSession func(elicit.ClientInfo)) error {
+
+	// Shutdown: stop accepting, settle questions, end the session, flush.
+	reason, runErr := "normal", error(nil)
+	var failure string
+	if !end.ClientClosed && end.Err == nil {
+		status := ch.exitStatus(2 * time.Second)
+		failure = fmt.Sprintf("upstream MCP server exited (%s); run the command alone to see its error", status)
+		reason, runErr = "error", fmt.Errorf("%w: %s", ErrUpstreamExited, status)
+		b.log.Error("upstream exited", "status", status)
+	}
+	b.mgr.Close()
+	if failure != "" {
+		px.FailInflight(failure)
+	}
+	startSession(elicit.ClientInfo{})
+	dur := time.Since(began).Milliseconds()
+	if _, _, err := b.em.Emit(aep.Draft{Type: "session.ended", Capture: aep.CaptureMetadata,
+		Data: map[string]any{"reason": reason, "duration_ms": dur}}); err != nil {
+		b.log.Warn("emitting session.ended", "err", err)
+	}
+	b.closeLog()
+	b.hub.Close()
+	ch.stop(b.opts.StopGrace, b.opts.KillTimeout)
+	server.Close()
+	client.Close()
+	px.Wait()
+	return runErr
+}
+
+func (b *Bridge) closeLog() {
+	if b.jsonl != nil {
+		if err := b.jsonl.Close(); err != nil {
+			b.log.Warn("closing the session log", "err", err)
+		}
+	}
+}

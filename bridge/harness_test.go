@@ -1,0 +1,244 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
+	"github.com/agenteventprotocol/aep-mcp-bridge/control"
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/logcheck"
+)
+
+// serverBin is the mcp-go elicit test server, built once by TestMain.
+var serverBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "aep-bridge-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	serverBin = filepath.Join(dir, "elicitserver")
+	out, err := exec.Command("go", "build", "-o", serverBin, "../internal/testpeers/elicitserver").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "building the test server: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// waitLimit bounds every wait in these tests; it is a failure guard, not a
+// synchronisation: tests wait on events and results.
+const waitLimit = 30 * time.Second
+
+// session is one bridged MCP session under test: a real bridge in front of
+// a real server process, driven by an mcp-go client over pipes.
+type session struct {
+	t      *testing.T
+	b      *Bridge
+	client *client.Client
+	events *bus.Subscription
+	runErr chan error
+	cancel context.CancelFunc
+	closed bool
+}
+
+type sessionConfig struct {
+	opts       Options
+	clientOpts []client.ClientOption
+	caps       mcp.ClientCapabilities
+}
+
+func startSession(t *testing.T, cfg sessionConfig) *session {
+	t.Helper()
+	o := cfg.opts
+	if o.Command == nil {
+		o.Command = []string{serverBin}
+	}
+	if o.LogDir == "" {
+		o.LogDir = t.TempDir()
+	}
+	o.StopGrace, o.KillTimeout = 2*time.Second, 2*time.Second
+	c2bR, c2bW := io.Pipe()
+	b2cR, b2cW := io.Pipe()
+	o.Client, o.ClientOut = c2bR, b2cW
+	b, err := New(o)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	s := &session{t: t, b: b, runErr: make(chan error, 1)}
+	s.events = b.Hub().Subscribe(nil, 4096)
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	go func() {
+		err := b.Run(ctx)
+		b2cW.Close()
+		s.runErr <- err
+	}()
+	opts := append([]client.ClientOption{client.WithProtocolVersion("2025-11-25")}, cfg.clientOpts...)
+	tr := transport.NewIO(b2cR, c2bW, nil)
+	s.client = client.NewClient(tr, opts...)
+	// The client's transport lives as long as the session: Start's context
+	// is the one its request handlers (elicitation, sampling) run under.
+	if err := s.client.Start(ctx); err != nil {
+		t.Fatalf("client start: %v", err)
+	}
+	ictx, icancel := context.WithTimeout(ctx, waitLimit)
+	defer icancel()
+	req := mcp.InitializeRequest{}
+	req.Params.ProtocolVersion = "2025-11-25"
+	req.Params.ClientInfo = mcp.Implementation{Name: "e2e-client", Version: "1.2.3"}
+	req.Params.Capabilities = cfg.caps
+	if _, err := s.client.Initialize(ictx, req); err != nil {
+		t.Fatalf("initialize through the bridge: %v", err)
+	}
+	t.Cleanup(func() { s.close() })
+	return s
+}
+
+// close ends the session as a client that leaves, and validates the log.
+func (s *session) close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	s.client.Close()
+	var err error
+	select {
+	case err = <-s.runErr:
+	case <-time.After(waitLimit):
+		s.t.Errorf("bridge did not stop after the client left")
+	}
+	s.cancel()
+	s.checkLog()
+	return err
+}
+
+func (s *session) checkLog() *logcheck.Report {
+	s.t.Helper()
+	rep, err := logcheck.File(s.b.LogPath())
+	if err != nil {
+		s.t.Errorf("session log %s is invalid: %v", s.b.LogPath(), err)
+		return nil
+	}
+	if rep.Types["session.ended"] != 1 {
+		s.t.Errorf("session log has %d session.ended; want 1", rep.Types["session.ended"])
+	}
+	return rep
+}
+
+// next waits for the next event of type typ (skipping others).
+func (s *session) next(typ string) aep.Event {
+	s.t.Helper()
+	deadline := time.After(waitLimit)
+	for {
+		select {
+		case d, ok := <-s.events.C:
+			if !ok {
+				s.t.Fatalf("event stream ended waiting for %s: %v", typ, s.events.Err())
+			}
+			if d.Event.Type == typ {
+				return d.Event
+			}
+		case <-deadline:
+			s.t.Fatalf("no %s event within %s", typ, waitLimit)
+		}
+	}
+}
+
+// call runs tools/call in the background and returns a channel with its
+// result.
+type callResult struct {
+	res *mcp.CallToolResult
+	err error
+}
+
+func (s *session) call(name string, args map[string]any, meta *mcp.Meta) <-chan callResult {
+	ch := make(chan callResult, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*waitLimit)
+		defer cancel()
+		req := mcp.CallToolRequest{}
+		req.Params.Name = name
+		req.Params.Arguments = args
+		req.Params.Meta = meta
+		res, err := s.client.CallTool(ctx, req)
+		ch <- callResult{res, err}
+	}()
+	return ch
+}
+
+func (s *session) result(ch <-chan callResult) *mcp.CallToolResult {
+	s.t.Helper()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			s.t.Fatalf("tools/call: %v", r.err)
+		}
+		return r.res
+	case <-time.After(2 * waitLimit):
+		s.t.Fatalf("tools/call did not return")
+	}
+	return nil
+}
+
+// elicitResult decodes the ask tool's text: the ElicitResult it received.
+func elicitResult(t *testing.T, res *mcp.CallToolResult) map[string]any {
+	t.Helper()
+	text := toolText(t, res)
+	var out map[string]any
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	if err := dec.Decode(&out); err != nil {
+		t.Fatalf("tool result %q is not an ElicitResult: %v", text, err)
+	}
+	return out
+}
+
+func toolText(t *testing.T, res *mcp.CallToolResult) string {
+	t.Helper()
+	if len(res.Content) == 0 {
+		t.Fatalf("empty tool result")
+	}
+	tc, ok := res.Content[0].(mcp.TextContent)
+	if !ok {
+		t.Fatalf("tool result %T is not text", res.Content[0])
+	}
+	return tc.Text
+}
+
+// respond submits an operator's control.attention.respond.
+func (s *session) respond(subject string, answer aep.Answer) (control.Result, aep.Event) {
+	s.t.Helper()
+	cmd := command(s.b.Session(), subject, answer)
+	res, err := s.b.Intake().Submit(cmd, control.Sender{Authenticated: true})
+	if err != nil {
+		s.t.Fatalf("Submit: %v", err)
+	}
+	return res, cmd
+}
+
+// command builds an operator's control.attention.respond.
+func command(session, subject string, answer aep.Answer) aep.Event {
+	data, _ := json.Marshal(aep.Respond{Answer: answer})
+	return aep.Event{AEP: aep.Version, ID: aep.NewID(), Type: "control.attention.respond", Subject: subject, Cause: subject,
+		Time: aep.FormatTime(time.Now()), Source: "aep://test/agent/operator", Agent: "operator", Session: session,
+		Capture: aep.CaptureRedacted, Data: data}
+}
+
+var controlSender = control.Sender{Authenticated: true}

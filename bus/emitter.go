@@ -1,0 +1,213 @@
+package bus
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+)
+
+// Sink receives every event a session emits or records, as the event and
+// its exact encoding. Log and Hub are sinks.
+type Sink interface {
+	Write(ev aep.Event, raw []byte) error
+}
+
+// EmitterOptions configure an Emitter.
+type EmitterOptions struct {
+	// Agent is the AEP agent name. Required.
+	Agent string
+	// Session is the session id. Required; keep it to [A-Za-z0-9._-].
+	Session string
+	// Host names this machine in the source URI. Empty means "localhost".
+	Host string
+	// Capture is the global capture ceiling. Zero means metadata.
+	Capture aep.Capture
+	// AttentionCapture is the ceiling for attention.* events and for the
+	// control acks that answer commands about them. Zero means redacted.
+	AttentionCapture aep.Capture
+	// Sinks receive every event, in order. A sink error is returned to the
+	// caller of Emit after all sinks have been tried.
+	Sinks []Sink
+	// Now returns the current time. Nil means time.Now.
+	Now func() time.Time
+}
+
+// Emitter stamps drafts into events of one session: a ULID id, the time,
+// the source, agent and session, and a seq that increases by one per event
+// within epoch 0 (a session never outlives its process, so its counter never
+// restarts; AEP-0001 §7). Every event is down-leveled to its ceiling and
+// validated before any sink sees it.
+//
+// An Emitter is safe for concurrent use; events reach the sinks in seq order.
+type Emitter struct {
+	agent, session, source string
+	global, attention      aep.Capture
+	sinks                  []Sink
+	now                    func() time.Time
+
+	// mu serializes emission so seq order is sink order.
+	mu  sync.Mutex
+	seq int64
+}
+
+// NewEmitter validates opts and returns an Emitter.
+func NewEmitter(opts EmitterOptions) (*Emitter, error) {
+	if !ValidName(opts.Agent) {
+		return nil, fmt.Errorf("agent name %q must be 1-64 characters of [A-Za-z0-9._-], starting alphanumeric", opts.Agent)
+	}
+	if !ValidName(opts.Session) {
+		return nil, fmt.Errorf("session id %q must be 1-64 characters of [A-Za-z0-9._-], starting alphanumeric", opts.Session)
+	}
+	host := opts.Host
+	if host == "" {
+		host = "localhost"
+	}
+	e := &Emitter{
+		agent:     opts.Agent,
+		session:   opts.Session,
+		source:    fmt.Sprintf("aep://%s/agent/%s/session/%s", url.PathEscape(host), opts.Agent, opts.Session),
+		global:    opts.Capture.OrDefault(),
+		attention: opts.AttentionCapture,
+		sinks:     opts.Sinks,
+		now:       opts.Now,
+	}
+	if e.attention == 0 {
+		e.attention = aep.CaptureRedacted
+	}
+	if e.now == nil {
+		e.now = time.Now
+	}
+	return e, nil
+}
+
+// ValidName reports whether s fits the interop-safe identifier grammar of
+// AEP-0003 §9.6, bounded to 64 characters so it is safe as a file name.
+func ValidName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for i, r := range s {
+		alnum := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
+		if i == 0 && !alnum {
+			return false
+		}
+		if !alnum && r != '.' && r != '_' && r != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// Agent returns the emitter's agent name.
+func (e *Emitter) Agent() string { return e.agent }
+
+// Session returns the emitter's session id.
+func (e *Emitter) Session() string { return e.session }
+
+// Source returns the emitter's source URI.
+func (e *Emitter) Source() string { return e.source }
+
+// Ceiling returns the capture ceiling that applies to events of type t.
+func (e *Emitter) Ceiling(t string) aep.Capture {
+	if strings.HasPrefix(t, "attention.") || t == "control.accepted" || t == "control.rejected" || aep.IsCommand(t) {
+		return e.attention // the per-category override (AEP-0003 §9.1) may be above or below the global ceiling
+	}
+	return e.global
+}
+
+// Emit stamps d, enforces the ceiling, validates the event and hands it to
+// every sink. It returns the event and its exact encoding.
+func (e *Emitter) Emit(d aep.Draft) (aep.Event, []byte, error) {
+	var data json.RawMessage
+	if d.Data != nil {
+		b, err := json.Marshal(d.Data)
+		if err != nil {
+			return aep.Event{}, nil, fmt.Errorf("encoding %s data: %w", d.Type, err)
+		}
+		data = b
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := e.now()
+	ev := aep.Event{
+		AEP: aep.Version, ID: aep.NewIDAt(now), Type: d.Type, Subject: d.Subject,
+		Time: aep.FormatTime(now), Source: e.source, Agent: e.agent, Session: e.session,
+		Seq: aep.Int64(e.seq), Epoch: aep.Int64(0), Cause: d.Cause,
+		Severity: d.Severity, Capture: d.Capture, Data: data,
+	}
+	if ev.Capture == 0 {
+		ev.Capture = aep.CaptureMetadata
+	}
+	ev, raw, err := e.finish(ev)
+	if err != nil {
+		return aep.Event{}, nil, err
+	}
+	e.seq++
+	return ev, raw, e.write(ev, raw)
+}
+
+// Record hands a foreign event (a command addressed to this session, which
+// carries no seq) to the sinks, down-leveled to its ceiling, so the history
+// shows who commanded what.
+func (e *Emitter) Record(ev aep.Event) (aep.Event, []byte, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ev, raw, err := e.finish(ev)
+	if err != nil {
+		return aep.Event{}, nil, err
+	}
+	return ev, raw, e.write(ev, raw)
+}
+
+func (e *Emitter) finish(ev aep.Event) (aep.Event, []byte, error) {
+	ev, err := aep.Downlevel(ev, e.Ceiling(ev.Type))
+	if err != nil {
+		return aep.Event{}, nil, err
+	}
+	if err := ev.Validate(); err != nil {
+		return aep.Event{}, nil, fmt.Errorf("refusing to emit an invalid %s event: %w", ev.Type, err)
+	}
+	raw, err := json.Marshal(ev)
+	if err != nil {
+		return aep.Event{}, nil, fmt.Errorf("encoding %s: %w", ev.Type, err)
+	}
+	return ev, raw, nil
+}
+
+func (e *Emitter) write(ev aep.Event, raw []byte) error {
+	var first error
+	for _, s := range e.sinks {
+		if err := s.Write(ev, raw); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// Resend hands an already-emitted event's exact bytes to the sinks again,
+// for legal at-least-once redelivery (AEP-0004 §3: a recorded ack is
+// re-emitted byte-identically).
+func (e *Emitter) Resend(ev aep.Event, raw []byte) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var first error
+	for _, s := range e.sinks {
+		if r, ok := s.(Redeliverer); ok {
+			if err := r.Redeliver(ev, raw); err != nil && first == nil {
+				first = err
+			}
+		}
+	}
+	return first
+}
+
+// Redeliverer is a sink that accepts redelivery of an event it has already
+// seen. The log does not (history holds each event once); the hub does.
+type Redeliverer interface {
+	Redeliver(ev aep.Event, raw []byte) error
+}

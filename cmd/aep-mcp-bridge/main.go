@@ -1,0 +1,43 @@
+// Command aep-mcp-bridge fronts an MCP server and lets remote humans answer
+// the questions it asks: every elicitation/create becomes an AEP attention
+// request, and the answer goes back to the server as an ElicitResult.
+//
+// Usage:
+//
+//	aep-mcp-bridge [flags] -- COMMAND [ARGS...]
+//
+// The bridge spawns COMMAND as the upstream MCP server over stdio and serves
+// the MCP client on its own stdin and stdout. Logs go to stderr.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], stdinFile(), os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		if !errors.Is(err, errUsage) {
+			fmt.Fprintln(os.Stderr, "aep-mcp-bridge:", err)
+		}
+		os.Exit(exitCode(err))
+	}
+}
+
+// stdinFile returns stdin as a pollable file, so closing it at shutdown
+// unblocks the goroutine reading it.
+func stdinFile() io.Reader {
+	fd := int(os.Stdin.Fd())
+	if err := syscall.SetNonblock(fd, true); err != nil {
+		return os.Stdin
+	}
+	return os.NewFile(uintptr(fd), "/dev/stdin")
+}

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/bridge"
+	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
+	"github.com/agenteventprotocol/aep-mcp-bridge/elicit"
+)
+
+// errUsage marks a command-line error already reported on stderr.
+var errUsage = errors.New("usage")
+
+// exitCode maps run's error to the process exit status.
+func exitCode(err error) int {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, errUsage):
+		return 2
+	}
+	return 1
+}
+
+// config is the parsed command line.
+type config struct {
+	timeout, keepalive time.Duration
+	logDir             string
+	agent, name        string
+	capture, attention string
+	route              string
+	logLevel           string
+	redactEnv          string
+	command            []string
+}
+
+const usage = `usage: aep-mcp-bridge [flags] -- COMMAND [ARGS...]
+
+Fronts the MCP server COMMAND (spawned over stdio) for the MCP client on this
+process's stdin/stdout. Each elicitation/create from the server becomes an AEP
+attention request (kind "form") that an operator answers; the answer goes back
+to the server as an ElicitResult.
+
+Flags:
+`
+
+func parseFlags(args []string, stderr io.Writer) (*config, error) {
+	c := &config{}
+	fs := flag.NewFlagSet("aep-mcp-bridge", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
+	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "how long a question waits for an answer; then attention.timeout, and the server gets cancel")
+	fs.StringVar(&c.logDir, "log-dir", "~/.aep/logs", "JSONL session logs at DIR/<agent>/<session>.jsonl; \"off\" disables them")
+	fs.StringVar(&c.agent, "agent", "aep-mcp-bridge", "the AEP agent identity")
+	fs.StringVar(&c.name, "name", "", "the server's display name (the subject of its questions); default: its serverInfo.name")
+	fs.StringVar(&c.capture, "capture", "metadata", "global capture ceiling: none, metadata, redacted or full")
+	fs.StringVar(&c.attention, "capture-attention", "redacted", "capture ceiling for attention.* events: none, metadata, redacted or full")
+	fs.StringVar(&c.route, "route", "both", "who may answer: remote (operators only), client (the MCP client only; the bus observes), both (first answer wins)")
+	fs.DurationVar(&c.keepalive, "keepalive", 15*time.Second, "progress interval for in-flight requests while a question is pending; 0 disables")
+	fs.StringVar(&c.logLevel, "log-level", "info", "log level on stderr: debug, info, warn or error")
+	fs.StringVar(&c.redactEnv, "redact-env", "", "comma-separated environment variable names whose values are secrets to redact")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, errUsage
+		}
+		return nil, errUsage
+	}
+	c.command = fs.Args()
+	if len(c.command) == 0 {
+		fmt.Fprintln(stderr, "aep-mcp-bridge: no upstream server command; pass it after --, e.g.: aep-mcp-bridge -- npx -y @modelcontextprotocol/server-everything")
+		fs.Usage()
+		return nil, errUsage
+	}
+	if c.timeout <= 0 {
+		fmt.Fprintln(stderr, "aep-mcp-bridge: --timeout must be positive")
+		return nil, errUsage
+	}
+	if c.keepalive < 0 {
+		fmt.Fprintln(stderr, "aep-mcp-bridge: --keepalive must be 0 (off) or positive")
+		return nil, errUsage
+	}
+	return c, nil
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	c, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	bad := func(format string, a ...any) error {
+		fmt.Fprintf(stderr, "aep-mcp-bridge: "+format+"\n", a...)
+		return errUsage
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
+		return bad("--log-level %q: want debug, info, warn or error", c.logLevel)
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	capture, err := aep.ParseCapture(c.capture)
+	if err != nil {
+		return bad("--capture: %v", err)
+	}
+	attn, err := aep.ParseCapture(c.attention)
+	if err != nil {
+		return bad("--capture-attention: %v", err)
+	}
+	route, err := elicit.ParseRoute(c.route)
+	if err != nil {
+		return bad("--route: %v", err)
+	}
+	if !bus.ValidName(c.agent) {
+		return bad("--agent %q: use 1-64 characters of [A-Za-z0-9._-], starting alphanumeric", c.agent)
+	}
+	logDir, err := expandHome(c.logDir)
+	if err != nil {
+		return bad("--log-dir: %v", err)
+	}
+	home, _ := os.UserHomeDir()
+	redact := aep.RedactOptions{Home: home}
+	for _, name := range strings.Split(c.redactEnv, ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			if v := os.Getenv(name); v != "" {
+				redact.Secrets = append(redact.Secrets, v)
+			}
+		}
+	}
+	b, err := bridge.New(bridge.Options{
+		Command: c.command, Client: stdin, ClientOut: stdout, ServerStderr: stderr,
+		Agent: c.agent, Name: c.name, Timeout: c.timeout, Keepalive: c.keepalive,
+		LogDir: logDir, Capture: capture, AttentionCapture: attn, Redact: redact,
+		Route: route, Logger: logger,
+	})
+	if err != nil {
+		return err
+	}
+	if p := b.LogPath(); p != "" {
+		logger.Info("session log", "path", p)
+	}
+	return b.Run(ctx)
+}
+
+// expandHome resolves a leading ~ and the value "off".
+func expandHome(p string) (string, error) {
+	if p == "off" || p == "" {
+		return "", nil
+	}
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("cannot resolve ~: %w; pass an absolute path", err)
+		}
+		return filepath.Join(home, strings.TrimPrefix(p, "~")), nil
+	}
+	return p, nil
+}

@@ -1,0 +1,13 @@
+// Package control is the command intake of a session: it authenticates the
+// sender's binding, deduplicates commands on (source, id), makes exactly one
+// ack decision per command and hands control.attention.respond to the
+// attention lifecycle.
+//
+// It sits on the return flow (bus → control → attention → translate →
+// elicit) and is transport-agnostic: the WebSocket endpoint, the relay link
+// and in-process operators all submit through Intake.
+//
+// Spec sections: AEP-0004 §2 (commands, idempotency), §3 (one ack decision,
+// byte-identical re-ack on redelivery), §4.1 (control only on authenticated
+// bindings), §4.2 (declared accepts), §5 (control.attention.respond).
+package control

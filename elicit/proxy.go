@@ -1,0 +1,288 @@
+package elicit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/attention"
+)
+
+// Route says who may answer a question.
+type Route int
+
+// Routes (the --route flag).
+const (
+	// RouteBoth sends a question to operators and, when the client can
+	// elicit, to the client too; the first answer wins.
+	RouteBoth Route = iota
+	// RouteRemote sends questions to operators only.
+	RouteRemote
+	// RouteClient leaves questions to the MCP client; the bus observes.
+	RouteClient
+)
+
+// ParseRoute parses a --route value.
+func ParseRoute(s string) (Route, error) {
+	switch s {
+	case "both", "":
+		return RouteBoth, nil
+	case "remote":
+		return RouteRemote, nil
+	case "client":
+		return RouteClient, nil
+	}
+	return 0, fmt.Errorf("unknown route %q: want remote, client or both", s)
+}
+
+func (r Route) String() string {
+	return [...]string{"both", "remote", "client"}[r]
+}
+
+// Publisher publishes events that are not part of a question's lifecycle
+// (a refused schema). The bus emitter implements it.
+type Publisher interface {
+	Emit(d aep.Draft) (aep.Event, []byte, error)
+}
+
+// ClientInfo is what the client said about itself at initialize.
+type ClientInfo struct {
+	Name, Version   string
+	ProtocolVersion string
+}
+
+// Options configure a Proxy.
+type Options struct {
+	// Client is the MCP client's side; Server the MCP server's. Required.
+	Client, Server Conn
+	// Manager owns the questions. Required.
+	Manager *attention.Manager
+	// Publisher records refused schemas on the bus. Nil skips that.
+	Publisher Publisher
+	// Route says who answers; the zero value is RouteBoth.
+	Route Route
+	// Keepalive is the progress interval while a question is pending;
+	// zero disables keepalive progress.
+	Keepalive time.Duration
+	// Name overrides the server's display name (the subject of its
+	// questions). Empty means the server's serverInfo.name.
+	Name string
+	// OnSession is called once, with what the client said about itself,
+	// before the first message is forwarded (to emit session.started).
+	OnSession func(ClientInfo)
+	// Logger receives operational logs; nil discards them. Message
+	// contents are never logged.
+	Logger *slog.Logger
+}
+
+// Proxy relays one MCP session. Create it with New, run it with Run.
+//
+// Concurrency: Run owns the reader goroutines and the keepalive ticker and
+// stops them before it returns. Deliveries from the attention manager may
+// arrive on any goroutine; all shared state is guarded by mu.
+type Proxy struct {
+	client, server Conn
+	mgr            *attention.Manager
+	pub            Publisher
+	route          Route
+	keepalive      time.Duration
+	name           string
+	onSession      func(ClientInfo)
+	log            *slog.Logger
+	wg             sync.WaitGroup
+
+	// mu guards the fields below.
+	mu sync.Mutex
+	// inflight holds the client's requests awaiting the server's
+	// response, by id key.
+	inflight map[string]*inflight
+	// progress is the highest progress value sent per progressToken key.
+	progress map[string]float64
+	// questions holds the server's elicitation requests being answered,
+	// by the server's request id key.
+	questions map[string]*question
+	// withdrawn holds server request ids whose client copy was withdrawn;
+	// the client's late answer to them is dropped.
+	withdrawn map[string]bool
+	// client capabilities as the client declared them.
+	clientElicit, clientForm, clientURL bool
+	clientInfo                          ClientInfo
+	sessionStarted                      bool
+	serverName                          string
+	initID                              string
+}
+
+type inflight struct {
+	id     json.RawMessage
+	method string
+	token  json.RawMessage
+}
+
+type question struct {
+	serverID json.RawMessage
+	qid      string
+	toClient bool
+	// clientOnly: operators cannot answer (route client, or a schema the
+	// form cannot carry); a client error goes back to the server.
+	clientOnly bool
+	done       bool
+}
+
+// New returns a Proxy.
+func New(o Options) *Proxy {
+	p := &Proxy{
+		client: o.Client, server: o.Server, mgr: o.Manager, pub: o.Publisher, route: o.Route,
+		keepalive: o.Keepalive, name: o.Name, onSession: o.OnSession, log: o.Logger,
+		inflight: map[string]*inflight{}, progress: map[string]float64{},
+		questions: map[string]*question{}, withdrawn: map[string]bool{},
+	}
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
+	}
+	return p
+}
+
+// Ending says which side ended the session.
+type Ending struct {
+	// ClientClosed is true when the client went away; false when the
+	// server did (or the context was cancelled, with Err set).
+	ClientClosed bool
+	Err          error
+}
+
+// Run relays messages until the client or the server goes away or ctx is
+// cancelled. It does not close the connections; the caller does, in its
+// shutdown order.
+func (p *Proxy) Run(ctx context.Context) Ending {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ended := make(chan Ending, 2)
+	wg := &p.wg
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		p.clientLoop(ctx, ended)
+	}()
+	go func() {
+		defer wg.Done()
+		p.serverLoop(ctx, ended)
+	}()
+	if p.keepalive > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.keepaliveLoop(ctx)
+		}()
+	}
+	var e Ending
+	select {
+	case e = <-ended:
+	case <-ctx.Done():
+		e = Ending{Err: ctx.Err()}
+	}
+	cancel()
+	// The readers may still block in ReadMessage; the caller's shutdown
+	// closes the streams, which ends them, and then calls Wait.
+	return e
+}
+
+// Wait waits for the goroutines Run started. Call it after closing both
+// connections.
+func (p *Proxy) Wait() { p.wg.Wait() }
+
+func (p *Proxy) clientLoop(ctx context.Context, ended chan<- Ending) {
+	for ctx.Err() == nil {
+		raw, err := p.client.ReadMessage()
+		if err != nil {
+			var tl *TooLargeError
+			if errors.As(err, &tl) {
+				p.log.Warn("client sent an oversized message; answered with an error", "limit", tl.Limit)
+				p.writeClient(errorResponse(nil, codeInvalidRequest, tl.Error()))
+				continue
+			}
+			if !errors.Is(err, io.EOF) {
+				p.log.Info("reading from the client failed", "err", err)
+			}
+			ended <- Ending{ClientClosed: true}
+			return
+		}
+		p.fromClient(raw)
+	}
+}
+
+func (p *Proxy) serverLoop(ctx context.Context, ended chan<- Ending) {
+	for ctx.Err() == nil {
+		raw, err := p.server.ReadMessage()
+		if err != nil {
+			var tl *TooLargeError
+			if errors.As(err, &tl) {
+				p.log.Warn("server sent an oversized message; it was skipped", "limit", tl.Limit)
+				continue
+			}
+			if !errors.Is(err, io.EOF) {
+				p.log.Info("reading from the server failed", "err", err)
+			}
+			ended <- Ending{ClientClosed: false}
+			return
+		}
+		p.fromServer(raw)
+	}
+}
+
+func (p *Proxy) writeClient(b []byte) {
+	if err := p.client.WriteMessage(b); err != nil {
+		p.log.Debug("writing to the client failed", "err", err)
+	}
+}
+
+func (p *Proxy) writeServer(b []byte) {
+	if err := p.server.WriteMessage(b); err != nil {
+		p.log.Debug("writing to the server failed", "err", err)
+	}
+}
+
+// FailInflight answers every client request still waiting for the server
+// with a JSON-RPC error carrying reason, so nothing hangs when the server is
+// gone.
+func (p *Proxy) FailInflight(reason string) {
+	p.mu.Lock()
+	reqs := make([]*inflight, 0, len(p.inflight))
+	for k, r := range p.inflight {
+		reqs = append(reqs, r)
+		delete(p.inflight, k)
+	}
+	p.mu.Unlock()
+	for _, r := range reqs {
+		p.writeClient(errorResponse(r.id, codeConnectionClosed, reason))
+	}
+}
+
+// Inflight returns how many client requests await the server.
+func (p *Proxy) Inflight() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.inflight)
+}
+
+// ServerName returns the name questions are attributed to.
+func (p *Proxy) ServerName() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.subjectLocked()
+}
+
+func (p *Proxy) subjectLocked() string {
+	switch {
+	case p.name != "":
+		return p.name
+	case p.serverName != "":
+		return p.serverName
+	}
+	return "mcp-server"
+}

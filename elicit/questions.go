@@ -1,0 +1,275 @@
+package elicit
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/attention"
+	"github.com/agenteventprotocol/aep-mcp-bridge/translate"
+)
+
+// elicitParams is the part of elicitation/create params the bridge reads.
+type elicitParams struct {
+	Mode            string          `json:"mode"`
+	Message         string          `json:"message"`
+	RequestedSchema json.RawMessage `json:"requestedSchema"`
+}
+
+// elicit handles a server's elicitation/create and returns what to forward
+// to the client (nil when the client is not asked).
+func (p *Proxy) elicit(m *message, raw []byte) []byte {
+	var params elicitParams
+	if err := json.Unmarshal(m.Params, &params); err != nil {
+		p.writeServer(errorResponse(m.ID, codeInvalidParams, "Invalid params: elicitation/create params must be an object with message and requestedSchema"))
+		return nil
+	}
+	p.mu.Lock()
+	clientForm, clientURL, route, subject := p.clientForm, p.clientURL, p.route, p.subjectLocked()
+	p.mu.Unlock()
+
+	mode := params.Mode
+	if mode == "" {
+		mode = "form"
+	}
+	if mode != "form" {
+		if mode == "url" && clientURL {
+			return raw // the client handles URL mode itself
+		}
+		p.writeServer(errorResponse(m.ID, codeInvalidParams, fmt.Sprintf("Invalid params: elicitation mode %q is not supported: the MCP client did not declare it and operators answer form mode only", mode)))
+		return nil
+	}
+	if route == RouteClient && !clientForm {
+		// The capability was never injected under route client; answer
+		// as a client without elicitation does.
+		p.writeServer(errorResponse(m.ID, codeMethodNotFound, "Method not found: the MCP client does not support elicitation (bridge route: client)"))
+		return nil
+	}
+	form, err := translate.Parse(params.Message, params.RequestedSchema)
+	if err != nil {
+		var ue *translate.UnsupportedError
+		if !errors.As(err, &ue) {
+			ue = &translate.UnsupportedError{Reason: err.Error()}
+		}
+		if clientForm {
+			// DESIGN decision 6: never half-render; the client that can
+			// elicit gets the question whole, and the bus records it.
+			p.log.Info("schema cannot be a form; the question goes to the MCP client", "path", ue.Path)
+			return p.ask(m, raw, attention.Spec{Message: params.Message, Subject: subject, RespondVia: []string{"oob"}}, true, true)
+		}
+		p.refuse(ue, subject)
+		p.writeServer(errorResponse(m.ID, codeInvalidParams, "Invalid params: "+ue.Error()+"; no operator form can carry it and the MCP client cannot elicit"))
+		return nil
+	}
+	spec := attention.Spec{Form: form, Subject: subject}
+	toClient := clientForm && route != RouteRemote
+	switch {
+	case route == RouteClient:
+		spec.RespondVia = []string{"oob"}
+	case toClient:
+		spec.RespondVia = []string{"control", "oob"}
+	default:
+		spec.RespondVia = []string{"control"}
+	}
+	return p.ask(m, raw, spec, toClient, route == RouteClient)
+}
+
+// ask raises the question and returns raw when the client gets a copy.
+func (p *Proxy) ask(m *message, raw []byte, spec attention.Spec, toClient, clientOnly bool) []byte {
+	k := idKey(m.ID)
+	q := &question{serverID: m.ID, toClient: toClient, clientOnly: clientOnly}
+	p.mu.Lock()
+	if _, dup := p.questions[k]; dup {
+		p.mu.Unlock()
+		p.writeServer(errorResponse(m.ID, codeInvalidRequest, "Invalid Request: an elicitation with this id is already pending"))
+		return nil
+	}
+	p.questions[k] = q
+	delete(p.withdrawn, k)
+	p.mu.Unlock()
+	spec.Deliver = func(r attention.Resolution) { p.deliver(q, r) }
+	qid, err := p.mgr.Raise(spec)
+	if err != nil {
+		p.mu.Lock()
+		delete(p.questions, k)
+		p.mu.Unlock()
+		p.log.Error("could not raise the question; the server gets an error", "err", err)
+		p.writeServer(errorResponse(m.ID, codeInternal, "the bridge could not publish the question: "+err.Error()))
+		return nil
+	}
+	p.mu.Lock()
+	q.qid = qid
+	p.mu.Unlock()
+	p.log.Info("question raised", "question", qid, "route", p.route.String(), "to_client", toClient)
+	if toClient {
+		return raw
+	}
+	return nil
+}
+
+// deliver sends a question's resolution to the server and withdraws the
+// client's copy when an operator or the timeout settled it.
+func (p *Proxy) deliver(q *question, r attention.Resolution) {
+	k := idKey(q.serverID)
+	p.mu.Lock()
+	if q.done {
+		p.mu.Unlock()
+		return
+	}
+	q.done = true
+	if p.questions[k] == q {
+		delete(p.questions, k)
+	}
+	withdraw := q.toClient && r.Outcome != attention.Dismissed
+	if withdraw {
+		p.withdrawn[k] = true
+	}
+	p.mu.Unlock()
+	var result any
+	switch r.Outcome {
+	case attention.Answered:
+		result = r.Decision.Result()
+	case attention.TimedOut:
+		result = translate.CancelResult()
+	default:
+		return // dismissed: nothing goes back
+	}
+	b, err := resultResponse(q.serverID, result)
+	if err != nil {
+		p.log.Error("encoding the ElicitResult", "err", err)
+		b = errorResponse(q.serverID, codeInternal, "the bridge could not encode the answer")
+	}
+	p.writeServer(b)
+	if withdraw {
+		reason := "answered by an operator"
+		if r.Outcome == attention.TimedOut {
+			reason = "no answer before the bridge's timeout"
+		}
+		n, _ := notification("notifications/cancelled", map[string]any{"requestId": q.serverID, "reason": reason})
+		p.writeClient(n)
+	}
+}
+
+// clientAnswer handles the client's response to a question it was given.
+// It returns what to forward to the server and whether the response was
+// one of those.
+func (p *Proxy) clientAnswer(m *message, raw []byte) ([]byte, bool) {
+	if !m.hasID() {
+		return nil, false
+	}
+	k := idKey(m.ID)
+	p.mu.Lock()
+	if p.withdrawn[k] {
+		delete(p.withdrawn, k)
+		p.mu.Unlock()
+		p.log.Debug("dropped the client's late answer to a question already settled")
+		return nil, true
+	}
+	q, ok := p.questions[k]
+	client := p.clientInfo.Name
+	p.mu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	if len(m.Error) > 0 {
+		if q.clientOnly {
+			// Nobody else can answer: the server gets the client's error,
+			// unless the question was settled meanwhile.
+			if p.mgr.Dismiss(q.qid) {
+				return raw, true
+			}
+			return nil, true
+		}
+		// Operators can still answer; keep the question open for them.
+		p.log.Info("the client could not answer its copy; operators still can", "question", q.qid)
+		return nil, true
+	}
+	if client == "" {
+		client = "mcp-client"
+	}
+	// The manager decides the race under its lock: exactly one of the
+	// client, an operator and the timeout wins. When the client loses,
+	// the winner's result reaches the server through deliver.
+	if p.mgr.ClientAnswered(q.qid, client, m.Result) {
+		return raw, true
+	}
+	return nil, true
+}
+
+// serverCancelled handles notifications/cancelled from the server: a
+// withdrawn question is dismissed, and the client's copy is cancelled too.
+func (p *Proxy) serverCancelled(m *message, raw []byte) []byte {
+	var params struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if json.Unmarshal(m.Params, &params) != nil || len(params.RequestID) == 0 {
+		return raw
+	}
+	k := idKey(params.RequestID)
+	p.mu.Lock()
+	q, ok := p.questions[k]
+	p.mu.Unlock()
+	if !ok {
+		return raw
+	}
+	p.mgr.Dismiss(q.qid)
+	if q.toClient {
+		return raw
+	}
+	return nil
+}
+
+// refuse records on the bus that a question could not be shown.
+func (p *Proxy) refuse(ue *translate.UnsupportedError, subject string) {
+	if p.pub == nil {
+		return
+	}
+	_, _, err := p.pub.Emit(aep.Draft{Type: "error.raised", Subject: subject, Severity: aep.SeverityWarning, Capture: aep.CaptureRedacted,
+		Data: map[string]any{"code": "unsupported_schema", "error": map[string]any{"type": "UnsupportedSchema", "message": ue.Error()}}})
+	if err != nil {
+		p.log.Warn("recording the refused schema", "err", err)
+	}
+}
+
+// keepaliveLoop sends progress to in-flight client requests that carry a
+// progressToken while any question is pending.
+func (p *Proxy) keepaliveLoop(ctx interface{ Done() <-chan struct{} }) {
+	t := time.NewTicker(p.keepalive)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			p.keepaliveTick()
+		}
+	}
+}
+
+func (p *Proxy) keepaliveTick() {
+	n := p.mgr.Len()
+	if n == 0 {
+		return
+	}
+	msg := fmt.Sprintf("waiting for an answer to %d question(s) from a human operator", n)
+	p.mu.Lock()
+	var out [][]byte
+	for _, r := range p.inflight {
+		if r.token == nil {
+			continue
+		}
+		tk := idKey(r.token)
+		v := p.progress[tk] + 1
+		p.progress[tk] = v
+		b, err := notification("notifications/progress", map[string]any{"progressToken": r.token, "progress": v, "message": msg})
+		if err == nil {
+			out = append(out, b)
+		}
+	}
+	p.mu.Unlock()
+	for _, b := range out {
+		p.writeClient(b)
+	}
+}

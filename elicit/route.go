@@ -1,0 +1,296 @@
+package elicit
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// fromClient handles one raw message (or batch) from the client.
+func (p *Proxy) fromClient(raw []byte) {
+	out, ok := p.each(raw, p.clientMessage, p.writeClient)
+	if ok && out != nil {
+		p.writeServer(out)
+	}
+}
+
+// fromServer handles one raw message (or batch) from the server.
+func (p *Proxy) fromServer(raw []byte) {
+	out, ok := p.each(raw, p.serverMessage, p.writeServer)
+	if ok && out != nil {
+		p.writeClient(out)
+	}
+}
+
+// each parses raw as one message or a batch, runs handle on every message,
+// and returns what to forward: raw itself when nothing was changed (bytes,
+// never re-encoded messages), a rebuilt batch of the kept elements, or nil.
+// Unparseable input is answered on reply with a JSON-RPC error and never
+// forwarded.
+func (p *Proxy) each(raw []byte, handle func(*message, []byte) []byte, reply func([]byte)) ([]byte, bool) {
+	t := bytes.TrimLeft(raw, " \t\r\n")
+	if len(t) > 0 && t[0] == '[' {
+		var elems []json.RawMessage
+		if err := json.Unmarshal(t, &elems); err != nil {
+			p.log.Warn("malformed JSON-RPC batch; answered with a parse error", "err", err)
+			reply(errorResponse(nil, codeParseError, "Parse error: the batch is not valid JSON"))
+			return nil, false
+		}
+		if len(elems) == 0 {
+			reply(errorResponse(nil, codeInvalidRequest, "Invalid Request: empty batch"))
+			return nil, false
+		}
+		kept := make([]json.RawMessage, 0, len(elems))
+		changed := false
+		for _, e := range elems {
+			var m message
+			if err := json.Unmarshal(e, &m); err != nil {
+				reply(errorResponse(nil, codeInvalidRequest, "Invalid Request: a batch element is not a JSON-RPC message"))
+				changed = true
+				continue
+			}
+			out := handle(&m, e)
+			if out == nil || !bytes.Equal(out, e) {
+				changed = true
+			}
+			if out != nil {
+				kept = append(kept, out)
+			}
+		}
+		if !changed {
+			return raw, true
+		}
+		if len(kept) == 0 {
+			return nil, true
+		}
+		b, _ := json.Marshal(kept)
+		return b, true
+	}
+	var m message
+	if err := json.Unmarshal(t, &m); err != nil {
+		if !json.Valid(t) {
+			p.log.Warn("malformed JSON-RPC message; answered with a parse error", "err", err)
+			reply(errorResponse(nil, codeParseError, "Parse error: the message is not valid JSON"))
+			return nil, false
+		}
+		p.log.Warn("invalid JSON-RPC message; answered with an error", "err", err)
+		reply(errorResponse(nil, codeInvalidRequest, "Invalid Request: not a JSON-RPC 2.0 message object"))
+		return nil, false
+	}
+	return handle(&m, raw), true
+}
+
+// clientMessage handles one client message and returns what to forward.
+func (p *Proxy) clientMessage(m *message, raw []byte) []byte {
+	p.startSession(m)
+	switch {
+	case m.isRequest():
+		if m.Method == string(mcp.MethodInitialize) {
+			raw = p.rewriteInitialize(m, raw)
+		}
+		p.track(m)
+		return raw
+	case m.isResponse():
+		if out, handled := p.clientAnswer(m, raw); handled {
+			return out
+		}
+	case m.isNotification() && m.Method == "notifications/cancelled":
+		// The client gave up on a request: the server will not answer
+		// it, so stop tracking it (no keepalive, no error at shutdown).
+		var params struct {
+			RequestID json.RawMessage `json:"requestId"`
+		}
+		if json.Unmarshal(m.Params, &params) == nil && len(params.RequestID) > 0 {
+			p.mu.Lock()
+			delete(p.inflight, idKey(params.RequestID))
+			p.mu.Unlock()
+		}
+	}
+	return raw
+}
+
+// serverMessage handles one server message and returns what to forward.
+func (p *Proxy) serverMessage(m *message, raw []byte) []byte {
+	switch {
+	case m.isResponse():
+		p.settle(m)
+	case m.isRequest():
+		if m.Method == string(mcp.MethodElicitationCreate) {
+			return p.elicit(m, raw)
+		}
+	case m.isNotification():
+		switch m.Method {
+		case "notifications/cancelled":
+			return p.serverCancelled(m, raw)
+		case "notifications/progress":
+			p.noteProgress(m)
+		}
+	}
+	return raw
+}
+
+// track remembers a client request until the server answers it.
+func (p *Proxy) track(m *message) {
+	r := &inflight{id: m.ID, method: m.Method}
+	if len(m.Params) > 0 {
+		var params struct {
+			Meta *struct {
+				ProgressToken json.RawMessage `json:"progressToken"`
+			} `json:"_meta"`
+		}
+		if json.Unmarshal(m.Params, &params) == nil && params.Meta != nil && len(params.Meta.ProgressToken) > 0 && string(params.Meta.ProgressToken) != "null" {
+			r.token = params.Meta.ProgressToken
+		}
+	}
+	p.mu.Lock()
+	p.inflight[idKey(m.ID)] = r
+	p.mu.Unlock()
+}
+
+// settle forgets the client request a server response answers, and learns
+// the server's name from the initialize result.
+func (p *Proxy) settle(m *message) {
+	if !m.hasID() {
+		return
+	}
+	k := idKey(m.ID)
+	p.mu.Lock()
+	r, ok := p.inflight[k]
+	delete(p.inflight, k)
+	if r != nil && r.token != nil {
+		delete(p.progress, idKey(r.token))
+	}
+	isInit := ok && k == p.initID
+	p.mu.Unlock()
+	if isInit && len(m.Result) > 0 {
+		var res struct {
+			ServerInfo struct {
+				Name string `json:"name"`
+			} `json:"serverInfo"`
+		}
+		if json.Unmarshal(m.Result, &res) == nil && res.ServerInfo.Name != "" {
+			p.mu.Lock()
+			p.serverName = res.ServerInfo.Name
+			p.mu.Unlock()
+		}
+	}
+}
+
+// noteProgress keeps the high-water mark of a token's progress, so
+// keepalive progress always increases.
+func (p *Proxy) noteProgress(m *message) {
+	var params struct {
+		ProgressToken json.RawMessage `json:"progressToken"`
+		Progress      float64         `json:"progress"`
+	}
+	if json.Unmarshal(m.Params, &params) != nil || len(params.ProgressToken) == 0 {
+		return
+	}
+	k := idKey(params.ProgressToken)
+	p.mu.Lock()
+	if params.Progress > p.progress[k] {
+		p.progress[k] = params.Progress
+	}
+	p.mu.Unlock()
+}
+
+// startSession reports the client once, on its first message.
+func (p *Proxy) startSession(m *message) {
+	p.mu.Lock()
+	if p.sessionStarted {
+		p.mu.Unlock()
+		return
+	}
+	p.sessionStarted = true
+	if m.Method == string(mcp.MethodInitialize) {
+		var params struct {
+			ProtocolVersion string `json:"protocolVersion"`
+			ClientInfo      struct {
+				Name    string `json:"name"`
+				Version string `json:"version"`
+			} `json:"clientInfo"`
+		}
+		if json.Unmarshal(m.Params, &params) == nil {
+			p.clientInfo = ClientInfo{Name: params.ClientInfo.Name, Version: params.ClientInfo.Version, ProtocolVersion: params.ProtocolVersion}
+		}
+	}
+	info := p.clientInfo
+	p.mu.Unlock()
+	if p.onSession != nil {
+		p.onSession(info)
+	}
+}
+
+// rewriteInitialize records the client's own elicitation capability and
+// declares form elicitation to the server, so servers elicit even when the
+// client cannot answer (DESIGN decision 2). With route client the
+// capabilities pass unchanged: only the client answers then.
+func (p *Proxy) rewriteInitialize(m *message, raw []byte) []byte {
+	var params map[string]json.RawMessage
+	if json.Unmarshal(m.Params, &params) != nil || params == nil {
+		return raw
+	}
+	var caps map[string]json.RawMessage
+	if c, ok := params["capabilities"]; ok {
+		if json.Unmarshal(c, &caps) != nil {
+			return raw
+		}
+	}
+	if caps == nil {
+		caps = map[string]json.RawMessage{}
+	}
+	var version string
+	_ = json.Unmarshal(params["protocolVersion"], &version)
+	var elic map[string]json.RawMessage
+	declared := false
+	if e, ok := caps["elicitation"]; ok && string(e) != "null" {
+		declared = json.Unmarshal(e, &elic) == nil
+	}
+	p.mu.Lock()
+	p.initID = idKey(m.ID)
+	p.clientElicit = declared
+	if declared {
+		_, hasForm := elic["form"]
+		_, hasURL := elic["url"]
+		// An empty elicitation object means form mode (MCP 2025-11-25).
+		p.clientForm = hasForm || !hasURL
+		p.clientURL = hasURL
+	}
+	route := p.route
+	p.mu.Unlock()
+	if route == RouteClient {
+		return raw
+	}
+	if elic == nil {
+		elic = map[string]json.RawMessage{}
+	}
+	if _, ok := elic["form"]; !ok && supportsModes(version) {
+		elic["form"] = json.RawMessage("{}")
+	}
+	eb, _ := json.Marshal(elic)
+	caps["elicitation"] = eb
+	cb, _ := json.Marshal(caps)
+	params["capabilities"] = cb
+	pb, err := json.Marshal(params)
+	if err != nil {
+		return raw
+	}
+	var full map[string]json.RawMessage
+	if json.Unmarshal(raw, &full) != nil {
+		return raw
+	}
+	full["params"] = pb
+	out, err := json.Marshal(full)
+	if err != nil {
+		return raw
+	}
+	return out
+}
+
+// supportsModes reports whether a protocol revision knows elicitation modes
+// (2025-11-25 and later); earlier ones declare elicitation as {}.
+func supportsModes(version string) bool {
+	return version != "" && strings.Compare(version, "2025-11-25") >= 0
+}

@@ -1,0 +1,182 @@
+package elicit
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// Conn is one side of the proxy: a stream of raw JSON-RPC messages.
+type Conn interface {
+	// ReadMessage returns the next message. It returns io.EOF when the
+	// peer has gone, and a *TooLargeError for a message over the limit
+	// (which is skipped; reading can go on).
+	ReadMessage() ([]byte, error)
+	// WriteMessage writes one message. It is safe for concurrent use.
+	WriteMessage(msg []byte) error
+	// Close closes the stream.
+	Close() error
+}
+
+// DefaultMaxMessage bounds one message on a stdio stream.
+const DefaultMaxMessage = 16 << 20
+
+// TooLargeError reports a message over the size limit.
+type TooLargeError struct{ Limit int }
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("message larger than %d bytes skipped", e.Limit)
+}
+
+// StreamConn frames JSON-RPC messages as newline-delimited JSON, the MCP
+// stdio transport.
+type StreamConn struct {
+	r     *bufio.Reader
+	max   int
+	close func() error
+
+	// wmu serializes writes so each message is one contiguous line.
+	wmu sync.Mutex
+	w   io.Writer
+}
+
+// NewStreamConn frames r and w. closer, if not nil, is called by Close.
+// max bounds one message (0 means DefaultMaxMessage).
+func NewStreamConn(r io.Reader, w io.Writer, closer func() error, max int) *StreamConn {
+	if max <= 0 {
+		max = DefaultMaxMessage
+	}
+	return &StreamConn{r: bufio.NewReaderSize(r, 64<<10), w: w, close: closer, max: max}
+}
+
+// ReadMessage returns the next non-empty line.
+func (c *StreamConn) ReadMessage() ([]byte, error) {
+	for {
+		var line []byte
+		tooLarge := false
+		for {
+			frag, err := c.r.ReadSlice('\n')
+			if len(line)+len(frag) > c.max {
+				tooLarge = true
+				line = line[:0]
+			} else if !tooLarge {
+				line = append(line, frag...)
+			}
+			if err == nil {
+				break
+			}
+			if errors.Is(err, bufio.ErrBufferFull) {
+				continue
+			}
+			if err == io.EOF && len(line) > 0 && !tooLarge {
+				return bytes.TrimSpace(line), nil
+			}
+			return nil, err
+		}
+		if tooLarge {
+			return nil, &TooLargeError{Limit: c.max}
+		}
+		line = bytes.TrimSpace(line)
+		if len(line) > 0 {
+			return line, nil
+		}
+	}
+}
+
+// WriteMessage writes msg and a newline in one write.
+func (c *StreamConn) WriteMessage(msg []byte) error {
+	buf := make([]byte, 0, len(msg)+1)
+	buf = append(append(buf, msg...), '\n')
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_, err := c.w.Write(buf)
+	return err
+}
+
+// Close calls the closer.
+func (c *StreamConn) Close() error {
+	if c.close == nil {
+		return nil
+	}
+	return c.close()
+}
+
+// message is the JSON-RPC envelope the proxy reads. Params, Result and
+// Error stay raw: the proxy forwards bytes, never re-encoded messages.
+type message struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method,omitempty"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   json.RawMessage `json:"error,omitempty"`
+}
+
+func (m *message) hasID() bool { return len(m.ID) > 0 && string(m.ID) != "null" }
+
+func (m *message) isRequest() bool      { return m.Method != "" && m.hasID() }
+func (m *message) isNotification() bool { return m.Method != "" && !m.hasID() }
+func (m *message) isResponse() bool     { return m.Method == "" && (m.hasID() || m.Error != nil) }
+
+// idKey is a map key for a JSON-RPC id: its compact JSON text, so 1 and
+// "1" stay distinct as JSON-RPC requires.
+func idKey(id json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, id) != nil {
+		return string(id)
+	}
+	return b.String()
+}
+
+// JSON-RPC error codes.
+const (
+	codeParseError     = -32700
+	codeInvalidRequest = -32600
+	codeMethodNotFound = -32601
+	codeInvalidParams  = -32602
+	codeInternal       = -32603
+	// codeConnectionClosed is the code MCP SDKs use for a peer that went
+	// away with requests in flight.
+	codeConnectionClosed = -32000
+)
+
+// errorResponse encodes a JSON-RPC error response. id may be nil (null).
+func errorResponse(id json.RawMessage, code int, msg string) []byte {
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	b, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}{JSONRPC: "2.0", ID: id, Error: struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}{code, msg}})
+	return b
+}
+
+// resultResponse encodes a JSON-RPC result response.
+func resultResponse(id json.RawMessage, result any) ([]byte, error) {
+	return json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Result  any             `json:"result"`
+	}{"2.0", id, result})
+}
+
+// notification encodes a JSON-RPC notification.
+func notification(method string, params any) ([]byte, error) {
+	return json.Marshal(struct {
+		JSONRPC string `json:"jsonrpc"`
+		Method  string `json:"method"`
+		Params  any    `json:"params"`
+	}{"2.0", method, params})
+}

@@ -1,0 +1,127 @@
+// Command elicitserver is an mcp-go MCP server that elicits, used by the
+// bridge's end-to-end tests as a real upstream peer over stdio.
+//
+// Tools:
+//   - ask {schema, message, key}: sends elicitation/create and returns the
+//     ElicitResult as JSON text. schema is "pinned" (the AEP pinned
+//     mapping's schema), "nested" (a schema no form can carry) or a JSON
+//     schema.
+//   - cancel-ask {key}: withdraws the pending ask started with key, sending
+//     notifications/cancelled for its request as a well-behaved server does.
+//   - echo {message}: returns message.
+//   - crash {code}: exits the process with code.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+const pinned = `{"type":"object","properties":{
+ "environment":{"type":"string","enum":["staging","production"],"enumNames":["Staging","Production"],"title":"Environment"},
+ "replicas":{"type":"integer","title":"Replica count"},
+ "reason":{"type":"string","title":"Why now"},
+ "confirm":{"type":"boolean","title":"Proceed immediately"}},
+ "required":["environment","confirm"]}`
+
+const nested = `{"type":"object","properties":{"address":{"type":"object","properties":{"city":{"type":"string"}}}}}`
+
+// requests counts the server-to-client requests this process has sent. The
+// stdio session numbers its requests 1, 2, … in order, and this server
+// sends only elicitations, so the n-th ask has request id n. Asks are
+// started under mu so the two counters stay in step.
+var (
+	mu       sync.Mutex
+	requests atomic.Int64
+	pending  = map[string]pendingAsk{}
+)
+
+type pendingAsk struct {
+	id     int64
+	cancel context.CancelFunc
+}
+
+func main() {
+	s := server.NewMCPServer("elicit-test-server", "1.0.0",
+		server.WithElicitation(), server.WithLegacyServerInitiatedRequests(), server.WithToolCapabilities(false))
+	s.AddTool(mcp.NewTool("ask",
+		mcp.WithString("schema", mcp.Description("pinned, nested, or a JSON schema")),
+		mcp.WithString("message"), mcp.WithString("key")), ask(s))
+	s.AddTool(mcp.NewTool("cancel-ask", mcp.WithString("key")), cancelAsk(s))
+	s.AddTool(mcp.NewTool("echo", mcp.WithString("message")), func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText(r.GetString("message", "")), nil
+	})
+	s.AddTool(mcp.NewTool("crash", mcp.WithNumber("code")), func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		os.Exit(int(r.GetFloat("code", 3)))
+		return nil, nil
+	})
+	if err := server.ServeStdio(s); err != nil {
+		fmt.Fprintln(os.Stderr, "elicitserver:", err)
+		os.Exit(1)
+	}
+}
+
+func ask(s *server.MCPServer) server.ToolHandlerFunc {
+	return func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		schema := r.GetString("schema", "pinned")
+		switch schema {
+		case "pinned":
+			schema = pinned
+		case "nested":
+			schema = nested
+		}
+		var requested map[string]any
+		if err := json.Unmarshal([]byte(schema), &requested); err != nil {
+			return mcp.NewToolResultError("bad schema: " + err.Error()), nil
+		}
+		msg := r.GetString("message", "Configure the deployment target")
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		type res struct {
+			r   *mcp.ElicitationResult
+			err error
+		}
+		done := make(chan res, 1)
+		mu.Lock()
+		id := requests.Add(1)
+		if key := r.GetString("key", ""); key != "" {
+			pending[key] = pendingAsk{id: id, cancel: cancel}
+		}
+		go func() {
+			er, err := s.RequestElicitation(ctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{Message: msg, RequestedSchema: requested}})
+			done <- res{er, err}
+		}()
+		mu.Unlock()
+		got := <-done
+		if got.err != nil {
+			return mcp.NewToolResultError("elicitation failed: " + got.err.Error()), nil
+		}
+		b, _ := json.Marshal(got.r)
+		return mcp.NewToolResultText(string(b)), nil
+	}
+}
+
+func cancelAsk(s *server.MCPServer) server.ToolHandlerFunc {
+	return func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		key := r.GetString("key", "")
+		mu.Lock()
+		p, ok := pending[key]
+		delete(pending, key)
+		mu.Unlock()
+		if !ok {
+			return mcp.NewToolResultError("no pending ask " + key), nil
+		}
+		if err := s.SendNotificationToClient(ctx, "notifications/cancelled", map[string]any{"requestId": p.id, "reason": "withdrawn by the server"}); err != nil {
+			return mcp.NewToolResultError("sending cancel: " + err.Error()), nil
+		}
+		p.cancel()
+		return mcp.NewToolResultText(fmt.Sprintf("cancelled request %d", p.id)), nil
+	}
+}
