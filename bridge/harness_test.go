@@ -62,6 +62,8 @@ type sessionConfig struct {
 	opts       Options
 	clientOpts []client.ClientOption
 	caps       mcp.ClientCapabilities
+	// onNotify, if set, sees every notification from the first one.
+	onNotify func(mcp.JSONRPCNotification)
 }
 
 func startSession(t *testing.T, cfg sessionConfig) *session {
@@ -93,6 +95,9 @@ func startSession(t *testing.T, cfg sessionConfig) *session {
 	opts := append([]client.ClientOption{client.WithProtocolVersion("2025-11-25")}, cfg.clientOpts...)
 	tr := transport.NewIO(b2cR, c2bW, nil)
 	s.client = client.NewClient(tr, opts...)
+	if cfg.onNotify != nil {
+		s.client.OnNotification(cfg.onNotify)
+	}
 	// The client's transport lives as long as the session: Start's context
 	// is the one its request handlers (elicitation, sampling) run under.
 	if err := s.client.Start(ctx); err != nil {
