@@ -2,7 +2,10 @@ module github.com/agenteventprotocol/aep-mcp-bridge
 
 go 1.26.0
 
-require github.com/oklog/ulid/v2 v2.1.2
+require (
+	github.com/oklog/ulid/v2 v2.1.2
+	go.uber.org/goleak v1.3.0
+)
 
 require (
 	github.com/google/uuid v1.6.0 // indirect

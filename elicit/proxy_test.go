@@ -1,0 +1,258 @@
+package elicit
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/attention"
+)
+
+// memConn is an in-memory Conn: the test feeds in, the proxy writes out.
+type memConn struct {
+	in     chan []byte
+	mu     sync.Mutex
+	out    [][]byte
+	wrote  chan struct{}
+	closed chan struct{}
+	once   sync.Once
+}
+
+func newMemConn() *memConn {
+	return &memConn{in: make(chan []byte, 16), wrote: make(chan struct{}, 64), closed: make(chan struct{})}
+}
+
+func (c *memConn) ReadMessage() ([]byte, error) {
+	select {
+	case b := <-c.in:
+		return b, nil
+	case <-c.closed:
+		return nil, io.EOF
+	}
+}
+
+func (c *memConn) WriteMessage(b []byte) error {
+	c.mu.Lock()
+	c.out = append(c.out, append([]byte(nil), b...))
+	c.mu.Unlock()
+	select {
+	case c.wrote <- struct{}{}:
+	default: // fuzz inputs may write more than a test reads
+	}
+	return nil
+}
+
+func (c *memConn) Close() error { c.once.Do(func() { close(c.closed) }); return nil }
+
+// next waits for the proxy's next write.
+func (c *memConn) next(t *testing.T) string {
+	t.Helper()
+	select {
+	case <-c.wrote:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no message written")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := c.out[0]
+	c.out = c.out[1:]
+	return string(b)
+}
+
+// nopPublisher stamps events with an id and reports each type it sees.
+type nopPublisher struct{ seen chan string }
+
+func (p nopPublisher) Emit(d aep.Draft) (aep.Event, []byte, error) {
+	if p.seen != nil {
+		p.seen <- d.Type
+	}
+	return aep.Event{ID: aep.NewID(), Type: d.Type}, []byte("{}"), nil
+}
+
+func startProxy(t *testing.T, route Route) (*Proxy, *memConn, *memConn) {
+	t.Helper()
+	p, cl, sv, _ := startProxyEvents(t, route)
+	return p, cl, sv
+}
+
+func startProxyEvents(t *testing.T, route Route) (*Proxy, *memConn, *memConn, <-chan string) {
+	t.Helper()
+	cl, sv := newMemConn(), newMemConn()
+	seen := make(chan string, 64)
+	mgr := attention.NewManager(attention.ManagerOptions{Agent: "a", Publisher: nopPublisher{seen: seen}})
+	p := New(Options{Client: cl, Server: sv, Manager: mgr, Route: route})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { p.Run(ctx); close(done) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		cl.Close()
+		sv.Close()
+		p.Wait()
+		mgr.Close()
+	})
+	return p, cl, sv, seen
+}
+
+func TestPassThroughIsByteExact(t *testing.T) {
+	_, cl, sv := startProxy(t, RouteBoth)
+	msgs := []string{
+		`{"jsonrpc":"2.0","id":"a-1","method":"tools/call","params":{"name":"x","arguments":{"z":1,"a":[1,2,{"b":null}]}}}`,
+		`{"id":7,"jsonrpc":"2.0","method":"resources/subscribe","params":{"uri":"file:///x"}}`,
+		`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`,
+		`[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}]`,
+		`{"jsonrpc":"2.0","id":9,"method":"tasks/get","params":{"taskId":"t"},"extra":"unknown members survive"}`,
+	}
+	for _, m := range msgs {
+		cl.in <- []byte(m)
+		if got := sv.next(t); got != m {
+			t.Errorf("client→server changed the message:\n got %s\nwant %s", got, m)
+		}
+	}
+	for _, m := range []string{
+		`{"jsonrpc":"2.0","id":"a-1","result":{"content":[{"type":"text","text":"<b>&amp;</b>"}]}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"sampling/createMessage","params":{"messages":[]}}`,
+		`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}`,
+	} {
+		sv.in <- []byte(m)
+		if got := cl.next(t); got != m {
+			t.Errorf("server→client changed the message:\n got %s\nwant %s", got, m)
+		}
+	}
+}
+
+func TestMalformedInputIsAnsweredNotForwarded(t *testing.T) {
+	_, cl, sv := startProxy(t, RouteBoth)
+	tests := []struct{ in, wantCode string }{
+		{`{"jsonrpc":"2.0","id":1,"method":`, `-32700`},
+		{`not json at all`, `-32700`},
+		{`42`, `-32600`},
+		{`[]`, `-32600`},
+		{`{"jsonrpc":"2.0","id":1,"method":5}`, `-32600`},
+	}
+	for _, tt := range tests {
+		cl.in <- []byte(tt.in)
+		if got := cl.next(t); !strings.Contains(got, tt.wantCode) {
+			t.Errorf("%q: answered %s; want code %s", tt.in, got, tt.wantCode)
+		}
+	}
+	// The stream is intact afterwards.
+	ok := `{"jsonrpc":"2.0","id":2,"method":"ping"}`
+	cl.in <- []byte(ok)
+	if got := sv.next(t); got != ok {
+		t.Fatalf("after bad input: got %s", got)
+	}
+	sv.in <- []byte(`{"jsonrpc":`)
+	if got := sv.next(t); !strings.Contains(got, "-32700") {
+		t.Errorf("server garbage: answered %s", got)
+	}
+}
+
+func TestInitializeDeclaresElicitation(t *testing.T) {
+	tests := []struct {
+		name       string
+		route      Route
+		version    string
+		caps       string
+		wantCaps   string
+		clientForm bool
+	}{
+		{"adds form on 2025-11-25", RouteBoth, "2025-11-25", `{"roots":{}}`, `{"elicitation":{"form":{}},"roots":{}}`, false},
+		{"adds {} on 2025-06-18", RouteBoth, "2025-06-18", `{}`, `{"elicitation":{}}`, false},
+		{"keeps the client's url mode", RouteRemote, "2025-11-25", `{"elicitation":{"url":{}}}`, `{"elicitation":{"form":{},"url":{}}}`, false},
+		{"client already declares form", RouteBoth, "2025-11-25", `{"elicitation":{}}`, `{"elicitation":{"form":{}}}`, true},
+		{"route client passes unchanged", RouteClient, "2025-11-25", `{"sampling":{}}`, `{"sampling":{}}`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, cl, sv := startProxy(t, tt.route)
+			cl.in <- []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"` + tt.version + `","capabilities":` + tt.caps + `,"clientInfo":{"name":"c","version":"1"}}}`)
+			var m struct {
+				Params struct {
+					Capabilities json.RawMessage `json:"capabilities"`
+				} `json:"params"`
+			}
+			if err := json.Unmarshal([]byte(sv.next(t)), &m); err != nil {
+				t.Fatal(err)
+			}
+			if got := compactJSON(m.Params.Capabilities); got != tt.wantCaps {
+				t.Errorf("capabilities: got %s; want %s", got, tt.wantCaps)
+			}
+			p.mu.Lock()
+			form := p.clientForm
+			p.mu.Unlock()
+			if form != tt.clientForm {
+				t.Errorf("client form: got %v; want %v", form, tt.clientForm)
+			}
+		})
+	}
+}
+
+func compactJSON(b []byte) string {
+	var v any
+	json.Unmarshal(b, &v)
+	out, _ := json.Marshal(v)
+	return string(out)
+}
+
+func TestElicitationIsInterceptedAndAnswered(t *testing.T) {
+	p, cl, sv, seen := startProxyEvents(t, RouteRemote)
+	cl.in <- []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`)
+	sv.next(t)
+	sv.in <- []byte(`{"jsonrpc":"2.0","id":"e1","method":"elicitation/create","params":{"message":"n?","requestedSchema":{"type":"object","properties":{"n":{"type":"integer","maximum":5}},"required":["n"]}}}`)
+	select {
+	case typ := <-seen:
+		if typ != "attention.requested" {
+			t.Fatalf("first event %s; want attention.requested", typ)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("question not raised")
+	}
+	pending := p.mgr.Pending()
+	if len(pending) != 1 {
+		t.Fatalf("%d pending; want 1", len(pending))
+	}
+	select {
+	case <-cl.wrote:
+		t.Fatal("route remote forwarded the question to the client")
+	default:
+	}
+	var ackReason string
+	p.mgr.Respond(aep.Event{ID: "c1", Subject: pending[0].ID, Agent: "op"}, aep.Answer{Values: map[string]any{"n": json.Number("4")}},
+		func(reason, detail string) error { ackReason = reason; return nil })
+	if ackReason != "" {
+		t.Fatalf("nacked: %s", ackReason)
+	}
+	if got, want := sv.next(t), `{"jsonrpc":"2.0","id":"e1","result":{"action":"accept","content":{"n":4}}}`; got != want {
+		t.Fatalf("server got %s; want %s", got, want)
+	}
+}
+
+func FuzzClientMessage(f *testing.F) {
+	f.Add(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{"url":{}}},"clientInfo":{"name":"c"}}}`)
+	f.Add(`[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"result":{}}]`)
+	f.Add(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)
+	f.Add(`{"jsonrpc":"2.0","id":"x","result":{"action":"accept","content":{}}}`)
+	f.Fuzz(func(t *testing.T, s string) {
+		cl, sv := newMemConn(), newMemConn()
+		mgr := attention.NewManager(attention.ManagerOptions{Agent: "a", Publisher: nopPublisher{}})
+		defer mgr.Close()
+		p := New(Options{Client: cl, Server: sv, Manager: mgr})
+		p.fromClient([]byte(s))
+		p.fromServer([]byte(s))
+		// Whatever was written is one valid JSON value per message.
+		for _, c := range []*memConn{cl, sv} {
+			for _, m := range c.out {
+				if !json.Valid(m) {
+					t.Fatalf("wrote invalid JSON %q for input %q", m, s)
+				}
+			}
+		}
+	})
+}
