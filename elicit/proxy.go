@@ -213,6 +213,7 @@ func (p *Proxy) clientLoop(ctx context.Context, ended chan<- Ending) {
 			return
 		}
 		p.fromClient(raw)
+		p.flushIfIdle(p.client, p.server)
 	}
 }
 
@@ -232,6 +233,39 @@ func (p *Proxy) serverLoop(ctx context.Context, ended chan<- Ending) {
 			return
 		}
 		p.fromServer(raw)
+		p.flushIfIdle(p.server, p.client)
+	}
+}
+
+// batcher is a Conn that can defer writes while input is buffered.
+type batcher interface {
+	WriteDeferred(msg []byte)
+	Buffered() bool
+	Flush() error
+}
+
+// forward writes a relayed message to dst: deferred while src already
+// holds more input (a burst leaves in one system call), at once otherwise.
+func (p *Proxy) forward(src, dst Conn, b []byte) {
+	sb, ok1 := src.(batcher)
+	db, ok2 := dst.(batcher)
+	if ok1 && ok2 && sb.Buffered() {
+		db.WriteDeferred(b)
+		return
+	}
+	if err := dst.WriteMessage(b); err != nil {
+		p.log.Debug("writing a relayed message failed", "err", err)
+	}
+}
+
+// flushIfIdle writes what was deferred once src has no buffered input.
+func (p *Proxy) flushIfIdle(src, dst Conn) {
+	sb, ok1 := src.(batcher)
+	db, ok2 := dst.(batcher)
+	if ok1 && ok2 && !sb.Buffered() {
+		if err := db.Flush(); err != nil {
+			p.log.Debug("flushing relayed messages failed", "err", err)
+		}
 	}
 }
 

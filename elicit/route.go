@@ -12,7 +12,7 @@ import (
 func (p *Proxy) fromClient(raw []byte) {
 	out, ok := p.each(raw, p.clientMessage, p.writeClient)
 	if ok && out != nil {
-		p.writeServer(out)
+		p.forward(p.client, p.server, out)
 	}
 }
 
@@ -20,7 +20,7 @@ func (p *Proxy) fromClient(raw []byte) {
 func (p *Proxy) fromServer(raw []byte) {
 	out, ok := p.each(raw, p.serverMessage, p.writeServer)
 	if ok && out != nil {
-		p.writeClient(out)
+		p.forward(p.server, p.client, out)
 	}
 }
 

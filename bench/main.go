@@ -1,0 +1,39 @@
+// Command bench measures the bridge side by side with its baselines and
+// prints tables. It is a program, not a test: nothing here asserts a time.
+//
+//	go run ./bench proxy    # tools/call round trip: direct, raw pump, bridge
+//	go run ./bench pending  # 1,000 questions pending at once, then answered
+//
+// The helper modes "pump" and "flood-server" are the baselines' processes.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: bench proxy|pending [flags]")
+		os.Exit(2)
+	}
+	var err error
+	ctx := context.Background()
+	switch os.Args[1] {
+	case "proxy":
+		err = runProxy(ctx, os.Args[2:])
+	case "pending":
+		err = runPending(ctx, os.Args[2:])
+	case "pump":
+		err = pump(os.Args[2:])
+	case "flood-server":
+		err = floodServer()
+	default:
+		err = fmt.Errorf("unknown mode %q", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/bridge"
+	"github.com/agenteventprotocol/aep-mcp-bridge/control"
+)
+
+// floodServer is a raw JSON-RPC MCP server: its "flood" tool sends n
+// elicitation/create requests at once (question i asks for the integer i),
+// waits for every answer, checks each, and reports how many were correct.
+func floodServer() error {
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(make([]byte, 1<<20), 1<<24)
+	var wmu sync.Mutex
+	write := func(v any) {
+		b, _ := json.Marshal(v)
+		wmu.Lock()
+		os.Stdout.Write(append(b, '\n'))
+		wmu.Unlock()
+	}
+	var (
+		mu      sync.Mutex
+		want    = map[string]int{}
+		correct int
+		callID  json.RawMessage
+	)
+	for in.Scan() {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+			Result struct {
+				Action  string `json:"action"`
+				Content struct {
+					I json.Number `json:"i"`
+				} `json:"content"`
+			} `json:"result"`
+		}
+		if json.Unmarshal(in.Bytes(), &m) != nil {
+			continue
+		}
+		switch {
+		case m.Method == "initialize":
+			write(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": map[string]any{"protocolVersion": "2025-11-25",
+				"capabilities": map[string]any{"tools": map[string]any{}}, "serverInfo": map[string]any{"name": "flood", "version": "1"}}})
+		case m.Method == "tools/call":
+			var p struct {
+				Arguments struct {
+					N int `json:"n"`
+				} `json:"arguments"`
+			}
+			json.Unmarshal(m.Params, &p)
+			mu.Lock()
+			callID = m.ID
+			for i := 0; i < p.Arguments.N; i++ {
+				want[fmt.Sprintf("q%d", i)] = i
+			}
+			mu.Unlock()
+			for i := 0; i < p.Arguments.N; i++ {
+				write(map[string]any{"jsonrpc": "2.0", "id": fmt.Sprintf("q%d", i), "method": "elicitation/create", "params": map[string]any{
+					"message":         fmt.Sprintf("question %d", i),
+					"requestedSchema": map[string]any{"type": "object", "properties": map[string]any{"i": map[string]any{"type": "integer"}}, "required": []string{"i"}}}})
+			}
+		case m.Method == "" && len(m.ID) > 0:
+			var id string
+			json.Unmarshal(m.ID, &id)
+			mu.Lock()
+			i, ok := want[id]
+			delete(want, id)
+			if ok && m.Result.Action == "accept" && m.Result.Content.I.String() == strconv.Itoa(i) {
+				correct++
+			}
+			left, c, cid := len(want), correct, callID
+			mu.Unlock()
+			if ok && left == 0 {
+				write(map[string]any{"jsonrpc": "2.0", "id": cid, "result": map[string]any{"content": []any{
+					map[string]any{"type": "text", "text": fmt.Sprintf("correct %d", c)}}}})
+			}
+		case m.Method == "ping":
+			write(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": map[string]any{}})
+		}
+	}
+	return in.Err()
+}
+
+var questionRe = regexp.MustCompile(`^question (\d+)$`)
+
+// runPending raises n questions at once through an in-process bridge, has
+// an operator answer them all, and reports correctness, latency and memory.
+func runPending(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("pending", flag.ContinueOnError)
+	n := fs.Int("n", 1000, "questions pending at once")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	c2bR, c2bW := io.Pipe()
+	b2cR, b2cW := io.Pipe()
+	logs, _ := os.MkdirTemp("", "aep-bench-logs")
+	defer os.RemoveAll(logs)
+	b, err := bridge.New(bridge.Options{Command: []string{self, "flood-server"}, Client: c2bR, ClientOut: b2cW, LogDir: logs})
+	if err != nil {
+		return err
+	}
+	sub := b.Hub().Subscribe(func(ev *aep.Event) bool { return ev.Type == "attention.requested" }, *n+16)
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- b.Run(runCtx); b2cW.Close() }()
+	c := client.NewClient(transport.NewIO(b2cR, c2bW, nil), client.WithProtocolVersion("2025-11-25"))
+	if err := c.Start(runCtx); err != nil {
+		return err
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = "2025-11-25"
+	init.Params.ClientInfo = mcp.Implementation{Name: "bench", Version: "1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		return err
+	}
+	result := make(chan *mcp.CallToolResult, 1)
+	start := time.Now()
+	go func() {
+		req := mcp.CallToolRequest{}
+		req.Params.Name = "flood"
+		req.Params.Arguments = map[string]any{"n": *n}
+		r, err := c.CallTool(ctx, req)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench: flood:", err)
+		}
+		result <- r
+	}()
+	ids := make([]string, *n)
+	for got := 0; got < *n; got++ {
+		d := <-sub.C
+		var data aep.AttentionRequested
+		json.Unmarshal(d.Event.Data, &data)
+		m := questionRe.FindStringSubmatch(data.Prompt)
+		if m == nil {
+			return fmt.Errorf("unexpected prompt %q", data.Prompt)
+		}
+		i, _ := strconv.Atoi(m[1])
+		ids[i] = d.Event.ID
+	}
+	raised := time.Since(start)
+	pending := b.Manager().Len()
+	answerStart := time.Now()
+	var lastSubmit time.Time
+	rejected := 0
+	for i, id := range ids {
+		data, _ := json.Marshal(aep.Respond{Answer: aep.Answer{Values: map[string]any{"i": i}}})
+		cmd := aep.Event{AEP: aep.Version, ID: aep.NewID(), Type: "control.attention.respond", Subject: id, Time: aep.FormatTime(time.Now()),
+			Source: "aep://bench/agent/operator", Agent: "operator", Session: b.Session(), Capture: aep.CaptureMetadata, Data: data}
+		if i == len(ids)-1 {
+			lastSubmit = time.Now()
+		}
+		res, err := b.Intake().Submit(cmd, control.Sender{Authenticated: true})
+		if err != nil || !res.Accepted() {
+			rejected++
+		}
+	}
+	r := <-result
+	lastToResult := time.Since(lastSubmit)
+	answered := time.Since(answerStart)
+	text := ""
+	if r != nil && len(r.Content) > 0 {
+		text = r.Content[0].(mcp.TextContent).Text
+	}
+	c.Close()
+	if err := <-done; err != nil {
+		return err
+	}
+	fmt.Printf("%d questions pending at once through the bridge, answered by an in-process operator\n\n", *n)
+	fmt.Println("| measure | value |")
+	fmt.Println("|---|---|")
+	fmt.Printf("| questions pending at peak | %d |\n", pending)
+	fmt.Printf("| answers accepted / rejected | %d / %d |\n", *n-rejected, rejected)
+	fmt.Printf("| server's check | %s of %d |\n", strings.TrimSpace(text), *n)
+	fmt.Printf("| time to raise all (tools/call → last attention.requested) | %s |\n", raised.Round(time.Microsecond))
+	fmt.Printf("| time to answer all (first command → result) | %s |\n", answered.Round(time.Microsecond))
+	fmt.Printf("| last command → its ElicitResult at the server → tools/call result at the client | %s |\n", lastToResult.Round(time.Microsecond))
+	fmt.Printf("| peak RSS of the process (bridge + operator + client) | %s |\n", peakRSS())
+	return nil
+}
+
+// peakRSS reads VmHWM from /proc/self/status.
+func peakRSS() string {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return "unknown"
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			return strings.TrimSpace(strings.TrimPrefix(line, "VmHWM:"))
+		}
+	}
+	return "unknown"
+}
