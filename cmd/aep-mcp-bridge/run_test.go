@@ -1,0 +1,74 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func TestRunUsageErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no command", []string{"--timeout", "1m"}, "no upstream server command"},
+		{"bad capture", []string{"--capture", "everything", "--", "cat"}, "--capture"},
+		{"bad route", []string{"--route", "nowhere", "--", "cat"}, "--route"},
+		{"bad agent", []string{"--agent", "a/b", "--", "cat"}, "--agent"},
+		{"bad timeout", []string{"--timeout", "0s", "--", "cat"}, "--timeout"},
+		{"unknown flag", []string{"--frobnicate", "--", "cat"}, "flag provided but not defined"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			err := run(context.Background(), tt.args, strings.NewReader(""), &bytes.Buffer{}, &stderr)
+			if exitCode(err) != 2 {
+				t.Fatalf("exit code %d (%v); want 2", exitCode(err), err)
+			}
+			if !strings.Contains(stderr.String(), tt.want) {
+				t.Fatalf("stderr %q does not mention %q", stderr.String(), tt.want)
+			}
+		})
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for the concurrent writers stderr
+// has: the logger and the upstream's stderr copier.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func TestRunRelaysAndWritesNothingElseToStdout(t *testing.T) {
+	var stdout bytes.Buffer
+	var stderr lockedBuffer
+	in := `{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n"
+	// cat echoes the request back as if it were the server's message.
+	err := run(context.Background(), []string{"--log-dir", t.TempDir(), "--", "cat"}, strings.NewReader(in), &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	}
+	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+		if line != "" && !strings.HasPrefix(line, `{"jsonrpc":"2.0"`) {
+			t.Errorf("stdout carries a non-MCP line: %q", line)
+		}
+	}
+	if !strings.Contains(stderr.String(), "session log") {
+		t.Errorf("stderr lacks the session log path: %q", stderr.String())
+	}
+}
