@@ -3,6 +3,7 @@ module github.com/agenteventprotocol/aep-mcp-bridge
 go 1.26.0
 
 require (
+	github.com/gorilla/websocket v1.5.3
 	github.com/oklog/ulid/v2 v2.1.2
 	go.uber.org/goleak v1.3.0
 )

@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"container/list"
 	"sync"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
@@ -27,13 +28,49 @@ const DefaultQueue = 1024
 //
 // A Hub is safe for concurrent use.
 type Hub struct {
-	// mu guards subs.
-	mu   sync.Mutex
-	subs map[*Subscription]struct{}
+	perSession, sessions int
+
+	// mu guards subs, rings and lru.
+	mu    sync.Mutex
+	subs  map[*Subscription]struct{}
+	rings map[string]*ring
+	lru   *list.List // of *ring, most recently written at the front
 }
 
-// NewHub returns an empty hub.
-func NewHub() *Hub { return &Hub{subs: map[*Subscription]struct{}{}} }
+// NewHub returns an empty hub with the default replay buffers.
+func NewHub() *Hub { return NewHubSize(DefaultReplayPerSession, DefaultReplaySessions) }
+
+// NewHubSize returns a hub that keeps perSession events for each of at most
+// sessions sessions, evicting the least recently written session.
+func NewHubSize(perSession, sessions int) *Hub {
+	return &Hub{perSession: perSession, sessions: sessions, subs: map[*Subscription]struct{}{},
+		rings: map[string]*ring{}, lru: list.New()}
+}
+
+// ReplayDepth returns the per-session replay depth, for advertisement.
+func (h *Hub) ReplayDepth() int { return h.perSession }
+
+// record adds a session-scoped event to its session's replay buffer.
+func (h *Hub) record(d Delivery) {
+	if d.Event.Session == "" {
+		return
+	}
+	k := sessionKey(&d.Event)
+	r, ok := h.rings[k]
+	if !ok {
+		r = &ring{key: k, session: d.Event.Session, ids: map[string]bool{}}
+		h.rings[k] = r
+		r.elem = h.lru.PushFront(r)
+		for h.lru.Len() > h.sessions {
+			old := h.lru.Back().Value.(*ring)
+			h.lru.Remove(old.elem)
+			delete(h.rings, old.key)
+		}
+	} else {
+		h.lru.MoveToFront(r.elem)
+	}
+	r.add(d, h.perSession)
+}
 
 // Subscription is one subscriber's queue. Read C until it is closed, then
 // Err says why (nil after Close).
@@ -73,10 +110,17 @@ func (h *Hub) Subscribe(f Filter, n int) *Subscription {
 	return s
 }
 
-// Write publishes an event to every matching subscriber.
+// Write buffers an event for replay and publishes it to every matching
+// subscriber.
 func (h *Hub) Write(ev aep.Event, raw []byte) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.record(Delivery{Event: ev, Raw: raw})
+	h.fanOutLocked(ev, raw)
+	return nil
+}
+
+func (h *Hub) fanOutLocked(ev aep.Event, raw []byte) {
 	for s := range h.subs {
 		if s.filter != nil && !s.filter(&ev) {
 			continue
@@ -96,11 +140,70 @@ func (h *Hub) Write(ev aep.Event, raw []byte) error {
 			h.removeLocked(s)
 		}
 	}
+}
+
+// Redeliver publishes an already-published event again (live fan-out
+// forwards redelivery; the buffer keeps one copy).
+func (h *Hub) Redeliver(ev aep.Event, raw []byte) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.fanOutLocked(ev, raw)
 	return nil
 }
 
-// Redeliver publishes an already-published event again.
-func (h *Hub) Redeliver(ev aep.Event, raw []byte) error { return h.Write(ev, raw) }
+// From says where a subscription starts: live only (the zero value), after
+// given positions, or every buffered event (All).
+type From struct {
+	All       bool
+	Positions []Position
+}
+
+// SubscribeFrom adds a subscriber whose queue starts with the buffered
+// events the request selects (filtered), atomically with live delivery, so
+// nothing falls between replay and live. It reports positions that predate
+// the buffer.
+func (h *Hub) SubscribeFrom(f Filter, from From, n int) (*Subscription, []Exhausted) {
+	if n <= 0 {
+		n = DefaultQueue
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var backlog []Delivery
+	var exhausted []Exhausted
+	switch {
+	case from.All:
+		for e := h.lru.Back(); e != nil; e = e.Prev() {
+			backlog = append(backlog, e.Value.(*ring).items...)
+		}
+	default:
+		for _, p := range from.Positions {
+			for _, r := range h.rings {
+				if r.session != p.Session {
+					continue
+				}
+				items, ex := r.after(p)
+				if ex {
+					first, _ := r.earliest()
+					exhausted = append(exhausted, Exhausted{Session: p.Session, Earliest: first})
+				}
+				backlog = append(backlog, items...)
+			}
+		}
+	}
+	kept := backlog[:0]
+	for _, d := range backlog {
+		if f == nil || f(&d.Event) {
+			kept = append(kept, d)
+		}
+	}
+	c := make(chan Delivery, len(kept)+n)
+	for _, d := range kept {
+		c <- d
+	}
+	s := &Subscription{C: c, c: c, hub: h, filter: f}
+	h.subs[s] = struct{}{}
+	return s, exhausted
+}
 
 // Close ends every subscription.
 func (h *Hub) Close() {

@@ -41,6 +41,8 @@ type config struct {
 	route              string
 	logLevel           string
 	redactEnv          string
+	listen, token      string
+	stateDir           string
 	command            []string
 }
 
@@ -71,6 +73,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.route, "route", "both", "who may answer: remote (operators only), client (the MCP client only; the bus observes), both (first answer wins)")
 	fs.DurationVar(&c.keepalive, "keepalive", 15*time.Second, "progress interval for in-flight requests while a question is pending; 0 disables")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level on stderr: debug, info, warn or error")
+	fs.StringVar(&c.listen, "listen", "127.0.0.1:8787", "the embedded AEP endpoint's address; \"off\" disables it")
+	fs.StringVar(&c.token, "token", "", "bearer token for the AEP endpoint (or env AEP_TOKEN); default: generated once and stored in the state folder")
+	fs.StringVar(&c.stateDir, "state-dir", "", "folder for the token and other state; default $XDG_STATE_HOME/aep-mcp-bridge or ~/.local/state/aep-mcp-bridge")
 	fs.StringVar(&c.redactEnv, "redact-env", "", "comma-separated environment variable names whose values are secrets to redact")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -148,6 +153,25 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	if p := b.LogPath(); p != "" {
 		logger.Info("session log", "path", p)
+	}
+	if c.listen != "off" {
+		dir, err := stateDir(c.stateDir)
+		if err != nil {
+			return err
+		}
+		token, where, err := loadToken(c.token, dir)
+		if err != nil {
+			return err
+		}
+		ep, err := bus.NewEndpoint(bus.EndpointOptions{Token: token, Hub: b.Hub(), Agent: c.agent, Logger: logger,
+			Health: func() map[string]any { return map[string]any{"relay": "off", "upstream": "running"} }})
+		if err != nil {
+			return err
+		}
+		host, _ := os.Hostname()
+		ep.AddClaim(b.Claim(fmt.Sprintf("%s/%d", host, os.Getpid())))
+		stop := serveEndpoint(ctx, c.listen, ep, token, where, stderr, logger)
+		defer stop()
 	}
 	return b.Run(ctx)
 }

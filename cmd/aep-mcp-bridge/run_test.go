@@ -59,7 +59,7 @@ func TestRunRelaysAndWritesNothingElseToStdout(t *testing.T) {
 	var stderr lockedBuffer
 	in := `{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n"
 	// cat echoes the request back as if it were the server's message.
-	err := run(context.Background(), []string{"--log-dir", t.TempDir(), "--", "cat"}, strings.NewReader(in), &stdout, &stderr)
+	err := run(context.Background(), []string{"--log-dir", t.TempDir(), "--listen", "off", "--", "cat"}, strings.NewReader(in), &stdout, &stderr)
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, stderr.String())
 	}

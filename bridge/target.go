@@ -1,0 +1,27 @@
+package bridge
+
+import (
+	"errors"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
+	"github.com/agenteventprotocol/aep-mcp-bridge/control"
+)
+
+// Claim returns the session's claim for an AEP endpoint: commands the
+// endpoint routes to this session go to its control intake.
+func (b *Bridge) Claim(instance string) bus.Claim {
+	return bus.Claim{Session: b.session, Agent: b.opts.Agent, Instance: instance,
+		Accepts: control.Accepts, Target: intakeTarget{b.intake}}
+}
+
+type intakeTarget struct{ in *control.Intake }
+
+func (t intakeTarget) Submit(cmd aep.Event, authenticated bool) (string, string) {
+	_, err := t.in.Submit(cmd, control.Sender{Authenticated: authenticated})
+	var re *control.RefusalError
+	if errors.As(err, &re) {
+		return re.Code, re.Detail
+	}
+	return "", ""
+}

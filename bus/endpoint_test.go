@@ -1,0 +1,318 @@
+package bus
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+)
+
+const testToken = "t0k3n-for-tests"
+
+type recordingTarget struct {
+	mu   sync.Mutex
+	cmds []aep.Event
+}
+
+func (r *recordingTarget) Submit(cmd aep.Event, authenticated bool) (string, string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cmds = append(r.cmds, cmd)
+	return "", ""
+}
+
+func newTestEndpoint(t *testing.T) (*httptest.Server, *Hub, *Emitter, *recordingTarget) {
+	t.Helper()
+	hub := NewHubSize(4, 8)
+	em, err := NewEmitter(EmitterOptions{Agent: "bridge", Session: "s1", Host: "h", Sinks: []Sink{hub}, AttentionCapture: aep.CaptureRedacted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := NewEndpoint(EndpointOptions{Token: testToken, Hub: hub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := &recordingTarget{}
+	ep.AddClaim(Claim{Session: "s1", Agent: "bridge", Accepts: []string{"control.attention.respond"}, Target: tg})
+	srv := httptest.NewServer(ep.Handler())
+	t.Cleanup(func() { ep.Close(); srv.Close() })
+	return srv, hub, em, tg
+}
+
+func emit(t *testing.T, em *Emitter, typ string, data any) aep.Event {
+	t.Helper()
+	capture := aep.CaptureMetadata
+	if strings.HasPrefix(typ, "attention.") {
+		capture = aep.CaptureRedacted
+	}
+	ev, _, err := em.Emit(aep.Draft{Type: typ, Capture: capture, Severity: aep.SeverityNotice, Data: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
+func TestAuthIsRequiredEverywhereButHealthz(t *testing.T) {
+	srv, _, _, _ := newTestEndpoint(t)
+	for _, path := range []string{"/events", "/.well-known/aep", "/stream", "/socket"} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("GET %s without a token: %d; want 401", path, resp.StatusCode)
+		}
+	}
+	req, _ := http.NewRequest("GET", srv.URL+"/events", nil)
+	req.Header.Set("Authorization", "Bearer wrong")
+	if resp, _ := http.DefaultClient.Do(req); resp.StatusCode != 401 {
+		t.Errorf("wrong token: %d", resp.StatusCode)
+	}
+	resp, err := http.Get(srv.URL + "/healthz")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("healthz: %v %v", err, resp)
+	}
+	resp, _ = http.Get(srv.URL + "/.well-known/aep?access_token=" + testToken)
+	var disc map[string]any
+	json.NewDecoder(resp.Body).Decode(&disc)
+	caps := disc["capabilities"].(map[string]any)
+	if caps["replay"].(map[string]any)["buffer"] != float64(4) || disc["endpoints"] == nil {
+		t.Errorf("discovery: %v", disc)
+	}
+	if a := caps["control"].(map[string]any)["accepts"].([]any); len(a) != 1 || a[0] != "control.attention.respond" {
+		t.Errorf("accepts: %v", a)
+	}
+}
+
+type wsClient struct {
+	t *testing.T
+	c *websocket.Conn
+}
+
+func dial(t *testing.T, srv *httptest.Server) *wsClient {
+	t.Helper()
+	u := "ws" + strings.TrimPrefix(srv.URL, "http") + "/socket"
+	h := http.Header{"Authorization": {"Bearer " + testToken}}
+	c, _, err := websocket.DefaultDialer.Dial(u, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &wsClient{t, c}
+}
+
+func (w *wsClient) send(v string) {
+	w.t.Helper()
+	if err := w.c.WriteMessage(websocket.TextMessage, []byte(v)); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+func (w *wsClient) read() map[string]any {
+	w.t.Helper()
+	w.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, b, err := w.c.ReadMessage()
+	if err != nil {
+		w.t.Fatalf("read: %v", err)
+	}
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	return m
+}
+
+func (w *wsClient) hello() {
+	w.send(`{"type":"hello","versions":["0.2","0.1"],"role":"consumer","identity":{"agent":"op"}}`)
+	if h := w.read(); h["type"] != "hello" || len(h["versions"].([]any)) != 1 {
+		w.t.Fatalf("hello reply: %v", h)
+	}
+}
+
+func TestSocketHelloRules(t *testing.T) {
+	srv, _, _, _ := newTestEndpoint(t)
+	c := dial(t, srv)
+	c.send(`{"type":"subscribe","id":"s"}`)
+	if f := c.read(); f["code"] != "hello-required" {
+		t.Fatalf("got %v; want hello-required", f)
+	}
+	c = dial(t, srv)
+	c.send(`{"type":"hello","versions":["9.9"]}`)
+	if f := c.read(); f["code"] != "version-unsupported" || f["versions"] == nil {
+		t.Fatalf("got %v; want version-unsupported listing versions", f)
+	}
+}
+
+func TestSocketSubscribeReplayLiveAndErrors(t *testing.T) {
+	srv, _, em, tg := newTestEndpoint(t)
+	first := emit(t, em, "session.started", nil)
+	emit(t, em, "attention.requested", aep.AttentionRequested{Kind: "input", Prompt: "mail ops@example.com?"})
+	c := dial(t, srv)
+	c.hello()
+	// An invalid filter is refused in-band; the connection survives.
+	c.send(`{"type":"subscribe","id":"bad","filter":{"seq":1}}`)
+	if f := c.read(); f["type"] != "error" || f["code"] != "invalid-filter" || f["id"] != "bad" {
+		t.Fatalf("got %v", f)
+	}
+	c.c.WriteMessage(websocket.BinaryMessage, []byte{1, 2})
+	if f := c.read(); f["type"] != "error" {
+		t.Fatalf("binary frame: %v", f)
+	}
+	c.send(`{"type":"no-such-frame"}`)
+	c.send(`{"type":"ping","t":7}`)
+	if f := c.read(); f["type"] != "pong" || f["t"] != float64(7) {
+		t.Fatalf("ping: %v", f)
+	}
+	c.send(`{"type":"subscribe","id":"a","filter":{"type":["attention.*","session.*"]},"from":"all","capture":"metadata"}`)
+	if f := c.read(); f["type"] != "subscribed" {
+		t.Fatalf("got %v", f)
+	}
+	if ev := c.read(); ev["id"] != first.ID {
+		t.Fatalf("replay did not start with the first buffered event: %v", ev)
+	}
+	req := c.read()
+	if req["capture"] != "metadata" || strings.Contains(req["data"].(map[string]any)["prompt"].(string), "ops@") {
+		t.Fatalf("the capture ceiling was not applied: %v", req)
+	}
+	live := emit(t, em, "attention.timeout", aep.AttentionTimeout{AfterMS: 5})
+	if ev := c.read(); ev["id"] != live.ID {
+		t.Fatalf("live event: %v", ev)
+	}
+	// Commands: routed to the claiming session, or refused by frame.
+	cmd := `{"aep":"0.1","id":"C1","type":"control.attention.respond","subject":"Q","time":"2026-01-01T00:00:00Z","source":"aep://x/agent/op","agent":"op","session":"%s","data":{"answer":{"option":"decline"}}}`
+	c.send(strings.Replace(cmd, "%s", "nowhere", 1))
+	if f := c.read(); f["type"] != "error" || f["code"] != "no-route" || f["cause"] != "C1" {
+		t.Fatalf("got %v; want a no-route frame caused by C1", f)
+	}
+	c.send(strings.Replace(cmd, "%s", "s1", 1))
+	c.send(`{"type":"roster","id":"r1"}`)
+	if f := c.read(); f["type"] != "roster" || len(f["entries"].([]any)) != 1 {
+		t.Fatalf("roster: %v", f)
+	}
+	tg.mu.Lock()
+	n := len(tg.cmds)
+	tg.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("%d commands reached the session; want 1", n)
+	}
+	c.send(`{"type":"unsubscribe","id":"a"}`)
+	if f := c.read(); f["type"] != "unsubscribed" {
+		t.Fatalf("got %v", f)
+	}
+}
+
+func TestSocketReplayExhausted(t *testing.T) {
+	srv, _, em, _ := newTestEndpoint(t)
+	for i := 0; i < 6; i++ { // the buffer holds 4
+		emit(t, em, "session.started", nil)
+	}
+	c := dial(t, srv)
+	c.hello()
+	c.send(`{"type":"subscribe","id":"a","from":[{"session":"s1","epoch":0,"seq":0}]}`)
+	c.read() // subscribed
+	f := c.read()
+	if f["type"] != "replay-exhausted" || f["earliest"].(map[string]any)["seq"] != float64(2) {
+		t.Fatalf("got %v; want replay-exhausted with earliest seq 2", f)
+	}
+}
+
+func TestStreamReplayAndResume(t *testing.T) {
+	srv, _, em, _ := newTestEndpoint(t)
+	a := emit(t, em, "session.started", nil)
+	b := emit(t, em, "attention.timeout", aep.AttentionTimeout{AfterMS: 1})
+	get := func(query string, hdr map[string]string) []string {
+		req, _ := http.NewRequest("GET", srv.URL+"/stream?"+query, nil)
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		var lines []string
+		sc := bufio.NewScanner(strings.NewReader(string(body)))
+		for sc.Scan() {
+			if sc.Text() != "" {
+				lines = append(lines, sc.Text())
+			}
+		}
+		return lines
+	}
+	lines := get("live=0&from=all", nil)
+	want := []string{"id: s1:0:0", "event: session.started", "data: ", "id: s1:0:1", "event: attention.timeout", "data: ", ": replay-complete"}
+	if len(lines) != len(want) {
+		t.Fatalf("got %q", lines)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], w) {
+			t.Errorf("line %d: %q; want prefix %q", i, lines[i], w)
+		}
+	}
+	if !strings.Contains(lines[2], a.ID) || !strings.Contains(lines[5], b.ID) {
+		t.Errorf("wrong events: %q", lines)
+	}
+	lines = get("live=0", map[string]string{"Last-Event-ID": "s1:0:0"})
+	if len(lines) != 4 || lines[0] != "id: s1:0:1" {
+		t.Fatalf("resume after s1:0:0: %q", lines)
+	}
+	if lines := get("filter="+url.QueryEscape(`{"time":"x"}`), nil); len(lines) == 0 || !strings.Contains(lines[0], "invalid-filter") {
+		t.Fatalf("invalid filter: %q", lines)
+	}
+}
+
+func TestIngest(t *testing.T) {
+	srv, hub, _, _ := newTestEndpoint(t)
+	sub := hub.Subscribe(nil, 8)
+	post := func(ct, ver, body string) int {
+		req, _ := http.NewRequest("POST", srv.URL+"/events", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		if ct != "" {
+			req.Header.Set("Content-Type", ct)
+		}
+		if ver != "" {
+			req.Header.Set("AEP-Version", ver)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	ev := `{"aep":"0.1","id":"E1","type":"progress.status","time":"2026-01-01T00:00:00Z","source":"aep://o/agent/x/session/z","agent":"x","session":"z","seq":0}`
+	tests := []struct {
+		name, ct, ver, body string
+		want                int
+	}{
+		{"no version", "application/json", "", ev, 426},
+		{"wrong type", "text/plain", "0.1", ev, 415},
+		{"invalid event", "application/x-ndjson", "0.1", ev + "\n{\"aep\":\"0.1\"}", 400},
+		{"too large", "application/json", "0.1", strings.Repeat(" ", 2<<20), 413},
+		{"accepted", "application/x-ndjson", "0.1", ev, 202},
+	}
+	for _, tt := range tests {
+		if got := post(tt.ct, tt.ver, tt.body); got != tt.want {
+			t.Errorf("%s: %d; want %d", tt.name, got, tt.want)
+		}
+	}
+	select {
+	case d := <-sub.C:
+		if d.Event.ID != "E1" {
+			t.Fatalf("got %s", d.Event.ID)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the ingested event did not reach subscribers")
+	}
+}
