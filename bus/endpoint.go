@@ -33,7 +33,20 @@ type Claim struct {
 	Agent    string
 	Instance string
 	Accepts  []string
-	Target   Target
+	// Control is the claimant's declared control block, relayed verbatim
+	// in roster entries; nil means {accepts, ack_window_ms} from Accepts.
+	Control json.RawMessage
+	// Emits is the claimant's declared category list, if any.
+	Emits  []string
+	Target Target
+
+	owner *socket // the emitter connection behind a remote claim
+}
+
+// RawTarget is a Target that takes a command's exact bytes: a relay
+// forwards a command byte-identically (AEP-0004 §4.4).
+type RawTarget interface {
+	SubmitRaw(raw []byte) (code, detail string)
 }
 
 // EndpointOptions configure an Endpoint.
@@ -96,6 +109,35 @@ func (e *Endpoint) AddClaim(c Claim) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.claims = append(e.claims, c)
+}
+
+// claimFor registers a remote emitter's claim on a session once.
+func (e *Endpoint) claimFor(s *socket, session string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, c := range e.claims {
+		if c.owner == s && c.Session == session {
+			return
+		}
+	}
+	s.mu.Lock()
+	c := Claim{Session: session, Agent: s.agent, Instance: s.instance, Accepts: s.accepts, Control: s.control,
+		Emits: s.emits, Target: socketTarget{s}, owner: s}
+	s.mu.Unlock()
+	e.claims = append(e.claims, c)
+}
+
+// dropClaims forgets every claim of a connection that went away.
+func (e *Endpoint) dropClaims(s *socket) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	kept := e.claims[:0]
+	for _, c := range e.claims {
+		if c.owner != s {
+			kept = append(kept, c)
+		}
+	}
+	e.claims = kept
 }
 
 // RemoveClaim forgets a session's claim.

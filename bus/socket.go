@@ -39,6 +39,11 @@ type socket struct {
 	mu        sync.Mutex
 	hello     bool
 	role      string
+	agent     string
+	instance  string
+	accepts   []string
+	control   json.RawMessage
+	emits     []string
 	subs      map[string]*socketSub
 	closeOnce sync.Once
 }
@@ -73,6 +78,7 @@ func (e *Endpoint) serveSocket(w http.ResponseWriter, r *http.Request) {
 	// already on its way), then closes; every goroutine ends with it.
 	s.shutdown("the connection ended")
 	s.wg.Wait()
+	e.dropClaims(s)
 	e.mu.Lock()
 	delete(e.conns, s)
 	e.mu.Unlock()
@@ -175,7 +181,15 @@ func (s *socket) close() {
 
 // frame is the part of a frame or event the socket dispatches on.
 type frame struct {
-	Type     string          `json:"type"`
+	Type     string `json:"type"`
+	Identity struct {
+		Agent    string `json:"agent"`
+		Instance string `json:"instance"`
+	} `json:"identity"`
+	Capabilities struct {
+		Emits   []string        `json:"emits"`
+		Control json.RawMessage `json:"control"`
+	} `json:"capabilities"`
 	ID       string          `json:"id"`
 	Versions []string        `json:"versions"`
 	Role     string          `json:"role"`
@@ -252,6 +266,15 @@ func (s *socket) handleHello(f frame) bool {
 	}
 	s.mu.Lock()
 	s.hello, s.role = true, f.Role
+	s.agent, s.instance, s.emits = f.Identity.Agent, f.Identity.Instance, f.Capabilities.Emits
+	if len(f.Capabilities.Control) > 0 && string(f.Capabilities.Control) != "null" {
+		s.control = f.Capabilities.Control
+		var c struct {
+			Accepts []string `json:"accepts"`
+		}
+		json.Unmarshal(f.Capabilities.Control, &c)
+		s.accepts = c.Accepts
+	}
 	s.mu.Unlock()
 	s.send(map[string]any{"type": "hello", "versions": []string{aep.Version}, "role": "both",
 		"identity": map[string]any{"agent": s.e.opts.Agent}, "capabilities": s.e.capabilities()})
@@ -271,6 +294,14 @@ func (s *socket) handleEvent(data []byte) {
 		return
 	}
 	if !aep.IsCommand(ev.Type) {
+		s.mu.Lock()
+		emitter := s.role == "emitter" || s.role == "both"
+		s.mu.Unlock()
+		if emitter && ev.Session != "" && ev.Seq != nil {
+			// An emitter owns the sessions it sequences: commands for
+			// them are routed to this connection.
+			s.e.claimFor(s, ev.Session)
+		}
 		s.e.opts.Hub.Write(*ev, data)
 		return
 	}
@@ -289,8 +320,14 @@ func (s *socket) handleEvent(data []byte) {
 		s.errorFrame("", ev.ID, "unsupported", fmt.Sprintf("session %q accepts %v, not %s", ev.Session, claim.Accepts, ev.Type))
 		return
 	}
-	if code, detail := claim.Target.Submit(*ev, true); code != "" {
-		s.errorFrame("", ev.ID, code, detail)
+	var code2, detail2 string
+	if rt, ok := claim.Target.(RawTarget); ok {
+		code2, detail2 = rt.SubmitRaw(data)
+	} else {
+		code2, detail2 = claim.Target.Submit(*ev, true)
+	}
+	if code2 != "" {
+		s.errorFrame("", ev.ID, code2, detail2)
 	}
 }
 
@@ -325,7 +362,11 @@ func (s *socket) subscribe(f frame) {
 	}
 	from, err := parseFrom(f.From)
 	if err != nil {
-		s.errorFrame(f.ID, "", "invalid-filter", err.Error())
+		code := "invalid-filter"
+		if _, ok := err.(*limitError); ok {
+			code = "limit-exceeded"
+		}
+		s.errorFrame(f.ID, "", code, err.Error())
 		return
 	}
 	s.mu.Lock()
@@ -407,12 +448,32 @@ func (s *socket) roster(id string) {
 	s.e.mu.Lock()
 	entries := make([]map[string]any, 0, len(s.e.claims))
 	for _, c := range s.e.claims {
-		entries = append(entries, map[string]any{"session": c.Session, "agent": c.Agent, "instance": c.Instance,
-			"control": map[string]any{"accepts": c.Accepts, "ack_window_ms": 10000}})
+		entry := map[string]any{"session": c.Session, "agent": c.Agent}
+		if c.Instance != "" {
+			entry["instance"] = c.Instance
+		}
+		switch {
+		case c.Control != nil:
+			entry["control"] = c.Control // verbatim (AEP-0003 §4.1 rule 4)
+		case c.owner == nil:
+			entry["control"] = map[string]any{"accepts": c.Accepts, "ack_window_ms": 10000}
+		}
+		if c.Emits != nil {
+			entry["emits"] = c.Emits
+		}
+		entries = append(entries, entry)
 	}
 	s.e.mu.Unlock()
 	s.send(map[string]any{"type": "roster", "id": id, "entries": entries})
 }
+
+// maxPositions bounds the resume positions of one request.
+const maxPositions = DefaultReplaySessions
+
+// limitError is a request over an endpoint limit (limit-exceeded).
+type limitError struct{ detail string }
+
+func (e *limitError) Error() string { return e.detail }
 
 // parseFrom reads a subscribe or SSE from member: "all", or an array of
 // {session, epoch, seq}.
@@ -435,8 +496,8 @@ func parseFrom(raw json.RawMessage) (From, error) {
 	if err := json.Unmarshal(raw, &ps); err != nil {
 		return From{}, fmt.Errorf(`from is "all" or an array of {session, epoch, seq}`)
 	}
-	if len(ps) > DefaultReplaySessions {
-		return From{}, fmt.Errorf("at most %d resume positions", DefaultReplaySessions)
+	if len(ps) > maxPositions {
+		return From{}, &limitError{fmt.Sprintf("at most %d resume positions per request", maxPositions)}
 	}
 	var out From
 	for _, p := range ps {
@@ -450,4 +511,26 @@ func parseFrom(raw json.RawMessage) (From, error) {
 		out.Positions = append(out.Positions, Position{Session: *p.Session, Epoch: e, Seq: *p.Seq})
 	}
 	return out, nil
+}
+
+// socketTarget forwards commands to the emitter behind a connection,
+// byte-identically; its acks come back as events on that connection.
+type socketTarget struct{ s *socket }
+
+func (t socketTarget) Submit(cmd aep.Event, _ bool) (string, string) {
+	b, err := json.Marshal(cmd)
+	if err != nil {
+		return "invalid", "the command could not be encoded"
+	}
+	return t.SubmitRaw(b)
+}
+
+func (t socketTarget) SubmitRaw(raw []byte) (string, string) {
+	select {
+	case <-t.s.done:
+		return "no-route", "the emitter that owns this session has disconnected"
+	default:
+	}
+	t.s.send(append([]byte(nil), raw...))
+	return "", ""
 }

@@ -4,10 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -74,25 +74,32 @@ func loadToken(flagToken, dir string) (token, where string, err error) {
 	return t, path, nil
 }
 
-// serveEndpoint listens on addr and serves ep until ctx ends. A port
-// already taken is reported, and the bridge goes on without its endpoint.
-func serveEndpoint(ctx context.Context, addr string, ep *bus.Endpoint, token, where string, stderr io.Writer, log *slog.Logger) (stop func()) {
+// listen opens the endpoint's port. When the port already serves an AEP
+// endpoint (another bridge got there first), it returns that endpoint's
+// socket URL instead, so this bridge joins it as an emitter and one inbox
+// shows every bridge's questions. Anything else on the port is an error.
+func listen(addr, token string) (net.Listener, string, error) {
 	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		if errors.Is(err, syscall.EADDRINUSE) {
-			what := "something that is not an AEP endpoint"
-			if isAEPEndpoint(addr, token) {
-				what = "another AEP endpoint (probably another bridge)"
-			}
-			log.Warn("the AEP endpoint port is taken; this session's questions are answerable only by the MCP client", "listen", addr, "holder", what,
-				"fix", "pass --listen with a free address, or --listen off")
-			return func() {}
-		}
-		log.Error("cannot listen for the AEP endpoint", "listen", addr, "err", err)
-		return func() {}
+	if err == nil {
+		return ln, "", nil
 	}
+	if errors.Is(err, syscall.EADDRINUSE) {
+		if isAEPEndpoint(addr, token) {
+			return nil, "ws://" + addr + "/socket", nil
+		}
+		return nil, "", fmt.Errorf("the AEP endpoint address %s is taken by something that is not an AEP endpoint; pass --listen with a free address, or --listen off", addr)
+	}
+	return nil, "", fmt.Errorf("listening on %s for the AEP endpoint: %w; pass --listen with another address, or --listen off", addr, err)
+}
+
+// serveEndpoint serves ep on ln until the returned stop is called.
+func serveEndpoint(ln net.Listener, ep *bus.Endpoint, where string, stderr io.Writer) (stop func()) {
 	srv := &http.Server{Handler: ep.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(ln)
+	done := make(chan struct{})
+	go func() {
+		srv.Serve(ln)
+		close(done)
+	}()
 	host := ln.Addr().String()
 	fmt.Fprintf(stderr, "aep-mcp-bridge: AEP endpoint on http://%s (token from %s)\n", host, where)
 	fmt.Fprintf(stderr, "aep-mcp-bridge: operators subscribe and answer at ws://%s/socket (SSE: http://%s/stream) with that bearer token\n", host, host)
@@ -101,6 +108,7 @@ func serveEndpoint(ctx context.Context, addr string, ep *bus.Endpoint, token, wh
 		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		srv.Shutdown(sctx)
+		<-done
 	}
 }
 
@@ -116,6 +124,9 @@ func isAEPEndpoint(addr, token string) bool {
 	if err != nil {
 		return false
 	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusUnauthorized
+	defer resp.Body.Close()
+	var doc struct {
+		AEP []string `json:"aep"`
+	}
+	return resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&doc) == nil && len(doc.AEP) > 0
 }

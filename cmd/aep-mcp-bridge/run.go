@@ -7,14 +7,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/bridge"
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
+	"github.com/agenteventprotocol/aep-mcp-bridge/control"
 	"github.com/agenteventprotocol/aep-mcp-bridge/elicit"
 )
 
@@ -42,6 +45,7 @@ type config struct {
 	logLevel           string
 	redactEnv          string
 	listen, token      string
+	relay              string
 	stateDir           string
 	command            []string
 }
@@ -75,6 +79,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level on stderr: debug, info, warn or error")
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:8787", "the embedded AEP endpoint's address; \"off\" disables it")
 	fs.StringVar(&c.token, "token", "", "bearer token for the AEP endpoint (or env AEP_TOKEN); default: generated once and stored in the state folder")
+	fs.StringVar(&c.relay, "relay", "", "also connect out to the AEP relay at this URL (its /socket) as an emitter that accepts control.attention.respond")
 	fs.StringVar(&c.stateDir, "state-dir", "", "folder for the token and other state; default $XDG_STATE_HOME/aep-mcp-bridge or ~/.local/state/aep-mcp-bridge")
 	fs.StringVar(&c.redactEnv, "redact-env", "", "comma-separated environment variable names whose values are secrets to redact")
 	if err := fs.Parse(args); err != nil {
@@ -142,38 +147,108 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			}
 		}
 	}
+	// The AEP side: the embedded endpoint, or the endpoint already on its
+	// port (hub mode), and/or an external relay.
+	var (
+		ln          net.Listener
+		token       string
+		where       string
+		linkTargets []string
+	)
+	if c.listen != "off" || c.relay != "" {
+		dir, err := stateDir(c.stateDir)
+		if err != nil {
+			return err
+		}
+		if token, where, err = loadToken(c.token, dir); err != nil {
+			return err
+		}
+	}
+	if c.listen != "off" {
+		var hubURL string
+		if ln, hubURL, err = listen(c.listen, token); err != nil {
+			return err
+		}
+		if hubURL != "" {
+			logger.Info("an AEP endpoint already serves this port; joining it as an emitter", "endpoint", hubURL)
+			linkTargets = append(linkTargets, hubURL)
+		}
+	}
+	if c.relay != "" {
+		linkTargets = append(linkTargets, c.relay)
+	}
+	host, _ := os.Hostname()
+	instance := fmt.Sprintf("%s/%d", host, os.Getpid())
+	var links []*bus.Link
+	var sinks []bus.Sink
+	for _, u := range linkTargets {
+		l, err := bus.NewLink(bus.LinkOptions{URL: u, Token: token, Agent: c.agent, Instance: instance,
+			Accepts: control.Accepts, Logger: logger})
+		if err != nil {
+			if ln != nil {
+				ln.Close()
+			}
+			return bad("--relay: %v", err)
+		}
+		links = append(links, l)
+		sinks = append(sinks, l)
+	}
 	b, err := bridge.New(bridge.Options{
 		Command: c.command, Client: stdin, ClientOut: stdout, ServerStderr: stderr,
 		Agent: c.agent, Name: c.name, Timeout: c.timeout, Keepalive: c.keepalive,
 		LogDir: logDir, Capture: capture, AttentionCapture: attn, Redact: redact,
-		Route: route, Logger: logger,
+		Route: route, Logger: logger, Sinks: sinks,
 	})
 	if err != nil {
+		if ln != nil {
+			ln.Close()
+		}
 		return err
 	}
 	if p := b.LogPath(); p != "" {
 		logger.Info("session log", "path", p)
 	}
-	if c.listen != "off" {
-		dir, err := stateDir(c.stateDir)
-		if err != nil {
-			return err
-		}
-		token, where, err := loadToken(c.token, dir)
-		if err != nil {
-			return err
-		}
-		ep, err := bus.NewEndpoint(bus.EndpointOptions{Token: token, Hub: b.Hub(), Agent: c.agent, Logger: logger,
-			Health: func() map[string]any { return map[string]any{"relay": "off", "upstream": "running"} }})
-		if err != nil {
-			return err
-		}
-		host, _ := os.Hostname()
-		ep.AddClaim(b.Claim(fmt.Sprintf("%s/%d", host, os.Getpid())))
-		stop := serveEndpoint(ctx, c.listen, ep, token, where, stderr, logger)
-		defer stop()
+	claim := b.Claim(instance)
+	linkCtx, stopLinks := context.WithCancel(context.Background())
+	var linkWG sync.WaitGroup
+	for _, l := range links {
+		l.Bind(claim.Target)
+		linkWG.Add(1)
+		go func() {
+			defer linkWG.Done()
+			l.Run(linkCtx)
+		}()
 	}
-	return b.Run(ctx)
+	stopEndpoint := func() {}
+	if ln != nil {
+		ep, err := bus.NewEndpoint(bus.EndpointOptions{Token: token, Hub: b.Hub(), Agent: c.agent, Logger: logger,
+			Health: func() map[string]any { return map[string]any{"relay": linkState(links), "upstream": "running"} }})
+		if err != nil {
+			ln.Close()
+			stopLinks()
+			return err
+		}
+		ep.AddClaim(claim)
+		stopEndpoint = serveEndpoint(ln, ep, where, stderr)
+	}
+	runErr := b.Run(ctx)
+	stopEndpoint()
+	stopLinks() // sends what is queued (session.ended) first
+	linkWG.Wait()
+	return runErr
+}
+
+// linkState describes the relay links for /healthz.
+func linkState(links []*bus.Link) string {
+	if len(links) == 0 {
+		return "off"
+	}
+	for _, l := range links {
+		if !l.Connected() {
+			return "connecting"
+		}
+	}
+	return "connected"
 }
 
 // expandHome resolves a leading ~ and the value "off".

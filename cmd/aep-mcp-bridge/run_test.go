@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestRunUsageErrors(t *testing.T) {
@@ -38,14 +39,42 @@ func TestRunUsageErrors(t *testing.T) {
 // lockedBuffer is a bytes.Buffer safe for the concurrent writers stderr
 // has: the logger and the upstream's stderr copier.
 type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu      sync.Mutex
+	b       bytes.Buffer
+	changed chan struct{}
 }
 
 func (l *lockedBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.changed != nil {
+		close(l.changed)
+		l.changed = nil
+	}
 	return l.b.Write(p)
+}
+
+// waitFor blocks until the buffer contains s, waking on every write.
+func (l *lockedBuffer) waitFor(t *testing.T, s string) {
+	t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		l.mu.Lock()
+		if strings.Contains(l.b.String(), s) {
+			l.mu.Unlock()
+			return
+		}
+		if l.changed == nil {
+			l.changed = make(chan struct{})
+		}
+		ch := l.changed
+		l.mu.Unlock()
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("stderr never said %q: %s", s, l.String())
+		}
+	}
 }
 
 func (l *lockedBuffer) String() string {

@@ -1,0 +1,165 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
+)
+
+// relay is a bare AEP endpoint on a fixed loopback address, restartable.
+type relay struct {
+	t    *testing.T
+	addr string
+	ep   *bus.Endpoint
+	srv  *http.Server
+	done chan struct{}
+}
+
+func startRelay(t *testing.T, addr string) *relay {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := bus.NewEndpoint(bus.EndpointOptions{Token: "relay-token", Hub: bus.NewHub()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &relay{t: t, addr: ln.Addr().String(), ep: ep, srv: &http.Server{Handler: ep.Handler()}, done: make(chan struct{})}
+	go func() { r.srv.Serve(ln); close(r.done) }()
+	return r
+}
+
+func (r *relay) stop() {
+	r.ep.Close()
+	r.srv.Close()
+	<-r.done
+}
+
+// operator is a WebSocket consumer of a relay.
+type operator struct {
+	t *testing.T
+	c *websocket.Conn
+}
+
+func connectOperator(t *testing.T, addr string) *operator {
+	t.Helper()
+	c, _, err := websocket.DefaultDialer.Dial("ws://"+addr+"/socket?access_token=relay-token", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	o := &operator{t, c}
+	o.send(`{"type":"hello","versions":["0.1"],"role":"consumer","identity":{"agent":"operator"}}`)
+	o.until(func(m map[string]any) bool { return m["type"] == "hello" })
+	o.send(`{"type":"subscribe","id":"all","from":"all"}`)
+	return o
+}
+
+func (o *operator) send(s string) { o.c.WriteMessage(websocket.TextMessage, []byte(s)) }
+
+func (o *operator) until(pred func(map[string]any) bool) []byte {
+	o.t.Helper()
+	for {
+		o.c.SetReadDeadline(time.Now().Add(waitLimit))
+		_, b, err := o.c.ReadMessage()
+		if err != nil {
+			o.t.Fatalf("operator read: %v", err)
+		}
+		var m map[string]any
+		json.Unmarshal(b, &m)
+		if pred(m) {
+			return b
+		}
+	}
+}
+
+func linkedSession(t *testing.T, relayAddr string) (*session, *bus.Link) {
+	t.Helper()
+	link, err := bus.NewLink(bus.LinkOptions{URL: "http://" + relayAddr, Token: "relay-token", Agent: "bridge-b", Instance: "test",
+		Accepts: []string{"control.attention.respond"}, MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startSession(t, sessionConfig{opts: Options{Agent: "bridge-b", Sinks: []bus.Sink{link}}})
+	link.Bind(s.b.Claim("test").Target)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); link.Run(ctx) }()
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	return s, link
+}
+
+// TestJoinedBridgeIsAnsweredThroughTheHub is the hub mode: bridge B links
+// to the endpoint A serves; B's question shows on A, and an answer given on
+// A reaches B's server through the link.
+func TestJoinedBridgeIsAnsweredThroughTheHub(t *testing.T) {
+	a := startRelay(t, "127.0.0.1:0")
+	defer a.stop()
+	s, _ := linkedSession(t, a.addr)
+	op := connectOperator(t, a.addr)
+	call := s.call("ask", map[string]any{"schema": "pinned"}, nil)
+	var req aep.Event
+	json.Unmarshal(op.until(func(m map[string]any) bool { return m["type"] == "attention.requested" }), &req)
+	if req.Agent != "bridge-b" || req.Session != s.b.Session() {
+		t.Fatalf("request on the hub: agent %s session %s", req.Agent, req.Session)
+	}
+	cmd := command(req.Session, req.ID, aep.Answer{Values: map[string]any{"environment": "staging", "confirm": true}})
+	raw, _ := json.Marshal(cmd)
+	op.send(string(raw))
+	op.until(func(m map[string]any) bool { return m["type"] == "control.accepted" && m["cause"] == cmd.ID })
+	if got := elicitResult(t, s.result(call)); got["action"] != "accept" {
+		t.Fatalf("B's server got %v", got)
+	}
+	// The hub's roster shows B's claim with its declared control block.
+	op.send(`{"type":"roster","id":"r"}`)
+	roster := op.until(func(m map[string]any) bool { return m["type"] == "roster" })
+	if !strings.Contains(string(roster), s.b.Session()) || !strings.Contains(string(roster), "control.attention.respond") {
+		t.Fatalf("roster: %s", roster)
+	}
+}
+
+// TestRelayRestartReannouncesPendingQuestions stops the relay while a
+// question is pending and starts it again: the link reconnects, the
+// question is re-announced with its original id, and an answer given
+// afterwards reaches the server.
+func TestRelayRestartReannouncesPendingQuestions(t *testing.T) {
+	a := startRelay(t, "127.0.0.1:0")
+	addr := a.addr
+	s, link := linkedSession(t, addr)
+	first := connectOperator(t, addr)
+	call := s.call("ask", map[string]any{"schema": "pinned"}, nil)
+	var req aep.Event
+	json.Unmarshal(first.until(func(m map[string]any) bool { return m["type"] == "attention.requested" }), &req)
+	a.stop()
+
+	b := startRelay(t, addr) // a fresh relay: empty buffers, no claims
+	defer b.stop()
+	op := connectOperator(t, addr)
+	var again aep.Event
+	json.Unmarshal(op.until(func(m map[string]any) bool { return m["type"] == "attention.requested" }), &again)
+	if again.ID != req.ID {
+		t.Fatalf("re-announced %s; want the original id %s", again.ID, req.ID)
+	}
+	if !link.Connected() {
+		t.Fatal("link not connected after re-announcing")
+	}
+	cmd := command(req.Session, req.ID, aep.Answer{Option: "decline"})
+	raw, _ := json.Marshal(cmd)
+	op.send(string(raw))
+	op.until(func(m map[string]any) bool { return m["type"] == "control.accepted" && m["cause"] == cmd.ID })
+	if got := elicitResult(t, s.result(call)); got["action"] != "decline" {
+		t.Fatalf("server got %v", got)
+	}
+}

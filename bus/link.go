@@ -1,0 +1,361 @@
+package bus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+)
+
+// LinkOptions configure a Link.
+type LinkOptions struct {
+	// URL is the relay's socket (ws://host:port/socket); an http(s) base
+	// URL is accepted and pointed at its /socket.
+	URL string
+	// Token is the bearer token presented to the relay.
+	Token string
+	// Agent and Instance identify this emitter in its hello.
+	Agent, Instance string
+	// Accepts lists the commands this emitter accepts.
+	Accepts []string
+	// Queue bounds the outbox; 0 means 4096 events.
+	Queue int
+	// MinBackoff and MaxBackoff bound the reconnect delay (with jitter);
+	// zero means 200ms and 10s.
+	MinBackoff, MaxBackoff time.Duration
+	// Logger receives logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Link connects this bridge to an AEP relay as an emitter (AEP-0003 §4):
+// every event goes out on it, commands come back on it, and it survives
+// restarts on either side.
+//   - Events queue in a bounded outbox until the hello exchange completes;
+//     when the outbox is full, debug/info events are dropped first, and every
+//     drop is counted and logged.
+//   - It reconnects with exponential backoff and jitter.
+//   - After every (re)connect it re-sends each still-pending
+//     attention.requested with its original id (legal redelivery), so a
+//     relay that restarted, or an operator who joined late, still sees it.
+//
+// A Link is a Sink. It is safe for concurrent use; Run owns its goroutines.
+type Link struct {
+	opts LinkOptions
+	log  *slog.Logger
+	url  string
+
+	// mu guards the fields below.
+	mu        sync.Mutex
+	target    Target
+	queue     [][]byte
+	sev       []aep.Severity
+	open      []openRequest
+	connected bool
+	dropped   int
+	wake      chan struct{}
+}
+
+type openRequest struct {
+	id  string
+	raw []byte
+}
+
+// NewLink returns a link; call Run to connect.
+func NewLink(o LinkOptions) (*Link, error) {
+	u, err := socketURL(o.URL)
+	if err != nil {
+		return nil, err
+	}
+	if o.Queue <= 0 {
+		o.Queue = 4096
+	}
+	if o.MinBackoff <= 0 {
+		o.MinBackoff = 200 * time.Millisecond
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = 10 * time.Second
+	}
+	l := &Link{opts: o, log: o.Logger, url: u, wake: make(chan struct{}, 1)}
+	if l.log == nil {
+		l.log = slog.New(slog.DiscardHandler)
+	}
+	l.log = l.log.With("relay", u)
+	return l, nil
+}
+
+func socketURL(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "", fmt.Errorf("relay URL %q: want ws://host:port/socket or http://host:port", raw)
+	}
+	switch u.Scheme {
+	case "http":
+		u.Scheme = "ws"
+	case "https":
+		u.Scheme = "wss"
+	case "ws", "wss":
+	default:
+		return "", fmt.Errorf("relay URL %q: the scheme must be ws, wss, http or https", raw)
+	}
+	if u.Path == "" || u.Path == "/" {
+		u.Path = "/socket"
+	}
+	return u.String(), nil
+}
+
+// Bind sets the target commands arriving on the link go to.
+func (l *Link) Bind(t Target) {
+	l.mu.Lock()
+	l.target = t
+	l.mu.Unlock()
+}
+
+// Connected reports whether the hello exchange has completed.
+func (l *Link) Connected() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.connected
+}
+
+// Dropped returns how many events the full outbox dropped.
+func (l *Link) Dropped() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.dropped
+}
+
+// Write queues an event for the relay and tracks pending questions.
+func (l *Link) Write(ev aep.Event, raw []byte) error {
+	l.mu.Lock()
+	switch ev.Type {
+	case "attention.requested":
+		l.open = append(l.open, openRequest{id: ev.ID, raw: raw})
+	case "attention.resolved", "attention.timeout":
+		for i, o := range l.open {
+			if o.id == ev.Subject {
+				l.open = append(l.open[:i:i], l.open[i+1:]...)
+				break
+			}
+		}
+	}
+	l.enqueueLocked(raw, ev.EffectiveSeverity())
+	l.mu.Unlock()
+	l.signal()
+	return nil
+}
+
+// Redeliver queues a re-sent event (a recorded ack) for the relay.
+func (l *Link) Redeliver(ev aep.Event, raw []byte) error {
+	l.mu.Lock()
+	l.enqueueLocked(raw, ev.EffectiveSeverity())
+	l.mu.Unlock()
+	l.signal()
+	return nil
+}
+
+func (l *Link) enqueueLocked(raw []byte, sev aep.Severity) {
+	if len(l.queue) >= l.opts.Queue {
+		victim := 0
+		for i, s := range l.sev {
+			if s < aep.SeverityNotice {
+				victim = i
+				break
+			}
+		}
+		l.dropped++
+		l.log.Warn("relay outbox full; dropped an event", "severity", l.sev[victim].String(), "dropped_total", l.dropped)
+		l.queue = append(l.queue[:victim:victim], l.queue[victim+1:]...)
+		l.sev = append(l.sev[:victim:victim], l.sev[victim+1:]...)
+	}
+	l.queue = append(l.queue, raw)
+	l.sev = append(l.sev, sev)
+}
+
+func (l *Link) signal() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run connects and reconnects until ctx ends.
+func (l *Link) Run(ctx context.Context) {
+	backoff := l.opts.MinBackoff
+	for ctx.Err() == nil {
+		err := l.session(ctx)
+		l.mu.Lock()
+		l.connected = false
+		l.mu.Unlock()
+		if ctx.Err() != nil {
+			return
+		}
+		if errors.Is(err, errConnected) {
+			backoff = l.opts.MinBackoff
+		}
+		l.log.Warn("relay link down; reconnecting", "err", err, "in", backoff.String())
+		jitter := time.Duration(rand.Int64N(int64(backoff)/2 + 1))
+		select {
+		case <-time.After(backoff/2 + jitter):
+		case <-ctx.Done():
+			return
+		}
+		backoff = min(backoff*2, l.opts.MaxBackoff)
+	}
+}
+
+// errConnected marks a session that got past hello, so backoff restarts.
+var errConnected = errors.New("the connection dropped")
+
+// session runs one connection.
+func (l *Link) session(ctx context.Context) error {
+	h := http.Header{"Authorization": {"Bearer " + l.opts.Token}}
+	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second}
+	conn, resp, err := d.DialContext(ctx, l.url, h)
+	if err != nil {
+		if resp != nil && resp.StatusCode == http.StatusUnauthorized {
+			return fmt.Errorf("the relay refused the token (401): pass the relay's token with --token or AEP_TOKEN")
+		}
+		return fmt.Errorf("dialing: %w", err)
+	}
+	defer conn.Close()
+	control, _ := json.Marshal(map[string]any{"accepts": l.opts.Accepts, "ack_window_ms": 10000})
+	hello, _ := json.Marshal(map[string]any{"type": "hello", "versions": []string{aep.Version}, "role": "emitter",
+		"identity":     map[string]any{"agent": l.opts.Agent, "instance": l.opts.Instance},
+		"capabilities": map[string]any{"emits": []string{"session", "attention", "control", "error"}, "control": json.RawMessage(control)}})
+	conn.SetWriteDeadline(time.Now().Add(writeWait))
+	if err := conn.WriteMessage(websocket.TextMessage, hello); err != nil {
+		return fmt.Errorf("sending hello: %w", err)
+	}
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, b, err := conn.ReadMessage()
+	if err != nil {
+		return fmt.Errorf("waiting for the relay's hello: %w", err)
+	}
+	var reply frame
+	if json.Unmarshal(b, &reply) != nil || reply.Type != "hello" {
+		return fmt.Errorf("the relay answered hello with %s", strings.TrimSpace(string(b)))
+	}
+	conn.SetReadDeadline(time.Time{})
+	l.mu.Lock()
+	l.connected = true
+	// Re-announce pending questions first, with their original ids.
+	resend := make([][]byte, 0, len(l.open))
+	for _, o := range l.open {
+		resend = append(resend, o.raw)
+	}
+	l.mu.Unlock()
+	l.log.Info("relay link up", "reannounced", len(resend))
+	var wmu sync.Mutex
+	write := func(b []byte) error {
+		wmu.Lock()
+		defer wmu.Unlock()
+		conn.SetWriteDeadline(time.Now().Add(writeWait))
+		return conn.WriteMessage(websocket.TextMessage, b)
+	}
+	for _, raw := range resend {
+		if err := write(raw); err != nil {
+			return fmt.Errorf("%w: %v", errConnected, err)
+		}
+	}
+	readErr := make(chan error, 1)
+	go func() { readErr <- l.readLoop(conn, write) }()
+	for {
+		l.mu.Lock()
+		batch := l.queue
+		l.queue, l.sev = nil, nil
+		l.mu.Unlock()
+		for i, raw := range batch {
+			if err := write(raw); err != nil {
+				l.requeue(batch[i:])
+				conn.Close()
+				<-readErr
+				return fmt.Errorf("%w: %v", errConnected, err)
+			}
+		}
+		select {
+		case <-l.wake:
+		case err := <-readErr:
+			return fmt.Errorf("%w: %v", errConnected, err)
+		case <-ctx.Done():
+			// Last events (session.ended) go out before the closing frame.
+			l.mu.Lock()
+			rest := l.queue
+			l.queue, l.sev = nil, nil
+			l.mu.Unlock()
+			for _, raw := range rest {
+				if write(raw) != nil {
+					break
+				}
+			}
+			b, _ := json.Marshal(map[string]any{"type": "closing", "reason": "the bridge is shutting down", "delivered": []any{}})
+			write(b)
+			conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
+			conn.Close()
+			<-readErr
+			return ctx.Err()
+		}
+	}
+}
+
+// requeue puts unsent events back at the head of the outbox.
+func (l *Link) requeue(raws [][]byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	sev := make([]aep.Severity, len(raws))
+	for i := range sev {
+		sev[i] = aep.SeverityNotice // unknown here: never drop them first
+	}
+	l.queue = append(append([][]byte{}, raws...), l.queue...)
+	l.sev = append(sev, l.sev...)
+}
+
+// readLoop takes commands and frames from the relay.
+func (l *Link) readLoop(conn *websocket.Conn, write func([]byte) error) error {
+	for {
+		kind, b, err := conn.ReadMessage()
+		if err != nil {
+			return err
+		}
+		if kind != websocket.TextMessage {
+			continue
+		}
+		var f frame
+		if json.Unmarshal(b, &f) != nil {
+			continue
+		}
+		switch {
+		case f.Type == "ping":
+			pong, _ := json.Marshal(map[string]any{"type": "pong", "t": f.T})
+			write(pong)
+		case f.Type == "closing":
+			return fmt.Errorf("the relay is closing")
+		case strings.Contains(f.Type, "."):
+			ev, err := aep.Parse(b)
+			if err != nil || !aep.IsCommand(ev.Type) {
+				continue
+			}
+			l.mu.Lock()
+			t := l.target
+			l.mu.Unlock()
+			code, detail := "no-route", "this bridge has no session to take commands"
+			if t != nil {
+				code, detail = t.Submit(*ev, true)
+			}
+			if code != "" {
+				e, _ := json.Marshal(map[string]string{"type": "error", "cause": ev.ID, "code": code, "detail": detail})
+				write(e)
+			}
+		}
+	}
+}

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// runBridge runs the command line in-process with a pipe for stdin.
+func runBridge(t *testing.T, args ...string) (stdin io.WriteCloser, stderr *lockedBuffer, done <-chan error) {
+	t.Helper()
+	pr, pw := io.Pipe()
+	stderr = &lockedBuffer{}
+	ch := make(chan error, 1)
+	go func() { ch <- run(context.Background(), args, pr, io.Discard, stderr) }()
+	t.Cleanup(func() {
+		pw.Close()
+		select {
+		case <-ch:
+		case <-time.After(20 * time.Second):
+			t.Error("bridge did not stop")
+		}
+	})
+	return pw, stderr, ch
+}
+
+// TestSecondBridgeJoinsTheFirstsEndpoint starts bridge B on the port bridge
+// A serves: B joins A as an emitter, and B's events appear on A's stream.
+func TestSecondBridgeJoinsTheFirstsEndpoint(t *testing.T) {
+	addr := freeAddr(t)
+	state := t.TempDir()
+	common := []string{"--listen", addr, "--token", "shared-token", "--state-dir", state, "--log-dir", "off"}
+	_, errA, _ := runBridge(t, append(common, "--agent", "bridge-a", "--", "cat")...)
+	errA.waitFor(t, "AEP endpoint on http://"+addr)
+
+	req, _ := http.NewRequest("GET", "http://"+addr+`/stream?filter={"agent":"bridge-b"}`, nil)
+	req.Header.Set("Authorization", "Bearer shared-token")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+
+	inB, errB, _ := runBridge(t, append(common, "--agent", "bridge-b", "--", "cat")...)
+	io.WriteString(inB, `{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n") // starts B's session
+
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "data: ") {
+			continue
+		}
+		var ev map[string]any
+		json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &ev)
+		if ev["type"] == "session.started" && ev["agent"] == "bridge-b" {
+			if !strings.Contains(errB.String(), "joining it as an emitter") {
+				t.Errorf("B did not say it joined: %s", errB.String())
+			}
+			return
+		}
+	}
+	t.Fatalf("B's session never appeared on A's endpoint: %v\nB's stderr: %s", sc.Err(), errB.String())
+}
+
+func TestPortTakenBySomethingElse(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go http.Serve(ln, http.NotFoundHandler())
+	var stderr lockedBuffer
+	err = run(context.Background(), []string{"--listen", ln.Addr().String(), "--token", "x", "--log-dir", "off", "--", "cat"},
+		strings.NewReader(""), io.Discard, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "not an AEP endpoint") {
+		t.Fatalf("got %v; want an error saying the port is taken by something else", err)
+	}
+}
