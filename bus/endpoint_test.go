@@ -38,7 +38,7 @@ func newTestEndpoint(t *testing.T) (*httptest.Server, *Hub, *Emitter, *recording
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep, err := NewEndpoint(EndpointOptions{Token: testToken, Hub: hub})
+	ep, err := NewEndpoint(EndpointOptions{Token: testToken, Hub: hub, MaxBody: 64 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,3 +316,5 @@ func TestIngest(t *testing.T) {
 		t.Fatal("the ingested event did not reach subscribers")
 	}
 }
+
+func deadline() time.Time { return time.Now().Add(10 * time.Second) }

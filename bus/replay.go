@@ -40,12 +40,32 @@ func (r *ring) add(d Delivery, max int) {
 	if r.ids[d.Event.ID] {
 		return // buffer admission dedupes on (source, id) (AEP-0003 §5)
 	}
-	if len(r.items) >= max {
+	// Keep positions ascending: backfill is inserted in order (AEP-0001
+	// §7.2), and an event older than everything held, with the buffer
+	// full, is not admitted (it would be evicted first anyway).
+	at := len(r.items)
+	if d.Event.Seq != nil {
+		for at > 0 && r.items[at-1].Event.Seq != nil && after(r.items[at-1].Event, d.Event) {
+			at--
+		}
+		if at == 0 && len(r.items) >= max {
+			return
+		}
+	}
+	r.items = append(r.items, Delivery{})
+	copy(r.items[at+1:], r.items[at:])
+	r.items[at] = d
+	r.ids[d.Event.ID] = true
+	if len(r.items) > max {
 		delete(r.ids, r.items[0].Event.ID)
 		r.items = append(r.items[:0:0], r.items[1:]...)
 	}
-	r.items = append(r.items, d)
-	r.ids[d.Event.ID] = true
+}
+
+// after reports whether a's position is after b's.
+func after(a, b aep.Event) bool {
+	ae, be := a.EpochOrZero(), b.EpochOrZero()
+	return ae > be || (ae == be && *a.Seq > *b.Seq)
 }
 
 // earliest returns the first sequenced position held.

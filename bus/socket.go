@@ -199,19 +199,58 @@ type frame struct {
 	T        json.RawMessage `json:"t"`
 }
 
+// Flood control: each connection may send frameBurst frames at once and
+// frameRate per second after that; frames beyond are refused in-band.
+const (
+	frameBurst = 512
+	frameRate  = 256
+)
+
+// bucket is a token bucket.
+type bucket struct {
+	tokens float64
+	last   time.Time
+}
+
+func (b *bucket) take(now time.Time) bool {
+	if b.last.IsZero() {
+		b.tokens, b.last = frameBurst, now
+	}
+	b.tokens = min(frameBurst, b.tokens+now.Sub(b.last).Seconds()*frameRate)
+	b.last = now
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
+}
+
 func (s *socket) readLoop() {
+	var flood bucket
+	var warned time.Time
 	for {
 		kind, data, err := s.conn.ReadMessage()
 		if err != nil {
 			return
 		}
+		if now := time.Now(); !flood.take(now) {
+			if now.Sub(warned) > time.Second {
+				warned = now
+				var probe struct {
+					ID string `json:"id"`
+				}
+				json.Unmarshal(data, &probe)
+				s.errorFrame("", probe.ID, "limit-exceeded", fmt.Sprintf("more than %d frames per second; frames are being refused, slow down", frameRate))
+			}
+			continue
+		}
 		if kind == websocket.BinaryMessage {
 			s.errorFrame("", "", "unsupported", "binary frames are reserved in AEP 0.1; send JSON text frames")
 			continue
 		}
-		var f frame
-		if err := json.Unmarshal(data, &f); err != nil || f.Type == "" {
-			s.errorFrame("", "", "invalid-frame", "a frame is a JSON object with a type")
+		f, err := decodeFrame(data)
+		if err != nil {
+			s.errorFrame("", "", "invalid-frame", err.Error())
 			continue
 		}
 		s.mu.Lock()
@@ -251,6 +290,15 @@ func (s *socket) readLoop() {
 			// Unknown frame types are ignored (AEP-0003 §2).
 		}
 	}
+}
+
+// decodeFrame reads the dispatch fields of a text frame.
+func decodeFrame(data []byte) (frame, error) {
+	var f frame
+	if err := json.Unmarshal(data, &f); err != nil || f.Type == "" {
+		return frame{}, fmt.Errorf("a frame is a JSON object with a string type")
+	}
+	return f, nil
 }
 
 func (s *socket) handleHello(f frame) bool {
