@@ -3,6 +3,7 @@
 //
 //	go run ./bench proxy    # tools/call round trip: direct, raw pump, bridge
 //	go run ./bench pending  # 1,000 questions pending at once, then answered
+//	go run ./bench fanout   # one session fanned out to 100 WS + 100 SSE subscribers
 //
 // The helper modes "pump" and "flood-server" are the baselines' processes.
 package main
@@ -29,6 +30,10 @@ func main() {
 		err = pump(os.Args[2:])
 	case "flood-server":
 		err = floodServer()
+	case "fanout":
+		err = runFanout(ctx, os.Args[2:])
+	case "fanout-server":
+		err = fanoutServer()
 	default:
 		err = fmt.Errorf("unknown mode %q", os.Args[1])
 	}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
@@ -68,6 +69,9 @@ type Bridge struct {
 	jsonl   *bus.Log
 	mgr     *attention.Manager
 	intake  *control.Intake
+
+	// upstream describes the server process for /healthz.
+	upstream atomic.Value // string
 }
 
 // New prepares a session: its id, log, emitter, hub, attention manager and
@@ -92,6 +96,7 @@ func New(o Options) (*Bridge, error) {
 		o.AttentionCapture = aep.CaptureRedacted
 	}
 	b := &Bridge{opts: o, log: o.Logger, session: aep.NewID(), hub: bus.NewHub()}
+	b.upstream.Store("starting")
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
 	}
@@ -143,6 +148,10 @@ func (b *Bridge) LogPath() string {
 	return b.jsonl.Path()
 }
 
+// Upstream describes the upstream server's state: starting, running, or
+// exited with its status.
+func (b *Bridge) Upstream() string { return b.upstream.Load().(string) }
+
 // ErrUpstreamExited is wrapped by Run's error when the server went away.
 var ErrUpstreamExited = errors.New("upstream MCP server exited")
 
@@ -157,6 +166,7 @@ func (b *Bridge) Run(ctx context.Context) error {
 		return err
 	}
 	b.log.Info("upstream started", "pid", ch.cmd.Process.Pid)
+	b.upstream.Store("running")
 	server := elicit.NewStreamConn(ch.stdout, ch.stdin, ch.stdout.Close, 0)
 	var clientClose func() error
 	if c, ok := b.opts.Client.(io.Closer); ok {
@@ -196,6 +206,7 @@ func (b *Bridge) shutdown(end elicit.Ending, px *elicit.Proxy, ch *child, server
 		status := ch.exitStatus(2 * time.Second)
 		failure = fmt.Sprintf("upstream MCP server exited (%s); run the command alone to see its error", status)
 		reason, runErr = "error", fmt.Errorf("%w: %s", ErrUpstreamExited, status)
+		b.upstream.Store("exited (" + status + ")")
 		b.log.Error("upstream exited", "status", status)
 	}
 	b.mgr.Close()

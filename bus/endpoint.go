@@ -321,6 +321,13 @@ func (e *Endpoint) ingest(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, map[string]int{"accepted": len(evs)})
 }
 
+// Connections returns the number of open WebSocket connections.
+func (e *Endpoint) Connections() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.conns)
+}
+
 // Close ends every WebSocket connection with a closing frame.
 func (e *Endpoint) Close() {
 	e.mu.Lock()
@@ -336,7 +343,7 @@ func (e *Endpoint) Close() {
 }
 
 // downlevel applies a subscription's capture ceiling to a delivery.
-func downlevel(d Delivery, ceiling aep.Capture) ([]byte, error) {
+func downlevel(d *Delivery, ceiling aep.Capture) ([]byte, error) {
 	if ceiling == 0 || d.Event.EffectiveCapture() <= ceiling {
 		return d.Raw, nil
 	}

@@ -51,7 +51,7 @@ func NewHubSize(perSession, sessions int) *Hub {
 func (h *Hub) ReplayDepth() int { return h.perSession }
 
 // record adds a session-scoped event to its session's replay buffer.
-func (h *Hub) record(d Delivery) {
+func (h *Hub) record(d *Delivery) {
 	if d.Event.Session == "" {
 		return
 	}
@@ -76,10 +76,10 @@ func (h *Hub) record(d Delivery) {
 // Err says why (nil after Close).
 type Subscription struct {
 	// C delivers events in publish order.
-	C <-chan Delivery
+	C <-chan *Delivery
 
 	hub    *Hub
-	c      chan Delivery
+	c      chan *Delivery
 	filter Filter
 
 	// mu guards closed, err and dropped.
@@ -102,7 +102,7 @@ func (h *Hub) Subscribe(f Filter, n int) *Subscription {
 	if n <= 0 {
 		n = DefaultQueue
 	}
-	c := make(chan Delivery, n)
+	c := make(chan *Delivery, n)
 	s := &Subscription{C: c, c: c, hub: h, filter: f}
 	h.mu.Lock()
 	h.subs[s] = struct{}{}
@@ -115,18 +115,22 @@ func (h *Hub) Subscribe(f Filter, n int) *Subscription {
 func (h *Hub) Write(ev aep.Event, raw []byte) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.record(Delivery{Event: ev, Raw: raw})
-	h.fanOutLocked(ev, raw)
+	d := &Delivery{Event: ev, Raw: raw}
+	h.record(d)
+	h.fanOutLocked(d)
 	return nil
 }
 
-func (h *Hub) fanOutLocked(ev aep.Event, raw []byte) {
+// fanOutLocked hands d to every matching subscriber. Subscribers share the
+// delivery; it is never mutated after publication.
+func (h *Hub) fanOutLocked(d *Delivery) {
+	ev := &d.Event
 	for s := range h.subs {
-		if s.filter != nil && !s.filter(&ev) {
+		if s.filter != nil && !s.filter(ev) {
 			continue
 		}
 		select {
-		case s.c <- Delivery{Event: ev, Raw: raw}:
+		case s.c <- d:
 		default:
 			if ev.EffectiveSeverity() < aep.SeverityNotice {
 				s.mu.Lock()
@@ -147,7 +151,7 @@ func (h *Hub) fanOutLocked(ev aep.Event, raw []byte) {
 func (h *Hub) Redeliver(ev aep.Event, raw []byte) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.fanOutLocked(ev, raw)
+	h.fanOutLocked(&Delivery{Event: ev, Raw: raw})
 	return nil
 }
 
@@ -168,7 +172,7 @@ func (h *Hub) SubscribeFrom(f Filter, from From, n int) (*Subscription, []Exhaus
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var backlog []Delivery
+	var backlog []*Delivery
 	var exhausted []Exhausted
 	switch {
 	case from.All:
@@ -196,7 +200,7 @@ func (h *Hub) SubscribeFrom(f Filter, from From, n int) (*Subscription, []Exhaus
 			kept = append(kept, d)
 		}
 	}
-	c := make(chan Delivery, len(kept)+n)
+	c := make(chan *Delivery, len(kept)+n)
 	for _, d := range kept {
 		c <- d
 	}

@@ -31,12 +31,12 @@ type Exhausted struct {
 type ring struct {
 	key     string
 	session string
-	items   []Delivery
+	items   []*Delivery
 	ids     map[string]bool
 	elem    *list.Element // in the LRU list
 }
 
-func (r *ring) add(d Delivery, max int) {
+func (r *ring) add(d *Delivery, max int) {
 	if r.ids[d.Event.ID] {
 		return // buffer admission dedupes on (source, id) (AEP-0003 §5)
 	}
@@ -52,7 +52,7 @@ func (r *ring) add(d Delivery, max int) {
 			return
 		}
 	}
-	r.items = append(r.items, Delivery{})
+	r.items = append(r.items, nil)
 	copy(r.items[at+1:], r.items[at:])
 	r.items[at] = d
 	r.ids[d.Event.ID] = true
@@ -80,7 +80,7 @@ func (r *ring) earliest() (Position, bool) {
 
 // after returns the events strictly after p, and whether p predates the
 // buffer.
-func (r *ring) after(p Position) ([]Delivery, bool) {
+func (r *ring) after(p Position) ([]*Delivery, bool) {
 	start := -1
 	for i, d := range r.items {
 		if d.Event.Seq == nil {
@@ -97,7 +97,7 @@ func (r *ring) after(p Position) ([]Delivery, bool) {
 	}
 	first, _ := r.earliest()
 	exhausted := first.Epoch > p.Epoch || (first.Epoch == p.Epoch && first.Seq > p.Seq+1)
-	return append([]Delivery(nil), r.items[start:]...), exhausted
+	return append([]*Delivery(nil), r.items[start:]...), exhausted
 }
 
 // sessionKey keys buffers by (source, session): session names are unique

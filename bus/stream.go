@@ -65,7 +65,7 @@ func (e *Endpoint) serveStream(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, ": replay-exhausted %s %d:%d\n\n", x.Session, x.Earliest.Epoch, x.Earliest.Seq)
 	}
 	fl.Flush()
-	write := func(d Delivery) bool {
+	write := func(d *Delivery) bool {
 		b, err := downlevel(d, ceiling)
 		if err != nil {
 			return true

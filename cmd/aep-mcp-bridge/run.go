@@ -222,7 +222,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	stopEndpoint := func() {}
 	if ln != nil {
 		ep, err := bus.NewEndpoint(bus.EndpointOptions{Token: token, Hub: b.Hub(), Agent: c.agent, Logger: logger,
-			Health: func() map[string]any { return map[string]any{"relay": linkState(links), "upstream": "running"} }})
+			Health: func() map[string]any { return map[string]any{"relay": linkState(links), "upstream": b.Upstream()} }})
 		if err != nil {
 			ln.Close()
 			stopLinks()
