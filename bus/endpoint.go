@@ -66,6 +66,10 @@ type EndpointOptions struct {
 	// Logger receives logs; nil discards them. Tokens and event content
 	// are never logged.
 	Logger *slog.Logger
+	// Root, if set, serves GET / without the token: the operators' inbox
+	// page, which carries no data and reads the token from the URL
+	// fragment (fragments never reach the server).
+	Root http.Handler
 }
 
 // Endpoint serves the AEP bindings over HTTP: discovery, the WebSocket
@@ -196,6 +200,9 @@ func (e *Endpoint) accepts() []string {
 func (e *Endpoint) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", e.healthz)
+	if e.opts.Root != nil {
+		mux.Handle("GET /{$}", e.opts.Root)
+	}
 	mux.Handle("GET /events", e.auth(http.HandlerFunc(e.discovery)))
 	mux.Handle("GET /.well-known/aep", e.auth(http.HandlerFunc(e.discovery)))
 	mux.Handle("POST /events", e.auth(http.HandlerFunc(e.ingest)))

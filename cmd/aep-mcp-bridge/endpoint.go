@@ -93,7 +93,9 @@ func listen(addr, token string) (net.Listener, string, error) {
 }
 
 // serveEndpoint serves ep on ln until the returned stop is called.
-func serveEndpoint(ln net.Listener, ep *bus.Endpoint, where string, stderr io.Writer) (stop func()) {
+// The inbox URL carries the token in its fragment, which browsers never
+// send to a server, so it stays out of every access log.
+func serveEndpoint(ln net.Listener, ep *bus.Endpoint, token, where string, stderr io.Writer) (stop func()) {
 	srv := &http.Server{Handler: ep.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
 	go func() {
@@ -102,7 +104,7 @@ func serveEndpoint(ln net.Listener, ep *bus.Endpoint, where string, stderr io.Wr
 	}()
 	host := ln.Addr().String()
 	fmt.Fprintf(stderr, "aep-mcp-bridge: AEP endpoint on http://%s (token from %s)\n", host, where)
-	fmt.Fprintf(stderr, "aep-mcp-bridge: operators subscribe and answer at ws://%s/socket (SSE: http://%s/stream) with that bearer token\n", host, host)
+	fmt.Fprintf(stderr, "aep-mcp-bridge: operator inbox: http://%s/#token=%s\n", host, token)
 	return func() {
 		ep.Close()
 		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

@@ -19,6 +19,7 @@ import (
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
 	"github.com/agenteventprotocol/aep-mcp-bridge/control"
 	"github.com/agenteventprotocol/aep-mcp-bridge/elicit"
+	"github.com/agenteventprotocol/aep-mcp-bridge/inbox"
 )
 
 // errUsage marks a command-line error already reported on stderr.
@@ -221,7 +222,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	stopEndpoint := func() {}
 	if ln != nil {
-		ep, err := bus.NewEndpoint(bus.EndpointOptions{Token: token, Hub: b.Hub(), Agent: c.agent, Logger: logger,
+		ep, err := bus.NewEndpoint(bus.EndpointOptions{Token: token, Hub: b.Hub(), Agent: c.agent, Logger: logger, Root: inbox.Handler(),
 			Health: func() map[string]any { return map[string]any{"relay": linkState(links), "upstream": b.Upstream()} }})
 		if err != nil {
 			ln.Close()
@@ -229,7 +230,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return err
 		}
 		ep.AddClaim(claim)
-		stopEndpoint = serveEndpoint(ln, ep, where, stderr)
+		stopEndpoint = serveEndpoint(ln, ep, token, where, stderr)
 	}
 	runErr := b.Run(ctx)
 	stopEndpoint()

@@ -1,0 +1,191 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
+	"github.com/agenteventprotocol/aep-mcp-bridge/inbox"
+)
+
+// chromium returns Debian's Chromium, skipping outside CI when it is absent.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, p := range []string{"/usr/bin/chromium", "/usr/bin/chromium-browser"} {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("Chromium is not installed; .ci/run must apt-get install chromium")
+	}
+	t.Skip("Chromium not installed; apt-get install chromium to run the inbox tests")
+	return ""
+}
+
+// inboxSession is a real bridge in front of the mcp-go server, its endpoint
+// serving the inbox, and a headless Chromium on the inbox page.
+func inboxSession(t *testing.T) (*session, string, context.Context) {
+	t.Helper()
+	exe := chromium(t)
+	s := startSession(t, sessionConfig{})
+	ep, err := bus.NewEndpoint(bus.EndpointOptions{Token: "inbox-token", Hub: s.b.Hub(), Root: inbox.Handler()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep.AddClaim(s.b.Claim("test"))
+	srv := httptest.NewServer(ep.Handler())
+	t.Cleanup(func() { ep.Close(); srv.Close() })
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-quic", true), chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(420, 900)) // a phone-sized screen
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelC := chromedp.NewContext(actx)
+	ctx, cancelT := context.WithTimeout(ctx, 2*waitLimit)
+	t.Cleanup(func() { cancelT(); cancelC(); cancelA() })
+	return s, srv.URL + "/#token=inbox-token", ctx
+}
+
+const inboxSchema = `{"type":"object","properties":{
+ "service":{"type":"string","title":"Service name"},
+ "replicas":{"type":"integer","title":"Replicas","minimum":1,"exclusiveMaximum":6},
+ "staged":{"type":"boolean","title":"Stage first"},
+ "region":{"type":"string","title":"Region","enum":["eu","us"],"enumNames":["Europe","America"]},
+ "features":{"type":"array","title":"Features","items":{"type":"string","enum":["a","b","c"]}}},
+ "required":["service"]}`
+
+func TestInboxAnswersEveryFieldType(t *testing.T) {
+	s, url, ctx := inboxSession(t)
+	call := s.call("ask", map[string]any{"schema": inboxSchema, "message": "Deploy <b>now</b>?"}, nil)
+	req := s.next("attention.requested")
+	var data aep.AttentionRequested
+	json.Unmarshal(req.Data, &data)
+	ids := map[string]string{}
+	for i, f := range data.Fields {
+		ids[f.ID] = "#f-" + req.ID + "-" + string(rune('0'+i))
+	}
+	card := `article[data-qid="` + req.ID + `"]`
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(url),
+		chromedp.WaitVisible(chromedp.CSS(card+" form")),
+		chromedp.SendKeys(chromedp.CSS(ids["service"]), "billing"),
+		chromedp.SendKeys(chromedp.CSS(ids["replicas"]), "9"), // within the form's min, past the schema's exclusiveMaximum
+		chromedp.Click(chromedp.CSS(ids["staged"])),
+		chromedp.Click(chromedp.CSS(ids["region"]+"-1")),
+		chromedp.Click(chromedp.CSS(ids["features"]+"-0")),
+		chromedp.Click(chromedp.CSS(ids["features"]+"-2")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	quoted, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(card+" blockquote.untrusted")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(quoted, "Deploy <b>now</b>?") {
+		t.Errorf("the server's text is not shown verbatim as text: %q", quoted)
+	}
+	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.ArtifactDir(), "inbox-filled-form.png")
+	if err := os.WriteFile(path, shot, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot of the filled form: %s", path)
+
+	if err := chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(card+" button.primary")),
+		chromedp.WaitVisible(chromedp.CSS(card+" .ack.rejected")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	ack, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(card+" .ack")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	service, err := chromedp.Run(ctx, chromedp.Value(chromedp.CSS(ids["service"])))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(ack, `"replicas"`) || !strings.Contains(ack, "exclusiveMaximum") {
+		t.Fatalf("rejection shown as %q; want the server's detail naming the field and rule", ack)
+	}
+	if service != "billing" {
+		t.Fatalf("the typed fields were not kept: service=%q", service)
+	}
+	// A value under the form's min is caught in the page before sending.
+	if err := chromedp.Do(ctx,
+		chromedp.SetValue(chromedp.CSS(ids["replicas"]), "0"),
+		chromedp.Click(chromedp.CSS(card+" button.primary")),
+		chromedp.WaitVisible(chromedp.CSS(ids["replicas"]+"-err")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	clientErr, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(ids["replicas"]+"-err")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Corrected, the answer is accepted: the card moves to the history
+	// list, which says so (checked below).
+	if err := chromedp.Do(ctx,
+		chromedp.SetValue(chromedp.CSS(ids["replicas"]), "3"),
+		chromedp.Click(chromedp.CSS(card+" button.primary")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(clientErr, "at least 1") {
+		t.Errorf("client-side check said %q", clientErr)
+	}
+	got := elicitResult(t, s.result(call))
+	c := got["content"].(map[string]any)
+	if got["action"] != "accept" || c["service"] != "billing" || c["replicas"].(json.Number).String() != "3" ||
+		c["staged"] != true || c["region"] != "us" || compactAny(c["features"]) != `["a","c"]` {
+		t.Fatalf("the server received %v", got)
+	}
+	// The answered question moves to the history list.
+	hsel := chromedp.CSS(`#history article[data-qid="` + req.ID + `"]`)
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(hsel)); err != nil {
+		t.Fatal(err)
+	}
+	hist, err := chromedp.Run(ctx, chromedp.Text(hsel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(hist, "accepted by inbox") {
+		t.Errorf("history shows %q", hist)
+	}
+}
+
+func TestInboxDecline(t *testing.T) {
+	s, url, ctx := inboxSession(t)
+	call := s.call("ask", map[string]any{"schema": "pinned"}, nil)
+	req := s.next("attention.requested")
+	card := `article[data-qid="` + req.ID + `"]`
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(url),
+		chromedp.WaitVisible(chromedp.CSS(card+" form")),
+		chromedp.Click(chromedp.CSS(card+` .actions button:nth-of-type(2)`)),
+		chromedp.WaitVisible(chromedp.CSS(`#history article[data-qid="`+req.ID+`"]`)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if got := elicitResult(t, s.result(call)); got["action"] != "decline" {
+		t.Fatalf("server got %v", got)
+	}
+}
+
+func compactAny(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
