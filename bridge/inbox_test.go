@@ -188,4 +188,3 @@ func compactAny(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
-
