@@ -47,28 +47,28 @@ func (r *relay) stop() {
 }
 
 // operator is a WebSocket consumer of a relay.
-type operator struct {
+type wsOperator struct {
 	t *testing.T
 	c *websocket.Conn
 }
 
-func connectOperator(t *testing.T, addr string) *operator {
+func connectOperator(t *testing.T, addr string) *wsOperator {
 	t.Helper()
 	c, _, err := websocket.DefaultDialer.Dial("ws://"+addr+"/socket?access_token=relay-token", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	o := &operator{t, c}
+	o := &wsOperator{t, c}
 	o.send(`{"type":"hello","versions":["0.1"],"role":"consumer","identity":{"agent":"operator"}}`)
 	o.until(func(m map[string]any) bool { return m["type"] == "hello" })
 	o.send(`{"type":"subscribe","id":"all","from":"all"}`)
 	return o
 }
 
-func (o *operator) send(s string) { o.c.WriteMessage(websocket.TextMessage, []byte(s)) }
+func (o *wsOperator) send(s string) { o.c.WriteMessage(websocket.TextMessage, []byte(s)) }
 
-func (o *operator) until(pred func(map[string]any) bool) []byte {
+func (o *wsOperator) until(pred func(map[string]any) bool) []byte {
 	o.t.Helper()
 	for {
 		o.c.SetReadDeadline(time.Now().Add(waitLimit))

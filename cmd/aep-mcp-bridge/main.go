@@ -22,7 +22,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], stdinFile(), os.Stdout, os.Stderr)
+	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
 		if !errors.Is(err, errUsage) {
@@ -32,9 +32,13 @@ func main() {
 	}
 }
 
-// stdinFile returns stdin as a pollable file, so closing it at shutdown
-// unblocks the goroutine reading it.
-func stdinFile() io.Reader {
+// pollable returns r, or for the process's stdin a pollable copy, so
+// closing it at shutdown unblocks the goroutine reading it. Only the proxy
+// uses it: the O_NONBLOCK flag is shared with every reader of the fd.
+func pollable(r io.Reader) io.Reader {
+	if r != io.Reader(os.Stdin) {
+		return r
+	}
 	fd := int(os.Stdin.Fd())
 	if err := syscall.SetNonblock(fd, true); err != nil {
 		return os.Stdin

@@ -27,11 +27,14 @@ var errUsage = errors.New("usage")
 
 // exitCode maps run's error to the process exit status.
 func exitCode(err error) int {
+	var ee *exitError
 	switch {
 	case err == nil:
 		return 0
 	case errors.Is(err, errUsage):
 		return 2
+	case errors.As(err, &ee):
+		return ee.code
 	}
 	return 1
 }
@@ -52,6 +55,10 @@ type config struct {
 }
 
 const usage = `usage: aep-mcp-bridge [flags] -- COMMAND [ARGS...]
+       aep-mcp-bridge demo [--timeout D]
+       aep-mcp-bridge pending [--json]
+       aep-mcp-bridge respond ID (--values JSON | --decline | --cancel | --text S)
+       aep-mcp-bridge tail [--filter JSON] [--json]
 
 Fronts the MCP server COMMAND (spawned over stdio) for the MCP client on this
 process's stdin/stdout. Each elicitation/create from the server becomes an AEP
@@ -107,6 +114,20 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "pending":
+			return runPending(ctx, args[1:], stdout, stderr)
+		case "respond":
+			return runRespond(ctx, args[1:], stdout, stderr)
+		case "tail":
+			return runTail(ctx, args[1:], stdout, stderr)
+		case "demo":
+			return runDemo(ctx, args[1:], stdout, stderr)
+		case "demo-server":
+			return runDemoServer()
+		}
+	}
 	c, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
@@ -195,7 +216,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		sinks = append(sinks, l)
 	}
 	b, err := bridge.New(bridge.Options{
-		Command: c.command, Client: stdin, ClientOut: stdout, ServerStderr: stderr,
+		Command: c.command, Client: pollable(stdin), ClientOut: stdout, ServerStderr: stderr,
 		Agent: c.agent, Name: c.name, Timeout: c.timeout, Keepalive: c.keepalive,
 		LogDir: logDir, Capture: capture, AttentionCapture: attn, Redact: redact,
 		Route: route, Logger: logger, Sinks: sinks,

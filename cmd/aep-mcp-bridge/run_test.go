@@ -54,6 +54,20 @@ func (l *lockedBuffer) Write(p []byte) (int, error) {
 	return l.b.Write(p)
 }
 
+// waitForAny blocks until the next write or d passes.
+func (l *lockedBuffer) waitForAny(d time.Duration) {
+	l.mu.Lock()
+	if l.changed == nil {
+		l.changed = make(chan struct{})
+	}
+	ch := l.changed
+	l.mu.Unlock()
+	select {
+	case <-ch:
+	case <-time.After(d):
+	}
+}
+
 // waitFor blocks until the buffer contains s, waking on every write.
 func (l *lockedBuffer) waitFor(t *testing.T, s string) {
 	t.Helper()

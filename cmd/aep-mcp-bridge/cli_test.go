@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
+)
+
+// TestMain lets this test binary play the demo's built-in MCP server: the
+// demo spawns os.Executable() with the demo-server subcommand.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "demo-server" {
+		if err := runDemoServer(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+var questionRe = regexp.MustCompile(`respond ([0-9A-Z]{26}) --values`)
+
+// startDemo runs the demo in-process and returns its output and question.
+func startDemo(t *testing.T, extra ...string) (stdout *lockedBuffer, addr, state, id string, done <-chan error) {
+	t.Helper()
+	addr = freeAddr(t)
+	state = t.TempDir()
+	stdout = &lockedBuffer{}
+	ch := make(chan error, 1)
+	args := append([]string{"demo", "--listen", addr, "--state-dir", state, "--log-dir", "off"}, extra...)
+	go func() { ch <- run(context.Background(), args, strings.NewReader(""), stdout, io.Discard) }()
+	stdout.waitFor(t, "--values")
+	m := questionRe.FindStringSubmatch(stdout.String())
+	if m == nil {
+		t.Fatalf("no respond command in the demo's output:\n%s", stdout.String())
+	}
+	return stdout, addr, state, m[1], ch
+}
+
+func cli(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	err := run(context.Background(), args, strings.NewReader(""), &out, &errb)
+	if err != nil && !strings.Contains(errb.String(), err.Error()) {
+		errb.WriteString(err.Error())
+	}
+	return out.String(), errb.String(), exitCode(err)
+}
+
+func TestDemoAnsweredByTheCLI(t *testing.T) {
+	stdout, addr, state, id, done := startDemo(t)
+	endpoint := []string{"--endpoint", "http://" + addr, "--state-dir", state}
+
+	out, _, code := cli(t, append([]string{"pending", "--json"}, endpoint...)...)
+	var qs []map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &qs) != nil || len(qs) != 1 || qs[0]["id"] != id || qs[0]["server"] != "aep-mcp-bridge-demo" {
+		t.Fatalf("pending --json (exit %d): %s", code, out)
+	}
+	if fields, _ := qs[0]["fields"].([]any); len(fields) != 6 {
+		t.Errorf("pending --json fields: %v", qs[0]["fields"])
+	}
+	_, errOut, code := cli(t, append([]string{"respond", id, "--values", `{"service":"checkout","replicas":30}`}, endpoint...)...)
+	if code != 3 || !strings.Contains(errOut, `field "replicas": maximum`) {
+		t.Fatalf("invalid answer: exit %d, %q; want 3 with the detail", code, errOut)
+	}
+	out, _, code = cli(t, append([]string{"respond", id, "--values", `{"service":"checkout","replicas":3,"checks":["smoke","load"]}`}, endpoint...)...)
+	if code != 0 || strings.TrimSpace(out) != "accepted" {
+		t.Fatalf("valid answer: exit %d, %q", code, out)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("demo: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the demo did not finish after the answer")
+	}
+	if s := stdout.String(); !strings.Contains(s, `"action":"accept"`) || !strings.Contains(s, `"replicas":3`) || !strings.Contains(s, `"checks":["smoke","load"]`) {
+		t.Fatalf("demo output lacks the accepted content:\n%s", s)
+	}
+}
+
+func TestDemoTimeoutShowsCancel(t *testing.T) {
+	stdout, _, _, _, done := startDemo(t, "--timeout", "300ms")
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if s := stdout.String(); !strings.Contains(s, `{"action":"cancel"}`) {
+		t.Fatalf("output:\n%s", s)
+	}
+}
+
+func TestRespondExitCodes(t *testing.T) {
+	// An endpoint whose session never acks, holding one pending question.
+	hub := bus.NewHub()
+	em, _ := bus.NewEmitter(bus.EmitterOptions{Agent: "silent", Session: "s1", Sinks: []bus.Sink{hub}})
+	req, _, _ := em.Emit(aep.Draft{Type: "attention.requested", Capture: aep.CaptureRedacted,
+		Data: aep.AttentionRequested{Kind: "form", Prompt: "p", RespondVia: []string{"control"}}})
+	ep, _ := bus.NewEndpoint(bus.EndpointOptions{Token: "tok", Hub: hub})
+	ep.AddClaim(bus.Claim{Session: "s1", Agent: "silent", Accepts: []string{"control.attention.respond"}, Target: silent{}})
+	srv := httptest.NewServer(ep.Handler())
+	defer srv.Close()
+	defer ep.Close()
+	base := []string{"--endpoint", srv.URL, "--token", "tok"}
+	tests := []struct {
+		name string
+		args []string
+		want int
+	}{
+		{"no answer given", append([]string{"respond", req.ID}, base...), 2},
+		{"two answers given", append([]string{"respond", req.ID, "--decline", "--cancel"}, base...), 2},
+		{"values not an object", append([]string{"respond", req.ID, "--values", "[1]"}, base...), 2},
+		{"unknown question", append([]string{"respond", "01ZZZZZZZZZZZZZZZZZZZZZZZZ", "--decline"}, base...), 3},
+		{"no ack within the window", append([]string{"respond", req.ID, "--decline", "--wait", "500ms"}, base...), 4},
+		{"wrong token", []string{"pending", "--endpoint", srv.URL, "--token", "nope"}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, errOut, code := cli(t, tt.args...)
+			if code != tt.want {
+				t.Fatalf("exit %d (%s); want %d", code, errOut, tt.want)
+			}
+		})
+	}
+}
+
+// silent takes commands and never acks them.
+type silent struct{}
+
+func (silent) Submit(aep.Event, bool) (string, string) { return "", "" }
+
+func TestTailPrintsEvents(t *testing.T) {
+	hub := bus.NewHub()
+	em, _ := bus.NewEmitter(bus.EmitterOptions{Agent: "a", Session: "s1", Sinks: []bus.Sink{hub}})
+	ep, _ := bus.NewEndpoint(bus.EndpointOptions{Token: "tok", Hub: hub})
+	srv := httptest.NewServer(ep.Handler())
+	defer srv.Close()
+	defer ep.Close()
+	var out lockedBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"tail", "--endpoint", srv.URL, "--token", "tok", "--filter", `{"type":"session.*"}`}, nil, &out, io.Discard)
+	}()
+	// The stream is live-only: emit until tail shows one, bounded.
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(out.String(), "session.started") && time.Now().Before(deadline) {
+		em.Emit(aep.Draft{Type: "session.started", Data: map[string]any{"client": map[string]string{"name": "c"}}})
+		em.Emit(aep.Draft{Type: "attention.timeout", Data: aep.AttentionTimeout{AfterMS: 1}})
+		out.waitForAny(100 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	s := out.String()
+	if !strings.Contains(s, `session.started`) || !strings.Contains(s, `client {"name":"c"}`) || strings.Contains(s, "attention.timeout") {
+		t.Fatalf("tail printed:\n%s", s)
+	}
+}

@@ -1,0 +1,267 @@
+package operator
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+)
+
+// Client talks to one AEP endpoint.
+type Client struct {
+	// Endpoint is the base URL, e.g. http://127.0.0.1:8787.
+	Endpoint string
+	// Token is the bearer token.
+	Token string
+	// Agent names the sender of commands; "" means "aep-mcp-bridge-cli".
+	Agent string
+	// HTTP is the client for SSE; nil means http.DefaultClient.
+	HTTP *http.Client
+}
+
+func (c *Client) http() *http.Client {
+	if c.HTTP != nil {
+		return c.HTTP
+	}
+	return http.DefaultClient
+}
+
+func (c *Client) agent() string {
+	if c.Agent != "" {
+		return c.Agent
+	}
+	return "aep-mcp-bridge-cli"
+}
+
+// Question is a pending attention request.
+type Question struct {
+	ID         string          `json:"id"`
+	Session    string          `json:"session"`
+	Agent      string          `json:"agent"`
+	Server     string          `json:"server"`
+	Prompt     string          `json:"prompt"`
+	Kind       string          `json:"kind"`
+	Asked      time.Time       `json:"asked"`
+	ExpiresAt  string          `json:"expires_at,omitempty"`
+	RespondVia []string        `json:"respond_via,omitempty"`
+	Fields     []aep.FieldSpec `json:"fields,omitempty"`
+}
+
+// Stream opens GET /stream with the given query and calls fn for every
+// event until fn returns false, the stream ends or ctx is done.
+func (c *Client) Stream(ctx context.Context, q url.Values, fn func(ev *aep.Event, raw []byte) bool) error {
+	u := strings.TrimRight(c.Endpoint, "/") + "/stream?" + q.Encode()
+	req, err := http.NewRequestWithContext(ctx, "GET", u, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.Token)
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := c.http().Do(req)
+	if err != nil {
+		return fmt.Errorf("connecting to %s: %w; is a bridge running with its endpoint on?", c.Endpoint, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusUnauthorized {
+		return errors.New("the endpoint refused the token: pass --token or set AEP_TOKEN to the bridge's token")
+	}
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("GET /stream: %s: %s", resp.Status, strings.TrimSpace(string(b)))
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(line) < 6 || string(line[:6]) != "data: " {
+			continue
+		}
+		raw := append([]byte(nil), line[6:]...)
+		ev, err := aep.Parse(raw)
+		if err != nil {
+			continue
+		}
+		if !fn(ev, raw) {
+			return nil
+		}
+	}
+	if err := sc.Err(); err != nil && ctx.Err() == nil {
+		return err
+	}
+	return nil
+}
+
+// Pending lists the questions the endpoint holds that have no terminal yet,
+// oldest first.
+func (c *Client) Pending(ctx context.Context) ([]Question, error) {
+	q := url.Values{"live": {"0"}, "from": {"all"}, "filter": {`{"type":["attention.*"]}`}}
+	open := map[string]*Question{}
+	var order []string
+	err := c.Stream(ctx, q, func(ev *aep.Event, _ []byte) bool {
+		switch ev.Type {
+		case "attention.requested":
+			var d aep.AttentionRequested
+			json.Unmarshal(ev.Data, &d)
+			t, _ := time.Parse(time.RFC3339Nano, ev.Time)
+			if _, dup := open[ev.ID]; !dup {
+				order = append(order, ev.ID)
+			}
+			open[ev.ID] = &Question{ID: ev.ID, Session: ev.Session, Agent: ev.Agent, Server: ev.Subject, Prompt: d.Prompt,
+				Kind: d.Kind, Asked: t, ExpiresAt: d.ExpiresAt, RespondVia: d.RespondVia, Fields: d.Fields}
+		case "attention.resolved", "attention.timeout":
+			delete(open, ev.Subject)
+		}
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := []Question{}
+	for _, id := range order {
+		if q, ok := open[id]; ok {
+			out = append(out, *q)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Asked.Before(out[j].Asked) })
+	return out, nil
+}
+
+// Ack is the outcome of sending a command.
+type Ack struct {
+	// Accepted is true for control.accepted.
+	Accepted bool
+	// Reason and Detail explain a refusal: a control.rejected reason, or
+	// the code of an endpoint's error frame.
+	Reason, Detail string
+	// Raw is the ack event or error frame.
+	Raw []byte
+}
+
+// ErrNoAck is returned when no ack arrives within the window (AEP-0004 §3:
+// silence is a timeout, synthesized by the sender).
+var ErrNoAck = errors.New("no ack within the window")
+
+// Respond answers question q and waits up to window for the ack. It reuses
+// one command id across reconnects, so a retry after a dropped connection
+// gets the recorded ack (AEP-0004 §2.3). hook, if set, runs after each
+// send; returning false drops the connection (tests use it).
+func (c *Client) Respond(ctx context.Context, q Question, answer aep.Answer, window time.Duration, hook func(attempt int) bool) (Ack, error) {
+	data, _ := json.Marshal(aep.Respond{Answer: answer})
+	cmd := aep.Event{AEP: aep.Version, ID: aep.NewID(), Type: "control.attention.respond", Subject: q.ID, Cause: q.ID,
+		Time: aep.FormatTime(time.Now()), Source: "aep://cli/agent/" + c.agent(), Agent: c.agent(), Session: q.Session,
+		Capture: aep.CaptureFull, Data: data}
+	raw, err := json.Marshal(cmd)
+	if err != nil {
+		return Ack{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, window)
+	defer cancel()
+	var last error
+	for attempt := 1; ctx.Err() == nil; attempt++ {
+		ack, err := c.sendOnce(ctx, cmd.ID, raw, func() bool { return hook == nil || hook(attempt) })
+		if err == nil {
+			return ack, nil
+		}
+		last = err
+		if ctx.Err() != nil {
+			break
+		}
+		select { // a short pause before reconnecting
+		case <-time.After(200 * time.Millisecond):
+		case <-ctx.Done():
+		}
+	}
+	if last != nil && !errors.Is(last, context.DeadlineExceeded) {
+		return Ack{}, fmt.Errorf("%w (last error: %v)", ErrNoAck, last)
+	}
+	return Ack{}, ErrNoAck
+}
+
+func (c *Client) socketURL() (string, error) {
+	u, err := url.Parse(strings.TrimRight(c.Endpoint, "/") + "/socket")
+	if err != nil {
+		return "", err
+	}
+	switch u.Scheme {
+	case "http":
+		u.Scheme = "ws"
+	case "https":
+		u.Scheme = "wss"
+	}
+	return u.String(), nil
+}
+
+// sendOnce connects, subscribes to the command's acks, sends it and waits.
+func (c *Client) sendOnce(ctx context.Context, id string, raw []byte, keep func() bool) (Ack, error) {
+	u, err := c.socketURL()
+	if err != nil {
+		return Ack{}, err
+	}
+	conn, resp, err := websocket.DefaultDialer.DialContext(ctx, u, http.Header{"Authorization": {"Bearer " + c.Token}})
+	if err != nil {
+		if resp != nil && resp.StatusCode == http.StatusUnauthorized {
+			return Ack{}, errors.New("the endpoint refused the token: pass --token or set AEP_TOKEN")
+		}
+		return Ack{}, err
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	write := func(v string) error { return conn.WriteMessage(websocket.TextMessage, []byte(v)) }
+	if err := write(`{"type":"hello","versions":["0.1"],"role":"consumer","identity":{"agent":"` + c.agent() + `"}}`); err != nil {
+		return Ack{}, err
+	}
+	sub, _ := json.Marshal(map[string]any{"type": "subscribe", "id": "ack", "filter": map[string]any{"cause": id, "type": []string{"control.*"}}, "from": "all"})
+	if err := write(string(sub)); err != nil {
+		return Ack{}, err
+	}
+	sent := false
+	for {
+		_, b, err := conn.ReadMessage()
+		if err != nil {
+			return Ack{}, err
+		}
+		var f struct {
+			Type   string          `json:"type"`
+			ID     string          `json:"id"`
+			Cause  string          `json:"cause"`
+			Code   string          `json:"code"`
+			Detail string          `json:"detail"`
+			Data   json.RawMessage `json:"data"`
+		}
+		if json.Unmarshal(b, &f) != nil {
+			continue
+		}
+		switch {
+		case f.Type == "subscribed" && f.ID == "ack" && !sent:
+			if err := conn.WriteMessage(websocket.TextMessage, raw); err != nil {
+				return Ack{}, err
+			}
+			sent = true
+			if !keep() {
+				return Ack{}, errors.New("connection dropped after sending")
+			}
+		case f.Type == "error" && f.ID == "ack":
+			return Ack{}, fmt.Errorf("the endpoint refused the subscription: %s %s", f.Code, f.Detail)
+		case f.Type == "error" && f.Cause == id:
+			return Ack{Reason: f.Code, Detail: f.Detail, Raw: b}, nil
+		case f.Type == "control.accepted" && f.Cause == id:
+			return Ack{Accepted: true, Raw: b}, nil
+		case f.Type == "control.rejected" && f.Cause == id:
+			var r aep.Rejected
+			json.Unmarshal(f.Data, &r)
+			return Ack{Reason: r.Reason, Detail: r.Detail, Raw: b}, nil
+		}
+	}
+}
