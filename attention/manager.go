@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/script"
 	"github.com/agenteventprotocol/aep-mcp-bridge/translate"
 )
 
@@ -38,6 +39,15 @@ type ManagerOptions struct {
 	// Logger receives operational logs; nil discards them. Answer content
 	// is never logged.
 	Logger *slog.Logger
+	// Policy answers questions from scripted rules; nil means none.
+	Policy Policy
+	// PolicyOnly cancels every question no rule answers (--answers-only).
+	PolicyOnly bool
+}
+
+// Policy decides scripted answers. *script.Rules implements it.
+type Policy interface {
+	Answer(server string, form *translate.Form) (script.Decision, bool, error)
 }
 
 // Outcome says how a question ended.
@@ -93,6 +103,16 @@ type question struct {
 	raised  time.Time
 	expires time.Time
 	timer   *time.Timer
+	// script is the pending scripted answer's timer, if any.
+	script *time.Timer
+}
+
+// stop stops the question's timers.
+func (q *question) stop() {
+	q.timer.Stop()
+	if q.script != nil {
+		q.script.Stop()
+	}
 }
 
 // Manager owns a session's pending questions and their lifecycle events
@@ -108,6 +128,8 @@ type Manager struct {
 	ceiling aep.Capture
 	red     *aep.Redactor
 	log     *slog.Logger
+	policy  Policy
+	only    bool
 
 	// mu guards pending and closed, and orders each question's events.
 	mu      sync.Mutex
@@ -117,7 +139,8 @@ type Manager struct {
 
 // NewManager returns a Manager.
 func NewManager(o ManagerOptions) *Manager {
-	m := &Manager{agent: o.Agent, pub: o.Publisher, timeout: o.Timeout, ceiling: o.Ceiling, red: o.Redactor, log: o.Logger, pending: map[string]*question{}}
+	m := &Manager{agent: o.Agent, pub: o.Publisher, timeout: o.Timeout, ceiling: o.Ceiling, red: o.Redactor, log: o.Logger,
+		policy: o.Policy, only: o.PolicyOnly, pending: map[string]*question{}}
 	if m.timeout <= 0 {
 		m.timeout = DefaultTimeout
 	}
@@ -186,7 +209,73 @@ func (m *Manager) Raise(s Spec) (string, error) {
 	q.id = ev.ID
 	m.pending[q.id] = q
 	q.timer = time.AfterFunc(m.timeout, func() { m.expire(q.id) })
+	m.schedulePolicyLocked(q)
 	return q.id, nil
+}
+
+// Scripted reports whether the policy will settle a question from server
+// with form (a valid rule matches, or --answers-only cancels it), so the
+// proxy does not also hand it to the client.
+func (m *Manager) Scripted(server string, form *translate.Form) bool {
+	if m.policy == nil || form == nil {
+		return false
+	}
+	d, ok, err := m.policy.Answer(server, form)
+	return m.only || (ok && err == nil && !d.Timeout)
+}
+
+// schedulePolicyLocked applies the scripted answer for q, after its delay.
+// A rule that does not fit the question is logged with the rule, field and
+// violated rule, and the question falls through to operators, or is
+// cancelled under PolicyOnly. It never reaches the server half-valid.
+func (m *Manager) schedulePolicyLocked(q *question) {
+	if m.policy == nil || q.spec.Form == nil {
+		return
+	}
+	d, ok, err := m.policy.Answer(q.spec.Subject, q.spec.Form)
+	cancelDecision := translate.Decision{Outcome: translate.OutcomeCancel, Applied: aep.Answer{Option: "cancel"}}
+	switch {
+	case err != nil:
+		m.log.Error("scripted answer refused; the question falls through", "question", q.id, "err", err.Error(), "answers_only", m.only)
+		if !m.only {
+			return
+		}
+		d = script.Decision{Rule: "answers-only", Answer: cancelDecision}
+	case !ok:
+		if !m.only {
+			return
+		}
+		m.log.Warn("no answers rule matches this question; cancelling it (--answers-only)", "question", q.id,
+			"question_shape", script.Describe(q.spec.Subject, q.spec.Form))
+		d = script.Decision{Rule: "answers-only", Answer: cancelDecision}
+	case d.Timeout:
+		m.log.Info("scripted timeout: the question is left to time out", "question", q.id, "rule", d.Rule)
+		return
+	}
+	id := q.id
+	q.script = time.AfterFunc(d.Delay, func() { m.autoAnswer(id, d) })
+}
+
+// autoAnswer applies a scripted answer: attention.answered by
+// policy:<rule>, then attention.resolved{auto}.
+func (m *Manager) autoAnswer(id string, d script.Decision) {
+	m.mu.Lock()
+	q, ok := m.pending[id]
+	if !ok {
+		m.mu.Unlock()
+		return
+	}
+	q.stop()
+	delete(m.pending, id)
+	gated := GateAnswer(q.fields, d.Answer.Applied, m.ceiling, m.red)
+	ans, _, err := m.pub.Emit(aep.Draft{Type: "attention.answered", Subject: q.id, Cause: q.id, Capture: m.ceiling,
+		Data: aep.AttentionAnswered{Answer: gated, By: "policy:" + d.Rule}})
+	if err != nil {
+		m.log.Warn("emitting attention.answered", "id", q.id, "err", err)
+	}
+	m.emitResolved(q, aep.ResolutionAuto, ans.ID)
+	m.mu.Unlock()
+	q.spec.Deliver(Resolution{Outcome: Answered, Decision: d.Answer})
 }
 
 // Respond decides an operator's control.attention.respond (control.Target).
@@ -225,7 +314,7 @@ func (m *Manager) Respond(cmd aep.Event, a aep.Answer, ack func(reason, detail s
 // resolveLocked emits attention.answered then attention.resolved and
 // forgets the question.
 func (m *Manager) resolveLocked(q *question, applied aep.Answer, via, by, cause string) {
-	q.timer.Stop()
+	q.stop()
 	delete(m.pending, q.id)
 	gated := GateAnswer(q.fields, applied, m.ceiling, m.red)
 	ans, _, err := m.pub.Emit(aep.Draft{Type: "attention.answered", Subject: q.id, Cause: cause, Capture: m.ceiling,
@@ -279,7 +368,7 @@ func (m *Manager) Dismiss(id string) bool {
 	m.mu.Lock()
 	q, ok := m.pending[id]
 	if ok {
-		q.timer.Stop()
+		q.stop()
 		delete(m.pending, id)
 		m.emitResolved(q, aep.ResolutionDismissed, q.id)
 	}
@@ -338,7 +427,7 @@ func (m *Manager) Close() {
 	}
 	sort.Slice(qs, func(i, j int) bool { return qs[i].id < qs[j].id })
 	for _, q := range qs {
-		q.timer.Stop()
+		q.stop()
 		delete(m.pending, q.id)
 		m.emitResolved(q, aep.ResolutionDismissed, q.id)
 	}

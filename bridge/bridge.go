@@ -16,6 +16,7 @@ import (
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
 	"github.com/agenteventprotocol/aep-mcp-bridge/control"
 	"github.com/agenteventprotocol/aep-mcp-bridge/elicit"
+	"github.com/agenteventprotocol/aep-mcp-bridge/script"
 )
 
 // Options configure a bridged session. Zero values mean the documented
@@ -57,6 +58,10 @@ type Options struct {
 	StopGrace, KillTimeout time.Duration
 	// Sinks receive every event besides the log and the hub.
 	Sinks []bus.Sink
+	// Answers are scripted answer rules (--answers); nil means none.
+	Answers *script.Rules
+	// AnswersOnly cancels questions no rule answers (--answers-only).
+	AnswersOnly bool
 }
 
 // Bridge is one bridged MCP session.
@@ -119,8 +124,12 @@ func New(o Options) (*Bridge, error) {
 	}
 	b.em = em
 	red := aep.NewRedactor(o.Redact)
-	b.mgr = attention.NewManager(attention.ManagerOptions{Agent: o.Agent, Publisher: em, Timeout: o.Timeout,
-		Ceiling: o.AttentionCapture, Redactor: red, Logger: b.log})
+	mo := attention.ManagerOptions{Agent: o.Agent, Publisher: em, Timeout: o.Timeout,
+		Ceiling: o.AttentionCapture, Redactor: red, Logger: b.log, PolicyOnly: o.AnswersOnly}
+	if o.Answers != nil {
+		mo.Policy = o.Answers
+	}
+	b.mgr = attention.NewManager(mo)
 	b.intake = control.NewIntake(control.IntakeOptions{Emitter: em, Target: b.mgr, Redactor: red, Logger: b.log})
 	return b, nil
 }

@@ -64,7 +64,8 @@ func (p *Proxy) elicit(m *message, raw []byte) []byte {
 		return nil
 	}
 	spec := attention.Spec{Form: form, Subject: subject}
-	toClient := clientForm && route != RouteRemote
+	// A question a scripted rule settles is not also put to the client.
+	toClient := clientForm && route != RouteRemote && !p.mgr.Scripted(subject, form)
 	switch {
 	case route == RouteClient:
 		spec.RespondVia = []string{"oob"}

@@ -20,6 +20,7 @@ import (
 	"github.com/agenteventprotocol/aep-mcp-bridge/control"
 	"github.com/agenteventprotocol/aep-mcp-bridge/elicit"
 	"github.com/agenteventprotocol/aep-mcp-bridge/inbox"
+	"github.com/agenteventprotocol/aep-mcp-bridge/script"
 )
 
 // errUsage marks a command-line error already reported on stderr.
@@ -50,6 +51,8 @@ type config struct {
 	redactEnv          string
 	listen, token      string
 	relay              string
+	answers            string
+	answersOnly        bool
 	stateDir           string
 	command            []string
 }
@@ -59,6 +62,7 @@ const usage = `usage: aep-mcp-bridge [flags] -- COMMAND [ARGS...]
        aep-mcp-bridge pending [--json]
        aep-mcp-bridge respond ID (--values JSON | --decline | --cancel | --text S)
        aep-mcp-bridge tail [--filter JSON] [--json]
+       aep-mcp-bridge answers-from LOG.jsonl [...] > answers.json
 
 Fronts the MCP server COMMAND (spawned over stdio) for the MCP client on this
 process's stdin/stdout. Each elicitation/create from the server becomes an AEP
@@ -88,6 +92,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:8787", "the embedded AEP endpoint's address; \"off\" disables it")
 	fs.StringVar(&c.token, "token", "", "bearer token for the AEP endpoint (or env AEP_TOKEN); default: generated once and stored in the state folder")
 	fs.StringVar(&c.relay, "relay", "", "also connect out to the AEP relay at this URL (its /socket) as an emitter that accepts control.attention.respond")
+	fs.StringVar(&c.answers, "answers", "", "a JSON file of rules that answer questions without a human (see the README)")
+	fs.BoolVar(&c.answersOnly, "answers-only", false, "with --answers: cancel every question no rule answers, instead of waiting for operators")
 	fs.StringVar(&c.stateDir, "state-dir", "", "folder for the token and other state; default $XDG_STATE_HOME/aep-mcp-bridge or ~/.local/state/aep-mcp-bridge")
 	fs.StringVar(&c.redactEnv, "redact-env", "", "comma-separated environment variable names whose values are secrets to redact")
 	if err := fs.Parse(args); err != nil {
@@ -126,6 +132,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return runDemo(ctx, args[1:], stdout, stderr)
 		case "demo-server":
 			return runDemoServer()
+		case "answers-from":
+			return runAnswersFrom(args[1:], stdout, stderr)
 		}
 	}
 	c, err := parseFlags(args, stderr)
@@ -159,6 +167,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	logDir, err := expandHome(c.logDir)
 	if err != nil {
 		return bad("--log-dir: %v", err)
+	}
+	var rules *script.Rules
+	if c.answersOnly && c.answers == "" {
+		return bad("--answers-only needs --answers FILE")
+	}
+	if c.answers != "" {
+		if rules, err = loadAnswers(c.answers); err != nil {
+			return err
+		}
+		logger.Info("scripted answers loaded", "file", c.answers, "rules", rules.Len(), "answers_only", c.answersOnly)
 	}
 	home, _ := os.UserHomeDir()
 	redact := aep.RedactOptions{Home: home}
@@ -219,7 +237,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		Command: c.command, Client: pollable(stdin), ClientOut: stdout, ServerStderr: stderr,
 		Agent: c.agent, Name: c.name, Timeout: c.timeout, Keepalive: c.keepalive,
 		LogDir: logDir, Capture: capture, AttentionCapture: attn, Redact: redact,
-		Route: route, Logger: logger, Sinks: sinks,
+		Route: route, Logger: logger, Sinks: sinks, Answers: rules, AnswersOnly: c.answersOnly,
 	})
 	if err != nil {
 		if ln != nil {

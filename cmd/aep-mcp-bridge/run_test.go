@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -113,5 +114,20 @@ func TestRunRelaysAndWritesNothingElseToStdout(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "session log") {
 		t.Errorf("stderr lacks the session log path: %q", stderr.String())
+	}
+}
+
+func TestAnswersFileErrorsStopTheBridge(t *testing.T) {
+	dir := t.TempDir()
+	bad := dir + "/answers.json"
+	os.WriteFile(bad, []byte(`{"rules":[{"name":"r1","outcome":"approve"}]}`), 0o644)
+	var stderr bytes.Buffer
+	err := run(context.Background(), []string{"--answers", bad, "--listen", "off", "--", "cat"}, strings.NewReader(""), &bytes.Buffer{}, &stderr)
+	if err == nil || !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), `rule "r1"`) || !strings.Contains(err.Error(), "unknown outcome") {
+		t.Fatalf("got %v; want an error naming the file, the rule and the problem", err)
+	}
+	err = run(context.Background(), []string{"--answers-only", "--listen", "off", "--", "cat"}, strings.NewReader(""), &bytes.Buffer{}, &stderr)
+	if exitCode(err) != 2 || !strings.Contains(stderr.String(), "--answers-only needs --answers") {
+		t.Fatalf("got %v / %s", err, stderr.String())
 	}
 }
