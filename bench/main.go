@@ -4,6 +4,7 @@
 //	go run ./bench proxy    # tools/call round trip: direct, raw pump, bridge
 //	go run ./bench pending  # 1,000 questions pending at once, then answered
 //	go run ./bench fanout   # one session fanned out to 100 WS + 100 SSE subscribers
+//	go run ./bench http     # tools/call to a streamable-HTTP server: direct vs bridge
 //
 // The helper modes "pump" and "flood-server" are the baselines' processes.
 package main
@@ -30,6 +31,8 @@ func main() {
 		err = pump(os.Args[2:])
 	case "flood-server":
 		err = floodServer()
+	case "http":
+		err = runHTTP(ctx, os.Args[2:])
 	case "fanout":
 		err = runFanout(ctx, os.Args[2:])
 	case "fanout-server":

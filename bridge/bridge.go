@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -17,13 +18,20 @@ import (
 	"github.com/agenteventprotocol/aep-mcp-bridge/control"
 	"github.com/agenteventprotocol/aep-mcp-bridge/elicit"
 	"github.com/agenteventprotocol/aep-mcp-bridge/script"
+	"github.com/agenteventprotocol/aep-mcp-bridge/upstream"
 )
 
 // Options configure a bridged session. Zero values mean the documented
 // defaults.
 type Options struct {
-	// Command is the upstream server's argv. Required.
+	// Command is the upstream server's argv. Required unless URL is set.
 	Command []string
+	// URL is a remote upstream's MCP endpoint (--url); Header is added to
+	// its requests (--header); Transport is "streamable", "sse" or ""
+	// (automatic).
+	URL       string
+	Header    http.Header
+	Transport string
 	// Env is the upstream's environment; nil means the bridge's own.
 	Env []string
 	// Client is the MCP client's stream; ClientOut where its messages go.
@@ -169,14 +177,28 @@ var ErrUpstreamExited = errors.New("upstream MCP server exited")
 // left or a cancelled context, and an error wrapping ErrUpstreamExited when
 // the server went away first.
 func (b *Bridge) Run(ctx context.Context) error {
-	ch, err := startChild(b.opts.Command, b.opts.Env, b.opts.ServerStderr)
-	if err != nil {
-		b.closeLog()
-		return err
+	var (
+		ch     *child
+		server elicit.Conn
+	)
+	if b.opts.URL != "" {
+		conn, err := upstream.Dial(upstream.Options{URL: b.opts.URL, Header: b.opts.Header, Transport: b.opts.Transport, Logger: b.log})
+		if err != nil {
+			b.closeLog()
+			return err
+		}
+		server = conn
+		b.log.Info("remote upstream", "url", b.opts.URL)
+	} else {
+		var err error
+		if ch, err = startChild(b.opts.Command, b.opts.Env, b.opts.ServerStderr); err != nil {
+			b.closeLog()
+			return err
+		}
+		b.log.Info("upstream started", "pid", ch.cmd.Process.Pid)
+		server = elicit.NewStreamConn(ch.stdout, ch.stdin, ch.stdout.Close, 0)
 	}
-	b.log.Info("upstream started", "pid", ch.cmd.Process.Pid)
 	b.upstream.Store("running")
-	server := elicit.NewStreamConn(ch.stdout, ch.stdin, ch.stdout.Close, 0)
 	var clientClose func() error
 	if c, ok := b.opts.Client.(io.Closer); ok {
 		clientClose = c.Close
@@ -206,14 +228,18 @@ func (b *Bridge) emitStarted(ci elicit.ClientInfo) {
 	}
 }
 
-func (b *Bridge) shutdown(end elicit.Ending, px *elicit.Proxy, ch *child, server, client *elicit.StreamConn, began time.Time, startSession func(elicit.ClientInfo)) error {
+func (b *Bridge) shutdown(end elicit.Ending, px *elicit.Proxy, ch *child, server elicit.Conn, client *elicit.StreamConn, began time.Time, startSession func(elicit.ClientInfo)) error {
 
 	// Shutdown: stop accepting, settle questions, end the session, flush.
 	reason, runErr := "normal", error(nil)
 	var failure string
 	if !end.ClientClosed && end.Err == nil {
-		status := ch.exitStatus(2 * time.Second)
-		failure = fmt.Sprintf("upstream MCP server exited (%s); run the command alone to see its error", status)
+		status := "the remote session ended"
+		failure = fmt.Sprintf("the remote MCP server at %s ended the session; check that it is running and reconnect", b.opts.URL)
+		if ch != nil {
+			status = ch.exitStatus(2 * time.Second)
+			failure = fmt.Sprintf("upstream MCP server exited (%s); run the command alone to see its error", status)
+		}
 		reason, runErr = "error", fmt.Errorf("%w: %s", ErrUpstreamExited, status)
 		b.upstream.Store("exited (" + status + ")")
 		b.log.Error("upstream exited", "status", status)
@@ -230,7 +256,9 @@ func (b *Bridge) shutdown(end elicit.Ending, px *elicit.Proxy, ch *child, server
 	}
 	b.closeLog()
 	b.hub.Close()
-	ch.stop(b.opts.StopGrace, b.opts.KillTimeout)
+	if ch != nil {
+		ch.stop(b.opts.StopGrace, b.opts.KillTimeout)
+	}
 	server.Close()
 	client.Close()
 	px.Wait()

@@ -272,3 +272,5 @@ func (w *lockedWriter) String() string {
 func textLogger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
+
+func transportIO(r io.Reader, w io.WriteCloser) *transport.Stdio { return transport.NewIO(r, w, nil) }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,11 +54,14 @@ type config struct {
 	relay              string
 	answers            string
 	answersOnly        bool
+	url, transport     string
+	headers            headerFlag
 	stateDir           string
 	command            []string
 }
 
 const usage = `usage: aep-mcp-bridge [flags] -- COMMAND [ARGS...]
+       aep-mcp-bridge [flags] --url https://host/mcp [--header 'Authorization: Bearer …' ...]
        aep-mcp-bridge demo [--timeout D]
        aep-mcp-bridge pending [--json]
        aep-mcp-bridge respond ID (--values JSON | --decline | --cancel | --text S)
@@ -92,6 +96,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:8787", "the embedded AEP endpoint's address; \"off\" disables it")
 	fs.StringVar(&c.token, "token", "", "bearer token for the AEP endpoint (or env AEP_TOKEN); default: generated once and stored in the state folder")
 	fs.StringVar(&c.relay, "relay", "", "also connect out to the AEP relay at this URL (its /socket) as an emitter that accepts control.attention.respond")
+	fs.StringVar(&c.url, "url", "", "a remote MCP server's endpoint (streamable HTTP, or HTTP+SSE) instead of a command")
+	fs.Var(&c.headers, "header", "a header for a remote server, 'Name: value'; repeatable")
+	fs.StringVar(&c.transport, "transport", "", "remote transport: streamable or sse (default: streamable, falling back to sse)")
 	fs.StringVar(&c.answers, "answers", "", "a JSON file of rules that answer questions without a human (see the README)")
 	fs.BoolVar(&c.answersOnly, "answers-only", false, "with --answers: cancel every question no rule answers, instead of waiting for operators")
 	fs.StringVar(&c.stateDir, "state-dir", "", "folder for the token and other state; default $XDG_STATE_HOME/aep-mcp-bridge or ~/.local/state/aep-mcp-bridge")
@@ -103,7 +110,15 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, errUsage
 	}
 	c.command = fs.Args()
-	if len(c.command) == 0 {
+	if c.url != "" && len(c.command) > 0 {
+		fmt.Fprintln(stderr, "aep-mcp-bridge: give either --url or a command after --, not both")
+		return nil, errUsage
+	}
+	if (c.transport != "" || len(c.headers) > 0) && c.url == "" {
+		fmt.Fprintln(stderr, "aep-mcp-bridge: --transport and --header apply to --url")
+		return nil, errUsage
+	}
+	if c.url == "" && len(c.command) == 0 {
 		fmt.Fprintln(stderr, "aep-mcp-bridge: no upstream server command; pass it after --, e.g.: aep-mcp-bridge -- npx -y @modelcontextprotocol/server-everything")
 		fs.Usage()
 		return nil, errUsage
@@ -238,6 +253,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		Agent: c.agent, Name: c.name, Timeout: c.timeout, Keepalive: c.keepalive,
 		LogDir: logDir, Capture: capture, AttentionCapture: attn, Redact: redact,
 		Route: route, Logger: logger, Sinks: sinks, Answers: rules, AnswersOnly: c.answersOnly,
+		URL: c.url, Header: c.headers.header(), Transport: c.transport,
 	})
 	if err != nil {
 		if ln != nil {
@@ -289,6 +305,29 @@ func linkState(links []*bus.Link) string {
 		}
 	}
 	return "connected"
+}
+
+// headerFlag collects repeated --header 'Name: value' flags.
+type headerFlag []string
+
+func (h *headerFlag) String() string { return fmt.Sprintf("%d header(s)", len(*h)) }
+
+func (h *headerFlag) Set(v string) error {
+	name, value, ok := strings.Cut(v, ":")
+	if !ok || strings.TrimSpace(name) == "" {
+		return fmt.Errorf("want 'Name: value', got %q", v)
+	}
+	*h = append(*h, strings.TrimSpace(name)+":"+strings.TrimSpace(value))
+	return nil
+}
+
+func (h headerFlag) header() http.Header {
+	out := http.Header{}
+	for _, kv := range h {
+		name, value, _ := strings.Cut(kv, ":")
+		out.Add(name, value)
+	}
+	return out
 }
 
 // expandHome resolves a leading ~ and the value "off".

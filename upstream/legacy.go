@@ -1,0 +1,110 @@
+package upstream
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// legacy is the 2024-11-05 HTTP+SSE transport: a GET event stream whose
+// first event names the endpoint messages are POSTed to.
+type legacy struct {
+	c        *Conn
+	endpoint string
+}
+
+// startLegacy opens the event stream and waits for the endpoint event.
+func (c *Conn) startLegacy() error {
+	req, err := http.NewRequestWithContext(c.ctx, "GET", c.opts.URL, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	c.headers(req.Header)
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("opening the HTTP+SSE stream: %s", describeNetErr(c.opts.URL, err))
+	}
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+		resp.Body.Close()
+		return fmt.Errorf("%v (HTTP %d from %s); pass --header 'Authorization: …' with the server's credentials", ErrUnauthorized, resp.StatusCode, c.opts.URL)
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return fmt.Errorf("the server answered the HTTP+SSE stream with HTTP %d; is --url right?", resp.StatusCode)
+	}
+	endpoint := make(chan string, 1)
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer resp.Body.Close()
+		got := false
+		readSSE(resp.Body, func(ev sseEvent) bool {
+			if !got && ev.event == "endpoint" {
+				got = true
+				endpoint <- strings.TrimSpace(string(ev.data))
+				return true
+			}
+			if (ev.event == "" || ev.event == "message") && json.Valid(ev.data) {
+				c.deliver(bytes.TrimSpace(ev.data))
+			}
+			return true
+		})
+		if !got {
+			close(endpoint)
+		}
+		if c.ctx.Err() == nil {
+			c.log.Error("the HTTP+SSE stream ended; the session is lost")
+			c.stop() // ends the session: the reader sees EOF
+		}
+	}()
+	select {
+	case ep, ok := <-endpoint:
+		if !ok || ep == "" {
+			return fmt.Errorf("the HTTP+SSE stream sent no endpoint event; is --url the server's SSE URL?")
+		}
+		base, _ := url.Parse(c.opts.URL)
+		ref, err := url.Parse(ep)
+		if err != nil {
+			return fmt.Errorf("the server's endpoint event %q is not a URL", ep)
+		}
+		c.mu.Lock()
+		c.legacy = &legacy{c: c, endpoint: base.ResolveReference(ref).String()}
+		c.mu.Unlock()
+		return nil
+	case <-time.After(30 * time.Second):
+		return fmt.Errorf("the HTTP+SSE stream sent no endpoint event within 30s")
+	}
+}
+
+// post sends one message; the answer arrives on the event stream.
+func (l *legacy) post(msg []byte) error {
+	var env envelope
+	json.Unmarshal(msg, &env)
+	req, err := http.NewRequestWithContext(l.c.ctx, "POST", l.endpoint, bytes.NewReader(msg))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	l.c.headers(req.Header)
+	resp, err := l.c.hc.Do(req)
+	if err != nil {
+		l.c.fail(env.ID, describeNetErr(l.endpoint, err))
+		return nil
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 2048))
+		msg := fmt.Sprintf("the server answered HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(body)))
+		if resp.StatusCode == 401 || resp.StatusCode == 403 {
+			msg = fmt.Sprintf("%v (HTTP %d); pass --header 'Authorization: …' with the server's credentials", ErrUnauthorized, resp.StatusCode)
+		}
+		l.c.fail(env.ID, msg)
+	}
+	return nil
+}
