@@ -136,7 +136,7 @@ func TestRemoteAnswerAfter35s(t *testing.T) {
 type flakyServer struct {
 	mu      sync.Mutex
 	callID  json.RawMessage
-	resumed chan http.ResponseWriter
+	result  chan string // the call's result event, for the resumed stream
 	answer  chan json.RawMessage
 	dropped bool
 }
@@ -154,7 +154,13 @@ func (f *flakyServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(http.StatusOK)
 		w.(http.Flusher).Flush()
-		f.resumed <- w
+		select { // only this handler writes to its stream
+		case ev := <-f.result:
+			io.WriteString(w, ev)
+			w.(http.Flusher).Flush()
+		case <-r.Context().Done():
+			return
+		}
 		<-r.Context().Done()
 		return
 	}
@@ -192,21 +198,19 @@ func (f *flakyServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// finish waits for the answer and the resumed stream, then sends the
-// call's result on it.
+// finish waits for the answer, then hands the call's result to the
+// resumed stream.
 func (f *flakyServer) finish() {
 	answer := <-f.answer
-	w := <-f.resumed
 	f.mu.Lock()
 	id := f.callID
 	f.mu.Unlock()
 	text, _ := json.Marshal(string(answer))
-	fmt.Fprintf(w, "id: e2\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\",\"text\":%s}]}}\n\n", id, text)
-	w.(http.Flusher).Flush()
+	f.result <- fmt.Sprintf("id: e2\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\",\"text\":%s}]}}\n\n", id, text)
 }
 
 func TestRemoteStreamDropResumes(t *testing.T) {
-	f := &flakyServer{resumed: make(chan http.ResponseWriter, 1), answer: make(chan json.RawMessage, 1)}
+	f := &flakyServer{result: make(chan string, 1), answer: make(chan json.RawMessage, 1)}
 	srv := httptest.NewServer(f)
 	defer srv.Close()
 	s := startSession(t, sessionConfig{opts: Options{URL: srv.URL + "/mcp"}})
