@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -85,6 +86,18 @@ type Spec struct {
 	// Deliver receives the resolution exactly once, outside the manager's
 	// lock. It must not block for long.
 	Deliver func(Resolution)
+	// URL, with ElicitationID, makes this a URL-mode question (MCP
+	// 2025-11-25): the operator consents to open URL themselves, declines
+	// or cancels; the bridge never fetches it.
+	URL           string
+	ElicitationID string
+}
+
+// urlOptions are the answers to a URL-mode question.
+var urlOptions = []aep.Choice{
+	{ID: "accept", Label: "I will open the link and complete it"},
+	{ID: "decline", Label: "Decline"},
+	{ID: "cancel", Label: "Cancel"},
 }
 
 // Info describes a pending question.
@@ -176,7 +189,26 @@ func (m *Manager) Raise(s Spec) (string, error) {
 		data    any
 		capture aep.Capture
 	)
-	if s.Form != nil {
+	if s.URL != "" {
+		d := &aep.AttentionRequested{Kind: "auth", ExpiresAt: aep.FormatTime(q.expires), RespondVia: s.RespondVia,
+			Options: append([]aep.Choice(nil), urlOptions...)}
+		capture = m.ceiling
+		text := s.Message + "\nURL: " + s.URL
+		switch {
+		case capture >= aep.CaptureFull:
+			d.Prompt = text
+		case capture == aep.CaptureRedacted:
+			d.Prompt = m.red.Text(text)
+		default:
+			d.Prompt = aep.SynthesizePrompt(m.agent, "auth", s.Subject)
+			for i := range d.Options {
+				d.Options[i].Label = d.Options[i].ID
+			}
+		}
+		if capture > aep.CaptureNone {
+			data = d
+		}
+	} else if s.Form != nil {
 		d, c := FormRequest(s.Form, RequestOptions{Agent: m.agent, Ceiling: m.ceiling, Redactor: m.red,
 			ExpiresAt: aep.FormatTime(q.expires), RespondVia: s.RespondVia})
 		if d != nil {
@@ -290,6 +322,21 @@ func (m *Manager) Respond(cmd aep.Event, a aep.Answer, ack func(reason, detail s
 		ack(aep.ReasonInvalid, fmt.Sprintf("no pending attention request %s in this session: it is unknown or already resolved", cmd.Subject))
 		return
 	}
+	if q.spec.URL != "" && contains(q.spec.RespondVia, "control") {
+		d, err := decideURL(a)
+		if err != nil {
+			m.mu.Unlock()
+			ack(aep.ReasonInvalid, err.Error())
+			return
+		}
+		if err := ack("", ""); err != nil {
+			m.log.Warn("emitting control.accepted", "cmd", cmd.ID, "err", err)
+		}
+		m.resolveLocked(q, d.Applied, "control", cmd.Agent, cmd.ID)
+		m.mu.Unlock()
+		q.spec.Deliver(Resolution{Outcome: Answered, Decision: d})
+		return
+	}
 	if !contains(q.spec.RespondVia, "control") || q.spec.Form == nil {
 		m.mu.Unlock()
 		ack(aep.ReasonRefused, fmt.Sprintf("attention request %s is answered in the MCP client (respond_via has no control)", cmd.Subject))
@@ -309,6 +356,60 @@ func (m *Manager) Respond(cmd aep.Event, a aep.Answer, ack func(reason, detail s
 	m.resolveLocked(q, d.Applied, "control", cmd.Agent, cmd.ID)
 	m.mu.Unlock()
 	q.spec.Deliver(Resolution{Outcome: Answered, Decision: d})
+}
+
+// decideURL maps an answer to a URL-mode question: option accept, decline
+// or cancel, or text naming one of them (AEP-0008).
+func decideURL(a aep.Answer) (translate.Decision, error) {
+	opt := a.Option
+	if opt == "" && a.Text != "" {
+		t := strings.ToLower(strings.TrimSpace(a.Text))
+		for _, o := range urlOptions {
+			if t == o.ID || t == strings.ToLower(o.Label) {
+				opt = o.ID
+			}
+		}
+	}
+	if a.Values != nil {
+		return translate.Decision{}, &translate.InvalidAnswer{Rule: "answer", Reason: "a URL question takes option accept, decline or cancel, not values"}
+	}
+	switch opt {
+	case "accept":
+		return translate.Decision{Outcome: translate.OutcomeAccept, Applied: aep.Answer{Option: opt}}, nil
+	case "decline":
+		return translate.Decision{Outcome: translate.OutcomeDecline, Applied: aep.Answer{Option: opt}}, nil
+	case "cancel":
+		return translate.Decision{Outcome: translate.OutcomeCancel, Applied: aep.Answer{Option: opt}}, nil
+	}
+	return translate.Decision{}, &translate.InvalidAnswer{Rule: "answer", Reason: `a URL question takes option "accept", "decline" or "cancel"`}
+}
+
+// Complete resolves the pending URL-mode question with elicitationID, when
+// the server says the out-of-band interaction completed
+// (notifications/elicitation/complete): attention.resolved{auto}, and the
+// server's request, if any, gets accept. Unknown or repeated ids are
+// ignored; it reports whether one was pending.
+func (m *Manager) Complete(elicitationID string) bool {
+	if elicitationID == "" {
+		return false
+	}
+	m.mu.Lock()
+	var q *question
+	for _, p := range m.pending {
+		if p.spec.ElicitationID == elicitationID {
+			q = p
+		}
+	}
+	if q == nil {
+		m.mu.Unlock()
+		return false
+	}
+	q.stop()
+	delete(m.pending, q.id)
+	m.emitResolved(q, aep.ResolutionAuto, q.id)
+	m.mu.Unlock()
+	q.spec.Deliver(Resolution{Outcome: Answered, Decision: translate.Decision{Outcome: translate.OutcomeAccept, Applied: aep.Answer{Option: "accept"}}})
+	return true
 }
 
 // resolveLocked emits attention.answered then attention.resolved and

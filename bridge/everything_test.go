@@ -160,6 +160,9 @@ func TestEverythingPassThroughFidelity(t *testing.T) {
 		return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: "decline"}}, nil
 	}})
 	sampling := client.WithSamplingHandler(samplingClient{})
+	// Both clients declare both elicitation modes, so the server registers
+	// the same tools for each.
+	caps := client.WithClientCapabilities(mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}, URL: &struct{}{}}})
 
 	// Direct connection, with the same client capabilities.
 	direct, err := client.NewStdioMCPClientWithOptions(argv[0], nil, argv[1:])
@@ -167,7 +170,7 @@ func TestEverythingPassThroughFidelity(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { direct.Close() })
-	direct = client.NewClient(direct.GetTransport(), client.WithProtocolVersion("2025-11-25"), elicit, sampling)
+	direct = client.NewClient(direct.GetTransport(), client.WithProtocolVersion("2025-11-25"), elicit, sampling, caps)
 	dhook, dchanged := toolsChanged()
 	direct.OnNotification(dhook)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*waitLimit)
@@ -185,7 +188,7 @@ func TestEverythingPassThroughFidelity(t *testing.T) {
 
 	hook, changed := toolsChanged()
 	progress := make(chan mcp.JSONRPCNotification, 16)
-	s := startSession(t, sessionConfig{opts: Options{Command: argv}, clientOpts: []client.ClientOption{elicit, sampling},
+	s := startSession(t, sessionConfig{opts: Options{Command: argv}, clientOpts: []client.ClientOption{elicit, sampling, caps},
 		onNotify: func(n mcp.JSONRPCNotification) {
 			hook(n)
 			if n.Method == "notifications/progress" {

@@ -188,3 +188,26 @@ func compactAny(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+func TestInboxURLQuestionShowsTheDomain(t *testing.T) {
+	s, url, ctx := inboxSession(t)
+	call := s.call("ask-url", map[string]any{"id": "el-7", "url": "https://auth.example.org/start?x=1"}, nil)
+	req := s.next("attention.requested")
+	card := `article[data-qid="` + req.ID + `"]`
+	if err := chromedp.Do(ctx, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS(card+" .domain strong"))); err != nil {
+		t.Fatal(err)
+	}
+	host, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(card+" .domain")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(host, "auth.example.org") || !strings.Contains(host, "elicit-test-server") {
+		t.Fatalf("card says %q; want who asks and the full domain", host)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(card+" .actions button.primary"))); err != nil {
+		t.Fatal(err)
+	}
+	if got := compactAny(elicitResult(t, s.result(call))); got != `{"action":"accept"}` {
+		t.Fatalf("server got %s", got)
+	}
+}

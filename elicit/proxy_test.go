@@ -163,10 +163,10 @@ func TestInitializeDeclaresElicitation(t *testing.T) {
 		wantCaps   string
 		clientForm bool
 	}{
-		{"adds form on 2025-11-25", RouteBoth, "2025-11-25", `{"roots":{}}`, `{"elicitation":{"form":{}},"roots":{}}`, false},
+		{"adds form on 2025-11-25", RouteBoth, "2025-11-25", `{"roots":{}}`, `{"elicitation":{"form":{},"url":{}},"roots":{}}`, false},
 		{"adds {} on 2025-06-18", RouteBoth, "2025-06-18", `{}`, `{"elicitation":{}}`, false},
 		{"keeps the client's url mode", RouteRemote, "2025-11-25", `{"elicitation":{"url":{}}}`, `{"elicitation":{"form":{},"url":{}}}`, false},
-		{"client already declares form", RouteBoth, "2025-11-25", `{"elicitation":{}}`, `{"elicitation":{"form":{}}}`, true},
+		{"client already declares form", RouteBoth, "2025-11-25", `{"elicitation":{}}`, `{"elicitation":{"form":{},"url":{}}}`, true},
 		{"route client passes unchanged", RouteClient, "2025-11-25", `{"sampling":{}}`, `{"sampling":{}}`, false},
 	}
 	for _, tt := range tests {

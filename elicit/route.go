@@ -116,6 +116,9 @@ func (p *Proxy) serverMessage(m *message, raw []byte) []byte {
 	switch {
 	case m.isResponse():
 		p.settle(m)
+		if len(m.Error) > 0 {
+			p.urlRequired(m)
+		}
 	case m.isRequest():
 		if m.Method == string(mcp.MethodElicitationCreate) {
 			return p.elicit(m, raw)
@@ -126,6 +129,8 @@ func (p *Proxy) serverMessage(m *message, raw []byte) []byte {
 			return p.serverCancelled(m, raw)
 		case "notifications/progress":
 			p.noteProgress(m)
+		case "notifications/elicitation/complete":
+			return p.elicitationComplete(m, raw)
 		}
 	}
 	return raw
@@ -266,8 +271,14 @@ func (p *Proxy) rewriteInitialize(m *message, raw []byte) []byte {
 	if elic == nil {
 		elic = map[string]json.RawMessage{}
 	}
-	if _, ok := elic["form"]; !ok && supportsModes(version) {
-		elic["form"] = json.RawMessage("{}")
+	if supportsModes(version) {
+		// Operators answer both modes: form questions, and URL questions
+		// whose link they open themselves.
+		for _, mode := range []string{"form", "url"} {
+			if _, ok := elic[mode]; !ok {
+				elic[mode] = json.RawMessage("{}")
+			}
+		}
 	}
 	eb, _ := json.Marshal(elic)
 	caps["elicitation"] = eb

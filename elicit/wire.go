@@ -223,6 +223,8 @@ const (
 	// codeConnectionClosed is the code MCP SDKs use for a peer that went
 	// away with requests in flight.
 	codeConnectionClosed = -32000
+	// codeURLElicitationRequired is MCP's URLElicitationRequiredError.
+	codeURLElicitationRequired = -32042
 )
 
 // errorResponse encodes a JSON-RPC error response. id may be nil (null).

@@ -9,6 +9,9 @@
 //   - cancel-ask {key}: withdraws the pending ask started with key, sending
 //     notifications/cancelled for its request as a well-behaved server does.
 //   - echo {message}: returns message.
+//   - ask-url {id, url}: sends a URL-mode elicitation/create and returns
+//     the ElicitResult as JSON text.
+//   - complete-url {id}: sends notifications/elicitation/complete for id.
 //   - crash {code}: exits the process with code.
 package main
 
@@ -57,6 +60,20 @@ func main() {
 	s.AddTool(mcp.NewTool("cancel-ask", mcp.WithString("key")), cancelAsk(s))
 	s.AddTool(mcp.NewTool("echo", mcp.WithString("message")), func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return mcp.NewToolResultText(r.GetString("message", "")), nil
+	})
+	s.AddTool(mcp.NewTool("ask-url", mcp.WithString("id"), mcp.WithString("url")), func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, err := s.RequestURLElicitation(ctx, server.ClientSessionFromContext(ctx), r.GetString("id", "el-1"), r.GetString("url", "https://example.com/login"), "Sign in to continue")
+		if err != nil {
+			return mcp.NewToolResultError("elicitation failed: " + err.Error()), nil
+		}
+		b, _ := json.Marshal(res)
+		return mcp.NewToolResultText(string(b)), nil
+	})
+	s.AddTool(mcp.NewTool("complete-url", mcp.WithString("id")), func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if err := s.SendElicitationComplete(ctx, server.ClientSessionFromContext(ctx), r.GetString("id", "el-1")); err != nil {
+			return mcp.NewToolResultError(err.Error()), nil
+		}
+		return mcp.NewToolResultText("completed"), nil
 	})
 	s.AddTool(mcp.NewTool("crash", mcp.WithNumber("code")), func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		os.Exit(int(r.GetFloat("code", 3)))
