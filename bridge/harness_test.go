@@ -67,6 +67,8 @@ type sessionConfig struct {
 	caps       mcp.ClientCapabilities
 	// onNotify, if set, sees every notification from the first one.
 	onNotify func(mcp.JSONRPCNotification)
+	// protocol is the revision the client asks for; "" means 2025-11-25.
+	protocol string
 }
 
 func startSession(t *testing.T, cfg sessionConfig) *session {
@@ -95,7 +97,11 @@ func startSession(t *testing.T, cfg sessionConfig) *session {
 		b2cW.Close()
 		s.runErr <- err
 	}()
-	opts := append([]client.ClientOption{client.WithProtocolVersion("2025-11-25")}, cfg.clientOpts...)
+	pin := "2025-11-25" // the 2025 flow; see DESIGN "Protocol eras"
+	if cfg.protocol != "" {
+		pin = cfg.protocol
+	}
+	opts := append([]client.ClientOption{client.WithProtocolVersion(pin)}, cfg.clientOpts...)
 	tr := transport.NewIO(b2cR, c2bW, nil)
 	s.client = client.NewClient(tr, opts...)
 	if cfg.onNotify != nil {
@@ -110,6 +116,9 @@ func startSession(t *testing.T, cfg sessionConfig) *session {
 	defer icancel()
 	req := mcp.InitializeRequest{}
 	req.Params.ProtocolVersion = "2025-11-25"
+	if cfg.protocol != "" {
+		req.Params.ProtocolVersion = cfg.protocol
+	}
 	req.Params.ClientInfo = mcp.Implementation{Name: "e2e-client", Version: "1.2.3"}
 	req.Params.Capabilities = cfg.caps
 	if _, err := s.client.Initialize(ictx, req); err != nil {

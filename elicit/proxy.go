@@ -116,12 +116,22 @@ type Proxy struct {
 	sessionStarted                      bool
 	serverName                          string
 	initID                              string
+	// rounds holds the multi round-trip exchanges in progress, by the
+	// bridge-owned id of their current retry; states by requestState,
+	// for exchanges whose input_required the client also got.
+	rounds map[string]*round
+	states map[string]*round
 }
 
 type inflight struct {
 	id     json.RawMessage
 	method string
 	token  json.RawMessage
+	// params are kept for requests that may end in input_required (MCP
+	// 2026-07-28), so the bridge can retry them; clientElicit says whether
+	// the client itself declared elicitation for this request.
+	params       json.RawMessage
+	clientElicit bool
 }
 
 type question struct {
@@ -141,6 +151,7 @@ func New(o Options) *Proxy {
 		keepalive: o.Keepalive, name: o.Name, onSession: o.OnSession, log: o.Logger,
 		inflight: map[string]*inflight{}, progress: map[string]float64{},
 		questions: map[string]*question{}, withdrawn: map[string]bool{},
+		rounds: map[string]*round{}, states: map[string]*round{},
 	}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)

@@ -90,7 +90,19 @@ func (p *Proxy) clientMessage(m *message, raw []byte) []byte {
 		if m.Method == string(mcp.MethodInitialize) {
 			raw = p.rewriteInitialize(m, raw)
 		}
+		if out, handled := p.clientRetry(m, raw); handled {
+			return out
+		}
+		var declared bool
+		raw, declared = p.injectMetaCapabilities(m, raw)
 		p.track(m)
+		if mrtrMethods[m.Method] {
+			p.mu.Lock()
+			if r := p.inflight[idKey(m.ID)]; r != nil {
+				r.params, r.clientElicit = m.Params, declared
+			}
+			p.mu.Unlock()
+		}
 		return raw
 	case m.isResponse():
 		if out, handled := p.clientAnswer(m, raw); handled {
@@ -115,6 +127,12 @@ func (p *Proxy) clientMessage(m *message, raw []byte) []byte {
 func (p *Proxy) serverMessage(m *message, raw []byte) []byte {
 	switch {
 	case m.isResponse():
+		if p.roundResponse(m) {
+			return nil // the answer to one of the bridge's own retries
+		}
+		if out, handled := p.inputRequired(m, raw); handled {
+			return out
+		}
 		p.settle(m)
 		if len(m.Error) > 0 {
 			p.urlRequired(m)

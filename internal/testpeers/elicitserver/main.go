@@ -12,6 +12,8 @@
 //   - ask-url {id, url}: sends a URL-mode elicitation/create and returns
 //     the ElicitResult as JSON text.
 //   - complete-url {id}: sends notifications/elicitation/complete for id.
+//   - mrtr-ask {rounds}: asks through input_required results (MCP
+//     2026-07-28), one round or two, and returns the last answer as JSON.
 //   - crash {code}: exits the process with code.
 package main
 
@@ -20,6 +22,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -74,6 +77,32 @@ func main() {
 			return mcp.NewToolResultError(err.Error()), nil
 		}
 		return mcp.NewToolResultText("completed"), nil
+	})
+	// MCP 2026-07-28 multi round-trip: the tool answers input_required
+	// until it has what it needs (one round, or two with rounds=2).
+	s.AddTool(mcp.NewTool("mrtr-ask", mcp.WithNumber("rounds")), func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		name := server.ElicitationResponse(r.Params.InputResponses, "name")
+		if name == nil && strings.HasPrefix(r.Params.RequestState, "round-2:") {
+			// The second round: the first answer travels in the state.
+			name = &mcp.ElicitationResult{}
+			json.Unmarshal([]byte(strings.TrimPrefix(r.Params.RequestState, "round-2:")), name)
+		}
+		if name == nil {
+			return server.NewInputRequestBuilder("round-1").Elicit("name", mcp.ElicitationParams{Message: "Who deploys?",
+				RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"who": map[string]any{"type": "string"}}, "required": []string{"who"}}}).ToolResult(), nil
+		}
+		if r.GetFloat("rounds", 1) >= 2 {
+			confirm := server.ElicitationResponse(r.Params.InputResponses, "confirm")
+			if confirm == nil {
+				b, _ := json.Marshal(name)
+				return server.NewInputRequestBuilder("round-2:"+string(b)).Elicit("confirm", mcp.ElicitationParams{Message: "Sure?",
+					RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"ok": map[string]any{"type": "boolean"}}, "required": []string{"ok"}}}).ToolResult(), nil
+			}
+			b, _ := json.Marshal(map[string]any{"state": r.Params.RequestState, "confirm": confirm})
+			return mcp.NewToolResultText(string(b)), nil
+		}
+		b, _ := json.Marshal(name)
+		return mcp.NewToolResultText(string(b)), nil
 	})
 	s.AddTool(mcp.NewTool("crash", mcp.WithNumber("code")), func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		os.Exit(int(r.GetFloat("code", 3)))

@@ -1,0 +1,436 @@
+package elicit
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/attention"
+	"github.com/agenteventprotocol/aep-mcp-bridge/translate"
+)
+
+// Multi round-trip requests (MCP 2026-07-28, basic/patterns/mrtr): a
+// server asks for input by answering tools/call, prompts/get or
+// resources/read with resultType "input_required". The bridge raises every
+// elicitation input request as a question at once, and when all are
+// answered retries the original request upstream itself, under an id of its
+// own, with inputResponses and the echoed requestState, round after round,
+// until the server returns a final result, which the client receives under
+// its own id.
+
+// mrtrMethods are the requests that may end in input_required.
+var mrtrMethods = map[string]bool{"tools/call": true, "prompts/get": true, "resources/read": true}
+
+// maxRounds bounds the rounds of one exchange.
+const maxRounds = 8
+
+const (
+	metaCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	metaVersion      = "io.modelcontextprotocol/protocolVersion"
+)
+
+// round is one multi round-trip exchange in progress.
+type round struct {
+	clientID json.RawMessage // the client's original request id
+	method   string
+	params   json.RawMessage // the original params, without inputResponses/requestState
+	state    string          // the current requestState
+	n        int             // rounds so far
+	results  map[string]json.RawMessage
+	waiting  int
+	failed   bool
+	// clientCopy: the client also got the input_required (it declared
+	// elicitation, route both); the first to answer wins.
+	clientCopy bool
+	// final is the final result once the bridge's retry got it, and
+	// retryIDs the client retries waiting for it.
+	final    json.RawMessage
+	clientRt []json.RawMessage
+	done     bool
+	// qids maps input request keys to the questions raised for them.
+	qids map[string]string
+}
+
+// injectMetaCapabilities declares elicitation in a modern request's
+// per-request client capabilities, so servers ask (DESIGN decision 2), and
+// reports whether the client declared elicitation itself.
+func (p *Proxy) injectMetaCapabilities(m *message, raw []byte) ([]byte, bool) {
+	var params map[string]json.RawMessage
+	if json.Unmarshal(m.Params, &params) != nil || params == nil {
+		return raw, false
+	}
+	var meta map[string]json.RawMessage
+	if json.Unmarshal(params["_meta"], &meta) != nil || meta == nil {
+		return raw, false
+	}
+	if _, modern := meta[metaVersion]; !modern {
+		if _, ok := meta[metaCapabilities]; !ok {
+			return raw, false
+		}
+	}
+	var caps map[string]json.RawMessage
+	json.Unmarshal(meta[metaCapabilities], &caps)
+	if caps == nil {
+		caps = map[string]json.RawMessage{}
+	}
+	_, declared := caps["elicitation"]
+	p.mu.Lock()
+	route := p.route
+	p.mu.Unlock()
+	if route == RouteClient {
+		return raw, declared
+	}
+	var elic map[string]json.RawMessage
+	json.Unmarshal(caps["elicitation"], &elic)
+	if elic == nil {
+		elic = map[string]json.RawMessage{}
+	}
+	for _, mode := range []string{"form", "url"} {
+		if _, ok := elic[mode]; !ok {
+			elic[mode] = json.RawMessage("{}")
+		}
+	}
+	out, err := setPath(raw, elic, "params", "_meta", metaCapabilities, "elicitation")
+	if err != nil {
+		return raw, declared
+	}
+	return out, declared
+}
+
+// setPath sets a member deep inside a JSON object, creating objects on the
+// way; only the objects on the path are re-encoded.
+func setPath(raw []byte, v any, path ...string) ([]byte, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+		return nil, errors.New("not an object")
+	}
+	if len(path) == 1 {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		obj[path[0]] = b
+		return json.Marshal(obj)
+	}
+	inner := obj[path[0]]
+	if len(inner) == 0 || string(inner) == "null" {
+		inner = json.RawMessage("{}")
+	}
+	b, err := setPath(inner, v, path[1:]...)
+	if err != nil {
+		return nil, err
+	}
+	obj[path[0]] = b
+	return json.Marshal(obj)
+}
+
+// inputRequired intercepts a server's input_required answer to a client
+// request. It returns what to forward and whether it handled the message.
+func (p *Proxy) inputRequired(m *message, raw []byte) ([]byte, bool) {
+	if !m.hasID() || len(m.Result) == 0 {
+		return nil, false
+	}
+	var res struct {
+		ResultType    string                     `json:"resultType"`
+		InputRequests map[string]json.RawMessage `json:"inputRequests"`
+		RequestState  string                     `json:"requestState"`
+	}
+	if json.Unmarshal(m.Result, &res) != nil || res.ResultType != "input_required" {
+		return nil, false
+	}
+	p.mu.Lock()
+	r := p.inflight[idKey(m.ID)]
+	route := p.route
+	p.mu.Unlock()
+	if r == nil || r.params == nil || route == RouteClient {
+		return nil, false // not a request the bridge can retry: pass through
+	}
+	for _, req := range res.InputRequests {
+		var ir struct {
+			Method string `json:"method"`
+		}
+		json.Unmarshal(req, &ir)
+		if ir.Method != "elicitation/create" {
+			// Sampling and roots are the client's to answer.
+			return nil, false
+		}
+	}
+	rd := &round{clientID: r.id, method: r.method, params: r.params, clientCopy: r.clientElicit && route == RouteBoth}
+	p.startRound(rd, res.InputRequests, res.RequestState)
+	if rd.clientCopy {
+		p.mu.Lock()
+		p.states[res.RequestState] = rd
+		p.mu.Unlock()
+		p.settle(m)
+		return raw, true // the client races the operators
+	}
+	return nil, true
+}
+
+// startRound raises a question for every input request; retry follows
+// when all are answered.
+func (p *Proxy) startRound(rd *round, requests map[string]json.RawMessage, state string) {
+	p.mu.Lock()
+	rd.state, rd.results, rd.waiting, rd.qids = state, map[string]json.RawMessage{}, len(requests), map[string]string{}
+	subject := p.subjectLocked()
+	p.mu.Unlock()
+	if len(requests) == 0 {
+		p.retry(rd) // load shedding: retry with the state alone
+		return
+	}
+	for key, req := range requests {
+		var ir struct {
+			Params elicitParams `json:"params"`
+		}
+		json.Unmarshal(req, &ir)
+		key := key
+		deliver := func(res attention.Resolution) { p.roundAnswer(rd, key, res) }
+		spec := attention.Spec{Subject: subject, RespondVia: []string{"control"}, Deliver: deliver, Message: ir.Params.Message}
+		if rd.clientCopy {
+			spec.RespondVia = []string{"control", "oob"}
+		}
+		if ir.Params.Mode == "url" {
+			spec.URL, spec.ElicitationID = ir.Params.URL, ir.Params.ElicitationID
+		} else {
+			form, err := translate.Parse(ir.Params.Message, ir.Params.RequestedSchema)
+			if err != nil {
+				p.failRound(rd, "Invalid params: input request "+key+": "+err.Error()+"; no operator form can carry it")
+				return
+			}
+			spec.Form = form
+		}
+		qid, err := p.mgr.Raise(spec)
+		if err != nil {
+			p.failRound(rd, "the bridge could not publish the question: "+err.Error())
+			return
+		}
+		p.mu.Lock()
+		rd.qids[key] = qid
+		p.mu.Unlock()
+	}
+}
+
+// roundAnswer records one answer; the last one triggers the retry.
+func (p *Proxy) roundAnswer(rd *round, key string, res attention.Resolution) {
+	var result any
+	switch res.Outcome {
+	case attention.Answered:
+		result = res.Decision.Result()
+	case attention.TimedOut:
+		result = translate.CancelResult()
+	default:
+		return // dismissed: the client answered, or the session is ending
+	}
+	b, _ := json.Marshal(result)
+	p.mu.Lock()
+	if rd.done || rd.failed {
+		p.mu.Unlock()
+		return
+	}
+	rd.results[key] = b
+	rd.waiting--
+	ready := rd.waiting == 0
+	p.mu.Unlock()
+	if ready {
+		p.retry(rd)
+	}
+}
+
+// retry sends the original request again under a bridge-owned id, with the
+// answers and the echoed state.
+func (p *Proxy) retry(rd *round) {
+	p.mu.Lock()
+	rd.n++
+	if rd.n > maxRounds {
+		p.mu.Unlock()
+		p.failRound(rd, fmt.Sprintf("the server asked for input more than %d times; giving up", maxRounds))
+		return
+	}
+	// An id of the bridge's own, never one the client has in flight.
+	id := "aep-mcp-bridge-" + aep.NewID()
+	for p.inflight[idKey(json.RawMessage(`"`+id+`"`))] != nil {
+		id = "aep-mcp-bridge-" + aep.NewID()
+	}
+	p.rounds[idKey(json.RawMessage(`"`+id+`"`))] = rd
+	results, state := rd.results, rd.state
+	p.mu.Unlock()
+	msg := map[string]any{"jsonrpc": "2.0", "id": id, "method": rd.method}
+	b, _ := json.Marshal(msg)
+	params := rd.params
+	var err error
+	if len(results) > 0 {
+		params, err = setPath(params, results, "inputResponses")
+	}
+	if err == nil && state != "" {
+		params, err = setPath(params, state, "requestState")
+	}
+	if err == nil {
+		params, err = setPath(params, map[string]any{"form": map[string]any{}, "url": map[string]any{}}, "_meta", metaCapabilities, "elicitation")
+	}
+	if err == nil {
+		b, err = setPath(b, json.RawMessage(params), "params")
+	}
+	if err != nil {
+		p.failRound(rd, "the bridge could not build the retry: "+err.Error())
+		return
+	}
+	p.log.Info("multi round-trip: retrying the request upstream with the answers", "round", rd.n, "answers", len(results))
+	p.writeServer(b)
+}
+
+// roundResponse handles the server's answer to a bridge retry.
+func (p *Proxy) roundResponse(m *message) bool {
+	if !m.hasID() {
+		return false
+	}
+	k := idKey(m.ID)
+	p.mu.Lock()
+	rd, ok := p.rounds[k]
+	delete(p.rounds, k)
+	p.mu.Unlock()
+	if !ok {
+		return false
+	}
+	var res struct {
+		ResultType    string                     `json:"resultType"`
+		InputRequests map[string]json.RawMessage `json:"inputRequests"`
+		RequestState  string                     `json:"requestState"`
+	}
+	if len(m.Result) > 0 && json.Unmarshal(m.Result, &res) == nil && res.ResultType == "input_required" {
+		p.startRound(rd, res.InputRequests, res.RequestState)
+		return true
+	}
+	// The final result (or error) goes to the client under its own id.
+	out := map[string]json.RawMessage{"jsonrpc": json.RawMessage(`"2.0"`)}
+	if len(m.Result) > 0 {
+		out["result"] = m.Result
+	} else {
+		out["error"] = m.Error
+	}
+	p.mu.Lock()
+	rd.done = true
+	rd.final = nil
+	clientCopy, waiting := rd.clientCopy, rd.clientRt
+	rd.clientRt = nil
+	if clientCopy {
+		b, _ := json.Marshal(out)
+		rd.final = b
+	}
+	p.mu.Unlock()
+	if clientCopy {
+		// The client got the input_required too; its retry, now or
+		// later, is answered with this result.
+		for _, id := range waiting {
+			p.answerClientRetry(rd, id)
+		}
+		return true
+	}
+	out["id"] = rd.clientID
+	b, _ := json.Marshal(out)
+	p.settleID(rd.clientID)
+	p.writeClient(b)
+	return true
+}
+
+// clientRetry handles a client's own retry of an exchange whose
+// input_required it also got: if the client answered first, its retry
+// passes and the operators' questions are settled; if the operators won,
+// the client's retry is answered with the bridge's final result.
+func (p *Proxy) clientRetry(m *message, raw []byte) ([]byte, bool) {
+	if !mrtrMethods[m.Method] {
+		return nil, false
+	}
+	var params struct {
+		RequestState string `json:"requestState"`
+	}
+	if json.Unmarshal(m.Params, &params) != nil || params.RequestState == "" {
+		return nil, false
+	}
+	p.mu.Lock()
+	rd, ok := p.states[params.RequestState]
+	if ok {
+		delete(p.states, params.RequestState)
+	}
+	operatorsWon := ok && (rd.done || rd.n > 0)
+	if operatorsWon && rd.final == nil {
+		rd.clientRt = append(rd.clientRt, m.ID) // the bridge's retry is in flight
+	}
+	if ok && !operatorsWon {
+		rd.failed = true // the client answered first
+	}
+	p.mu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	if !operatorsWon {
+		// The client won: the bus records its answers as given in the
+		// client (via oob), and its retry goes on to the server.
+		var answers struct {
+			InputResponses map[string]json.RawMessage `json:"inputResponses"`
+		}
+		json.Unmarshal(m.Params, &answers)
+		p.mu.Lock()
+		qids, client := rd.qids, p.clientInfo.Name
+		p.mu.Unlock()
+		if client == "" {
+			client = "mcp-client"
+		}
+		for key, qid := range qids {
+			if r, ok := answers.InputResponses[key]; ok {
+				p.mgr.ClientAnswered(qid, client, r)
+			} else {
+				p.mgr.Dismiss(qid)
+			}
+		}
+		return raw, false // tracked as an ordinary request
+	}
+	if rd.final != nil {
+		p.answerClientRetry(rd, m.ID)
+	}
+	return nil, true
+}
+
+func (p *Proxy) answerClientRetry(rd *round, id json.RawMessage) {
+	b, err := setPath(rd.final, id, "id")
+	if err != nil {
+		return
+	}
+	p.writeClient(b)
+}
+
+// dismissRound withdraws the questions of an exchange.
+func (p *Proxy) dismissRound(rd *round) {
+	p.mu.Lock()
+	qids := make([]string, 0, len(rd.qids))
+	for _, q := range rd.qids {
+		qids = append(qids, q)
+	}
+	p.mu.Unlock()
+	for _, q := range qids {
+		p.mgr.Dismiss(q)
+	}
+}
+
+// failRound answers the client's request with an error and stops.
+func (p *Proxy) failRound(rd *round, msg string) {
+	p.mu.Lock()
+	if rd.failed || rd.done {
+		p.mu.Unlock()
+		return
+	}
+	rd.failed = true
+	p.mu.Unlock()
+	p.dismissRound(rd)
+	p.settleID(rd.clientID)
+	if !rd.clientCopy {
+		p.writeClient(errorResponse(rd.clientID, codeInvalidParams, msg))
+	}
+}
+
+// settleID forgets a client request that the bridge answered itself.
+func (p *Proxy) settleID(id json.RawMessage) {
+	p.mu.Lock()
+	delete(p.inflight, idKey(id))
+	p.mu.Unlock()
+}
