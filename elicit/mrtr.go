@@ -1,6 +1,7 @@
 package elicit
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -56,6 +57,9 @@ type round struct {
 // per-request client capabilities, so servers ask (DESIGN decision 2), and
 // reports whether the client declared elicitation itself.
 func (p *Proxy) injectMetaCapabilities(m *message, raw []byte) ([]byte, bool) {
+	if !bytes.Contains(m.Params, []byte("io.modelcontextprotocol/")) {
+		return raw, false // not a 2026-07-28 request: nothing to parse
+	}
 	var params map[string]json.RawMessage
 	if json.Unmarshal(m.Params, &params) != nil || params == nil {
 		return raw, false
@@ -128,7 +132,7 @@ func setPath(raw []byte, v any, path ...string) ([]byte, error) {
 // inputRequired intercepts a server's input_required answer to a client
 // request. It returns what to forward and whether it handled the message.
 func (p *Proxy) inputRequired(m *message, raw []byte) ([]byte, bool) {
-	if !m.hasID() || len(m.Result) == 0 {
+	if !m.hasID() || len(m.Result) == 0 || !bytes.Contains(m.Result, []byte("input_required")) {
 		return nil, false
 	}
 	var res struct {
@@ -338,7 +342,7 @@ func (p *Proxy) roundResponse(m *message) bool {
 // passes and the operators' questions are settled; if the operators won,
 // the client's retry is answered with the bridge's final result.
 func (p *Proxy) clientRetry(m *message, raw []byte) ([]byte, bool) {
-	if !mrtrMethods[m.Method] {
+	if !mrtrMethods[m.Method] || !bytes.Contains(m.Params, []byte(`"requestState"`)) {
 		return nil, false
 	}
 	var params struct {
