@@ -214,17 +214,17 @@ func TestAEP0004_RelayBehalfRefusal(t *testing.T) {
 	emit(t, em, "session.started", nil)
 	c := dial(t, srv)
 	c.hello()
-	pause := `{"aep":"0.1","id":"P1","type":"control.pause","time":"2026-01-01T00:00:00Z","source":"aep://x/agent/op","agent":"op","session":"s1"}`
+	pause := `{"aep":"0.1","id":"REFUSED-CMD-1","type":"control.pause","time":"2026-01-01T00:00:00Z","source":"aep://x/agent/op","agent":"op","session":"s1"}`
 	c.send(pause)
-	if f := c.read(); f["code"] != "unsupported" || f["cause"] != "P1" {
+	if f := c.read(); f["code"] != "unsupported" || f["cause"] != "REFUSED-CMD-1" {
 		t.Fatalf("undeclared command: %v", f)
 	}
 	c.send(strings.Replace(strings.Replace(pause, "control.pause", "control.attention.respond", 1), `"session":"s1"`, `"session":"gone","data":{"answer":{"option":"x"}}`, 1))
-	if f := c.read(); f["code"] != "no-route" || f["cause"] != "P1" {
+	if f := c.read(); f["code"] != "no-route" || f["cause"] != "REFUSED-CMD-1" {
 		t.Fatalf("no-route: %v", f)
 	}
 	for _, line := range sseData(sse(t, srv.URL, "live=0&from=all")) {
-		if strings.Contains(line, "P1") {
+		if strings.Contains(line, `"REFUSED-CMD-1"`) {
 			t.Fatalf("a refusal entered history: %s", line)
 		}
 	}
