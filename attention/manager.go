@@ -322,27 +322,18 @@ func (m *Manager) Respond(cmd aep.Event, a aep.Answer, ack func(reason, detail s
 		ack(aep.ReasonInvalid, fmt.Sprintf("no pending attention request %s in this session: it is unknown or already resolved", cmd.Subject))
 		return
 	}
-	if q.spec.URL != "" && contains(q.spec.RespondVia, "control") {
-		d, err := decideURL(a)
-		if err != nil {
-			m.mu.Unlock()
-			ack(aep.ReasonInvalid, err.Error())
-			return
-		}
-		if err := ack("", ""); err != nil {
-			m.log.Warn("emitting control.accepted", "cmd", cmd.ID, "err", err)
-		}
-		m.resolveLocked(q, d.Applied, "control", cmd.Agent, cmd.ID)
-		m.mu.Unlock()
-		q.spec.Deliver(Resolution{Outcome: Answered, Decision: d})
-		return
-	}
-	if !contains(q.spec.RespondVia, "control") || q.spec.Form == nil {
+	if !contains(q.spec.RespondVia, "control") || (q.spec.Form == nil && q.spec.URL == "") {
 		m.mu.Unlock()
 		ack(aep.ReasonRefused, fmt.Sprintf("attention request %s is answered in the MCP client (respond_via has no control)", cmd.Subject))
 		return
 	}
-	d, err := q.spec.Form.Decide(a)
+	var d translate.Decision
+	var err error
+	if q.spec.URL != "" {
+		d, err = decideURL(a)
+	} else {
+		d, err = q.spec.Form.Decide(a)
+	}
 	if err != nil {
 		m.mu.Unlock()
 		// The question stays pending; the detail names field and rule

@@ -68,14 +68,7 @@ func (p *Proxy) elicit(m *message, raw []byte) []byte {
 	spec := attention.Spec{Form: form, Subject: subject}
 	// A question a scripted rule settles is not also put to the client.
 	toClient := clientForm && route != RouteRemote && !p.mgr.Scripted(subject, form)
-	switch {
-	case route == RouteClient:
-		spec.RespondVia = []string{"oob"}
-	case toClient:
-		spec.RespondVia = []string{"control", "oob"}
-	default:
-		spec.RespondVia = []string{"control"}
-	}
+	spec.RespondVia = respondVia(route, toClient)
 	return p.ask(m, raw, spec, toClient, route == RouteClient)
 }
 
@@ -293,14 +286,7 @@ func (p *Proxy) elicitURL(m *message, raw []byte, params elicitParams, clientURL
 	}
 	spec := attention.Spec{Message: params.Message, Subject: subject, URL: params.URL, ElicitationID: params.ElicitationID}
 	toClient := clientURL && route != RouteRemote
-	switch {
-	case route == RouteClient:
-		spec.RespondVia = []string{"oob"}
-	case toClient:
-		spec.RespondVia = []string{"control", "oob"}
-	default:
-		spec.RespondVia = []string{"control"}
-	}
+	spec.RespondVia = respondVia(route, toClient)
 	return p.ask(m, raw, spec, toClient, route == RouteClient)
 }
 
@@ -356,4 +342,17 @@ func (p *Proxy) urlRequired(m *message) {
 		}
 		p.log.Info("question raised from a URL-elicitation-required error", "question", id)
 	}
+}
+
+// respondVia declares who may answer a question (AEP-0008): the client
+// alone under route client, operators and the client when the client got a
+// copy, operators alone otherwise.
+func respondVia(route Route, toClient bool) []string {
+	switch {
+	case route == RouteClient:
+		return []string{"oob"}
+	case toClient:
+		return []string{"control", "oob"}
+	}
+	return []string{"control"}
 }
