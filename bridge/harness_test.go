@@ -262,13 +262,18 @@ var controlSender = control.Sender{Authenticated: true}
 
 // lockedWriter collects log output from several goroutines.
 type lockedWriter struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu      sync.Mutex
+	b       bytes.Buffer
+	changed chan struct{} // closed on the next write
 }
 
 func (w *lockedWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.changed != nil {
+		close(w.changed)
+		w.changed = nil
+	}
 	return w.b.Write(p)
 }
 
@@ -276,6 +281,29 @@ func (w *lockedWriter) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.b.String()
+}
+
+// waitFor blocks until the log contains s, waking on every write.
+func (w *lockedWriter) waitFor(t *testing.T, s string) {
+	t.Helper()
+	deadline := time.After(waitLimit)
+	for {
+		w.mu.Lock()
+		if strings.Contains(w.b.String(), s) {
+			w.mu.Unlock()
+			return
+		}
+		if w.changed == nil {
+			w.changed = make(chan struct{})
+		}
+		ch := w.changed
+		w.mu.Unlock()
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("the log never said %q", s)
+		}
+	}
 }
 
 func textLogger(w io.Writer) *slog.Logger {

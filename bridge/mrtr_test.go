@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -89,5 +90,48 @@ func TestMRTRClientRaceClientWins(t *testing.T) {
 	answered := s.next("attention.answered")
 	if !strings.Contains(string(answered.Data), `"via":"oob"`) {
 		t.Fatalf("answered: %s", answered.Data)
+	}
+}
+
+// TestMRTRRoundBound stops a server that never has enough input after the
+// bound, with a clear error to the client.
+func TestMRTRRoundBound(t *testing.T) {
+	s, _ := modern(t)
+	call := s.call("mrtr-forever", nil, nil)
+	for i := 0; i < 8; i++ {
+		req := s.next("attention.requested")
+		s.respond(req.ID, aep.Answer{Values: map[string]any{"ok": true}})
+	}
+	select {
+	case r := <-call:
+		if r.err == nil || !strings.Contains(r.err.Error(), "more than 8 times") {
+			t.Fatalf("got %v %v; want an error naming the bound", r.res, r.err)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("the exchange never ended")
+	}
+}
+
+// TestMRTRClientRaceOperatorWins: the operator answers while the client
+// still holds its copy; the bridge completes the exchange, and the
+// client's own retry, when it comes, is answered with that result.
+func TestMRTRClientRaceOperatorWins(t *testing.T) {
+	release := make(chan struct{})
+	handler := elicitingClient{func(ctx context.Context, r mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+		<-release
+		return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: "decline"}}, nil
+	}}
+	var logs lockedWriter
+	s := startSession(t, sessionConfig{protocol: mcp.ProtocolVersion20260728, opts: Options{Logger: textLogger(&logs)},
+		clientOpts: []client.ClientOption{client.WithElicitationHandler(handler)}})
+	call := s.call("mrtr-ask", map[string]any{"rounds": 1}, nil)
+	req := s.next("attention.requested")
+	if res, _ := s.respond(req.ID, aep.Answer{Values: map[string]any{"who": "operator"}}); !res.Accepted() {
+		t.Fatalf("operator: %s", res.Raw)
+	}
+	logs.waitFor(t, "multi round-trip: retrying")
+	close(release) // the client's late retry
+	if got := toolText(t, s.result(call)); got != `{"action":"accept","content":{"who":"operator"}}` {
+		t.Fatalf("the client got %s; want the operator's answer", got)
 	}
 }

@@ -302,6 +302,13 @@ func (p *Proxy) roundResponse(m *message) bool {
 		RequestState  string                     `json:"requestState"`
 	}
 	if len(m.Result) > 0 && json.Unmarshal(m.Result, &res) == nil && res.ResultType == "input_required" {
+		p.mu.Lock()
+		spent := rd.n >= maxRounds
+		p.mu.Unlock()
+		if spent {
+			p.failRound(rd, fmt.Sprintf("the server asked for input more than %d times; giving up", maxRounds))
+			return true
+		}
 		p.startRound(rd, res.InputRequests, res.RequestState)
 		return true
 	}
@@ -317,16 +324,17 @@ func (p *Proxy) roundResponse(m *message) bool {
 	rd.final = nil
 	clientCopy, waiting := rd.clientCopy, rd.clientRt
 	rd.clientRt = nil
+	var final json.RawMessage
 	if clientCopy {
-		b, _ := json.Marshal(out)
-		rd.final = b
+		final, _ = json.Marshal(out)
+		rd.final = final
 	}
 	p.mu.Unlock()
 	if clientCopy {
 		// The client got the input_required too; its retry, now or
 		// later, is answered with this result.
 		for _, id := range waiting {
-			p.answerClientRetry(rd, id)
+			p.answerClientRetry(final, id)
 		}
 		return true
 	}
@@ -357,8 +365,12 @@ func (p *Proxy) clientRetry(m *message, raw []byte) ([]byte, bool) {
 		delete(p.states, params.RequestState)
 	}
 	operatorsWon := ok && (rd.done || rd.n > 0)
-	if operatorsWon && rd.final == nil {
-		rd.clientRt = append(rd.clientRt, m.ID) // the bridge's retry is in flight
+	var final json.RawMessage
+	if operatorsWon {
+		final = rd.final
+		if final == nil {
+			rd.clientRt = append(rd.clientRt, m.ID) // the bridge's retry is in flight
+		}
 	}
 	if ok && !operatorsWon {
 		rd.failed = true // the client answered first
@@ -389,14 +401,16 @@ func (p *Proxy) clientRetry(m *message, raw []byte) ([]byte, bool) {
 		}
 		return raw, false // tracked as an ordinary request
 	}
-	if rd.final != nil {
-		p.answerClientRetry(rd, m.ID)
+	if final != nil {
+		p.answerClientRetry(final, m.ID)
 	}
 	return nil, true
 }
 
-func (p *Proxy) answerClientRetry(rd *round, id json.RawMessage) {
-	b, err := setPath(rd.final, id, "id")
+// answerClientRetry answers a client's retry with the final result the
+// bridge's own retry got.
+func (p *Proxy) answerClientRetry(final, id json.RawMessage) {
+	b, err := setPath(final, id, "id")
 	if err != nil {
 		return
 	}

@@ -14,6 +14,7 @@
 //   - complete-url {id}: sends notifications/elicitation/complete for id.
 //   - mrtr-ask {rounds}: asks through input_required results (MCP
 //     2026-07-28), one round or two, and returns the last answer as JSON.
+//   - mrtr-forever: answers input_required on every attempt.
 //   - crash {code}: exits the process with code.
 package main
 
@@ -103,6 +104,11 @@ func main() {
 		}
 		b, _ := json.Marshal(name)
 		return mcp.NewToolResultText(string(b)), nil
+	})
+	s.AddTool(mcp.NewTool("mrtr-forever"), func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		// Never satisfied: asks again on every retry.
+		return server.NewInputRequestBuilder("again").Elicit("more", mcp.ElicitationParams{Message: "More?",
+			RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"ok": map[string]any{"type": "boolean"}}}}).ToolResult(), nil
 	})
 	s.AddTool(mcp.NewTool("crash", mcp.WithNumber("code")), func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		os.Exit(int(r.GetFloat("code", 3)))
