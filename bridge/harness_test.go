@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +23,7 @@ import (
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
 	"github.com/agenteventprotocol/aep-mcp-bridge/control"
+	"github.com/agenteventprotocol/aep-mcp-bridge/inbox"
 	"github.com/agenteventprotocol/aep-mcp-bridge/internal/logcheck"
 )
 
@@ -311,3 +313,18 @@ func textLogger(w io.Writer) *slog.Logger {
 }
 
 func transportIO(r io.Reader, w io.WriteCloser) *transport.Stdio { return transport.NewIO(r, w, nil) }
+
+// serve puts the session's AEP endpoint (with the inbox at /) on a test
+// server, with the session's claim, and returns its base URL. Both stop
+// before the session is checked: the endpoint closes first.
+func (s *session) serve(token string) string {
+	s.t.Helper()
+	ep, err := bus.NewEndpoint(bus.EndpointOptions{Token: token, Hub: s.b.Hub(), Root: inbox.Handler()})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	ep.AddClaim(s.b.Claim("test"))
+	srv := httptest.NewServer(ep.Handler())
+	s.t.Cleanup(func() { ep.Close(); srv.Close() })
+	return srv.URL
+}

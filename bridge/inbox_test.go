@@ -3,7 +3,6 @@ package bridge
 import (
 	"context"
 	"encoding/json"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,8 +11,6 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
-	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
-	"github.com/agenteventprotocol/aep-mcp-bridge/inbox"
 )
 
 // chromium returns Debian's Chromium, skipping outside CI when it is absent.
@@ -37,13 +34,7 @@ func inboxSession(t *testing.T) (*session, string, context.Context) {
 	t.Helper()
 	exe := chromium(t)
 	s := startSession(t, sessionConfig{})
-	ep, err := bus.NewEndpoint(bus.EndpointOptions{Token: "inbox-token", Hub: s.b.Hub(), Root: inbox.Handler()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ep.AddClaim(s.b.Claim("test"))
-	srv := httptest.NewServer(ep.Handler())
-	t.Cleanup(func() { ep.Close(); srv.Close() })
+	base := s.serve("inbox-token")
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU,
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-quic", true), chromedp.UserDataDir(t.TempDir()),
@@ -52,7 +43,7 @@ func inboxSession(t *testing.T) (*session, string, context.Context) {
 	ctx, cancelC := chromedp.NewContext(actx)
 	ctx, cancelT := context.WithTimeout(ctx, 2*waitLimit)
 	t.Cleanup(func() { cancelT(); cancelC(); cancelA() })
-	return s, srv.URL + "/#token=inbox-token", ctx
+	return s, base + "/#token=inbox-token", ctx
 }
 
 const inboxSchema = `{"type":"object","properties":{

@@ -3,11 +3,9 @@ package bridge
 import (
 	"context"
 	"encoding/json"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
-	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
 	"github.com/agenteventprotocol/aep-mcp-bridge/operator"
 )
 
@@ -16,18 +14,11 @@ import (
 // answered with the recorded ack, and the server gets one answer.
 func TestRespondRetryAfterDroppedConnection(t *testing.T) {
 	s := startSession(t, sessionConfig{})
-	ep, err := bus.NewEndpoint(bus.EndpointOptions{Token: "tok", Hub: s.b.Hub()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ep.AddClaim(s.b.Claim("test"))
-	srv := httptest.NewServer(ep.Handler())
-	defer srv.Close()
-	defer ep.Close()
+	base := s.serve("tok")
 
 	call := s.call("ask", map[string]any{"schema": "pinned"}, nil)
 	s.next("attention.requested")
-	c := &operator.Client{Endpoint: srv.URL, Token: "tok"}
+	c := &operator.Client{Endpoint: base, Token: "tok"}
 	ctx := context.Background()
 	qs, err := c.Pending(ctx)
 	if err != nil || len(qs) != 1 {

@@ -3,7 +3,6 @@ package bridge
 import (
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +10,6 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
-	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
 )
 
 // TestAttentionRoundTripOverTheWire answers a real server's question from a
@@ -20,19 +18,12 @@ import (
 // (AEP-0004 §7 fixture classes: attention round-trip, dedupe-on-retry).
 func TestAttentionRoundTripOverTheWire(t *testing.T) {
 	s := startSession(t, sessionConfig{})
-	ep, err := bus.NewEndpoint(bus.EndpointOptions{Token: "tok", Hub: s.b.Hub()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ep.AddClaim(s.b.Claim("test"))
-	srv := httptest.NewServer(ep.Handler())
-	defer srv.Close()
-	defer ep.Close()
+	base := s.serve("tok")
 
 	call := s.call("ask", map[string]any{"schema": "pinned"}, nil)
 	s.next("attention.requested") // raised before the operator connects: replay must show it
 
-	c, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http")+"/socket?access_token=tok", nil)
+	c, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(base, "http")+"/socket?access_token=tok", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +70,7 @@ func TestAttentionRoundTripOverTheWire(t *testing.T) {
 		t.Fatalf("the re-ack differs:\n%s\n%s", ack1, ack2)
 	}
 	// Without the token nothing is served, control included.
-	if _, resp, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http")+"/socket", nil); err == nil || resp.StatusCode != http.StatusUnauthorized {
+	if _, resp, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(base, "http")+"/socket", nil); err == nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("unauthenticated socket: %v", err)
 	}
 }

@@ -157,7 +157,7 @@ func (p *Proxy) serverMessage(m *message, raw []byte) []byte {
 // track remembers a client request until the server answers it.
 func (p *Proxy) track(m *message) {
 	r := &inflight{id: m.ID, method: m.Method}
-	if len(m.Params) > 0 {
+	if bytes.Contains(m.Params, []byte(`"progressToken"`)) {
 		var params struct {
 			Meta *struct {
 				ProgressToken json.RawMessage `json:"progressToken"`
