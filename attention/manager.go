@@ -232,11 +232,8 @@ func (m *Manager) Raise(s Spec) (string, error) {
 		}
 	}
 	ev, _, err := m.pub.Emit(aep.Draft{Type: "attention.requested", Subject: s.Subject, Severity: aep.SeverityNotice, Capture: capture, Data: data})
-	if ev.ID == "" {
-		return "", fmt.Errorf("publishing attention.requested: %w", err)
-	}
 	if err != nil {
-		m.log.Warn("attention.requested reached some sinks only", "id", ev.ID, "err", err)
+		return "", fmt.Errorf("publishing attention.requested: %w", err)
 	}
 	q.id = ev.ID
 	m.pending[q.id] = q

@@ -22,6 +22,7 @@ import (
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
+	"github.com/agenteventprotocol/aep-mcp-bridge/endpoint"
 )
 
 const fanoutToken = "bench-token"
@@ -36,7 +37,7 @@ func fanoutServer() error {
 		return err
 	}
 	hub := bus.NewHub()
-	ep, err := bus.NewEndpoint(bus.EndpointOptions{Token: fanoutToken, Hub: hub})
+	ep, err := endpoint.New(endpoint.Options{Token: fanoutToken, Hub: hub})
 	if err != nil {
 		return err
 	}

@@ -119,11 +119,16 @@ func runPending(ctx context.Context, args []string) error {
 	b2cR, b2cW := io.Pipe()
 	logs, _ := os.MkdirTemp("", "aep-bench-logs")
 	defer os.RemoveAll(logs)
-	b, err := bridge.New(bridge.Options{Command: []string{self, "flood-server"}, Client: c2bR, ClientOut: b2cW, LogDir: logs})
+	h, err := bridge.NewHost(bridge.HostOptions{})
 	if err != nil {
 		return err
 	}
-	sub := b.Hub().Subscribe(func(ev *aep.Event) bool { return ev.Type == "attention.requested" }, *n+16)
+	defer h.Close(context.Background())
+	b, err := h.NewSession(bridge.Options{Command: []string{self, "flood-server"}, Client: c2bR, ClientOut: b2cW, LogDir: logs})
+	if err != nil {
+		return err
+	}
+	sub := h.Hub().Subscribe(func(ev *aep.Event) bool { return ev.Type == "attention.requested" }, *n+16)
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)

@@ -70,9 +70,17 @@ type Options struct {
 	Answers *script.Rules
 	// AnswersOnly cancels questions no rule answers (--answers-only).
 	AnswersOnly bool
+
+	// hub and host are set by Host.NewSession; a session made with New
+	// alone has a hub of its own.
+	hub  *bus.Hub
+	host *Host
 }
 
-// Bridge is one bridged MCP session.
+// Bridge is one bridged MCP session: one client, one upstream server, one
+// AEP session with its log, questions and command intake. Make one with
+// Host.NewSession (or New, for a session with a hub of its own) and run it
+// with Run, once.
 type Bridge struct {
 	opts    Options
 	log     *slog.Logger
@@ -108,7 +116,10 @@ func New(o Options) (*Bridge, error) {
 	if o.AttentionCapture == 0 {
 		o.AttentionCapture = aep.CaptureRedacted
 	}
-	b := &Bridge{opts: o, log: o.Logger, session: aep.NewID(), hub: bus.NewHub()}
+	b := &Bridge{opts: o, log: o.Logger, session: aep.NewID(), hub: o.hub}
+	if b.hub == nil {
+		b.hub = bus.NewHub()
+	}
 	b.upstream.Store("starting")
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
@@ -128,6 +139,7 @@ func New(o Options) (*Bridge, error) {
 	em, err := bus.NewEmitter(bus.EmitterOptions{Agent: o.Agent, Session: b.session, Host: o.Host,
 		Capture: o.Capture, AttentionCapture: o.AttentionCapture, Sinks: sinks})
 	if err != nil {
+		b.closeLog()
 		return nil, err
 	}
 	b.em = em
@@ -148,7 +160,8 @@ func (b *Bridge) Session() string { return b.session }
 // Source returns the session's source URI.
 func (b *Bridge) Source() string { return b.em.Source() }
 
-// Hub returns the session's event hub.
+// Hub returns the hub the session publishes to (its host's, when it runs
+// on one).
 func (b *Bridge) Hub() *bus.Hub { return b.hub }
 
 // Intake returns the session's control intake.
@@ -173,30 +186,28 @@ func (b *Bridge) Upstream() string { return b.upstream.Load().(string) }
 var ErrUpstreamExited = errors.New("upstream MCP server exited")
 
 // Run spawns the server and relays the session until the client leaves,
-// the server exits or ctx is cancelled. It returns nil for a client that
-// left or a cancelled context, and an error wrapping ErrUpstreamExited when
-// the server went away first.
+// the server exits, ctx is cancelled or the session's host closes. It
+// returns nil for a client that left or a cancelled context, and an error
+// wrapping ErrUpstreamExited when the server went away first. Whatever
+// happens, the session's questions are settled, session.ended is written,
+// the log is closed and the server is stopped before Run returns.
 func (b *Bridge) Run(ctx context.Context) error {
-	var (
-		ch     *child
-		server elicit.Conn
-	)
-	if b.opts.URL != "" {
-		conn, err := upstream.Dial(upstream.Options{URL: b.opts.URL, Header: b.opts.Header, Transport: b.opts.Transport, Logger: b.log})
-		if err != nil {
+	if h := b.opts.host; h != nil {
+		if !h.started() {
 			b.closeLog()
-			return err
+			return errors.New("the bridge is shutting down; the session was not started")
 		}
-		server = conn
-		b.log.Info("remote upstream", "url", b.opts.URL)
-	} else {
-		var err error
-		if ch, err = startChild(b.opts.Command, b.opts.Env, b.opts.ServerStderr); err != nil {
-			b.closeLog()
-			return err
-		}
-		b.log.Info("upstream started", "pid", ch.cmd.Process.Pid)
-		server = elicit.NewStreamConn(ch.stdout, ch.stdin, ch.stdout.Close, 0)
+		defer h.ended(b)
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		stop := context.AfterFunc(h.ctx, cancel)
+		defer stop()
+	}
+	up, err := b.dial()
+	if err != nil {
+		b.closeLog()
+		return err
 	}
 	b.upstream.Store("running")
 	var clientClose func() error
@@ -206,11 +217,36 @@ func (b *Bridge) Run(ctx context.Context) error {
 	client := elicit.NewStreamConn(b.opts.Client, b.opts.ClientOut, clientClose, 0)
 	var once sync.Once
 	startSession := func(ci elicit.ClientInfo) { once.Do(func() { b.emitStarted(ci) }) }
-	px := elicit.New(elicit.Options{Client: client, Server: server, Manager: b.mgr, Publisher: b.em, Route: b.opts.Route,
+	px := elicit.New(elicit.Options{Client: client, Server: up.conn, Manager: b.mgr, Publisher: b.em, Route: b.opts.Route,
 		Keepalive: b.opts.Keepalive, Name: b.opts.Name, OnSession: startSession, Logger: b.log})
 	began := time.Now()
 	end := px.Run(ctx)
-	return b.shutdown(end, px, ch, server, client, began, startSession)
+	return b.shutdown(end, px, up, client, began, startSession)
+}
+
+// upstreamConn is the session's server side: a spawned process or a remote
+// connection.
+type upstreamConn struct {
+	conn elicit.Conn
+	proc *upstream.Process // nil for a remote server
+}
+
+// dial connects to the remote server or spawns the command.
+func (b *Bridge) dial() (upstreamConn, error) {
+	if b.opts.URL != "" {
+		conn, err := upstream.Dial(upstream.Options{URL: b.opts.URL, Header: b.opts.Header, Transport: b.opts.Transport, Logger: b.log})
+		if err != nil {
+			return upstreamConn{}, err
+		}
+		b.log.Info("remote upstream", "url", b.opts.URL)
+		return upstreamConn{conn: conn}, nil
+	}
+	p, err := upstream.Start(b.opts.Command, b.opts.Env, b.opts.ServerStderr)
+	if err != nil {
+		return upstreamConn{}, err
+	}
+	b.log.Info("upstream started", "pid", p.Pid())
+	return upstreamConn{conn: elicit.NewStreamConn(p.Stdout(), p.Stdin(), p.Stdout().Close, 0), proc: p}, nil
 }
 
 // emitStarted emits session.started with the client's name and version.
@@ -228,16 +264,17 @@ func (b *Bridge) emitStarted(ci elicit.ClientInfo) {
 	}
 }
 
-func (b *Bridge) shutdown(end elicit.Ending, px *elicit.Proxy, ch *child, server elicit.Conn, client *elicit.StreamConn, began time.Time, startSession func(elicit.ClientInfo)) error {
-
-	// Shutdown: stop accepting, settle questions, end the session, flush.
+// shutdown settles the session in order: questions dismissed, in-flight
+// requests failed when the server died, session.ended, the log closed, the
+// server stopped, the streams closed.
+func (b *Bridge) shutdown(end elicit.Ending, px *elicit.Proxy, up upstreamConn, client *elicit.StreamConn, began time.Time, startSession func(elicit.ClientInfo)) error {
 	reason, runErr := "normal", error(nil)
 	var failure string
 	if !end.ClientClosed && end.Err == nil {
 		status := "the remote session ended"
 		failure = fmt.Sprintf("the remote MCP server at %s ended the session; check that it is running and reconnect", b.opts.URL)
-		if ch != nil {
-			status = ch.exitStatus(2 * time.Second)
+		if up.proc != nil {
+			status = up.proc.ExitStatus(2 * time.Second)
 			failure = fmt.Sprintf("upstream MCP server exited (%s); run the command alone to see its error", status)
 		}
 		reason, runErr = "error", fmt.Errorf("%w: %s", ErrUpstreamExited, status)
@@ -255,11 +292,13 @@ func (b *Bridge) shutdown(end elicit.Ending, px *elicit.Proxy, ch *child, server
 		b.log.Warn("emitting session.ended", "err", err)
 	}
 	b.closeLog()
-	b.hub.Close()
-	if ch != nil {
-		ch.stop(b.opts.StopGrace, b.opts.KillTimeout)
+	if b.opts.host == nil {
+		b.hub.Close() // a hub of its own; a host's hub outlives the session
 	}
-	server.Close()
+	if up.proc != nil {
+		up.proc.Stop(b.opts.StopGrace, b.opts.KillTimeout)
+	}
+	up.conn.Close()
 	client.Close()
 	px.Wait()
 	return runErr

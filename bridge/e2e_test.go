@@ -382,3 +382,18 @@ func TestMetadataCeilingKeepsFreeTextOffTheBus(t *testing.T) {
 		t.Errorf("free text reached the bus at metadata: %s", answered.Data)
 	}
 }
+
+func TestClientLeavingDismissesPendingQuestions(t *testing.T) {
+	s := startSession(t, sessionConfig{})
+	s.call("ask", map[string]any{"schema": "pinned"}, nil)
+	req := s.next("attention.requested")
+	if err := s.close(); err != nil {
+		t.Fatalf("Run after the client left: %v", err)
+	}
+	rep := s.checkLog()
+	n := len(rep.Lines)
+	last, prev := rep.Lines[n-1], rep.Lines[n-2]
+	if prev.Type != "attention.resolved" || prev.Subject != req.ID || !strings.Contains(string(prev.Data), "dismissed") || last.Type != "session.ended" {
+		t.Fatalf("log ends with %s %s / %s; want the question dismissed, then session.ended", prev.Type, prev.Data, last.Type)
+	}
+}

@@ -23,6 +23,7 @@ import (
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
 	"github.com/agenteventprotocol/aep-mcp-bridge/control"
+	"github.com/agenteventprotocol/aep-mcp-bridge/endpoint"
 	"github.com/agenteventprotocol/aep-mcp-bridge/inbox"
 	"github.com/agenteventprotocol/aep-mcp-bridge/internal/logcheck"
 )
@@ -319,7 +320,7 @@ func transportIO(r io.Reader, w io.WriteCloser) *transport.Stdio { return transp
 // before the session is checked: the endpoint closes first.
 func (s *session) serve(token string) string {
 	s.t.Helper()
-	ep, err := bus.NewEndpoint(bus.EndpointOptions{Token: token, Hub: s.b.Hub(), Root: inbox.Handler()})
+	ep, err := endpoint.New(endpoint.Options{Token: token, Hub: s.b.Hub(), Root: inbox.Handler()})
 	if err != nil {
 		s.t.Fatal(err)
 	}

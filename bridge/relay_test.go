@@ -14,33 +14,35 @@ import (
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
+	"github.com/agenteventprotocol/aep-mcp-bridge/endpoint"
+	"github.com/agenteventprotocol/aep-mcp-bridge/relay"
 )
 
-// relay is a bare AEP endpoint on a fixed loopback address, restartable.
-type relay struct {
+// testRelay is a bare AEP endpoint on a fixed loopback address, restartable.
+type testRelay struct {
 	t    *testing.T
 	addr string
-	ep   *bus.Endpoint
+	ep   *endpoint.Endpoint
 	srv  *http.Server
 	done chan struct{}
 }
 
-func startRelay(t *testing.T, addr string) *relay {
+func startRelay(t *testing.T, addr string) *testRelay {
 	t.Helper()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep, err := bus.NewEndpoint(bus.EndpointOptions{Token: "relay-token", Hub: bus.NewHub()})
+	ep, err := endpoint.New(endpoint.Options{Token: "relay-token", Hub: bus.NewHub()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &relay{t: t, addr: ln.Addr().String(), ep: ep, srv: &http.Server{Handler: ep.Handler()}, done: make(chan struct{})}
+	r := &testRelay{t: t, addr: ln.Addr().String(), ep: ep, srv: &http.Server{Handler: ep.Handler()}, done: make(chan struct{})}
 	go func() { r.srv.Serve(ln); close(r.done) }()
 	return r
 }
 
-func (r *relay) stop() {
+func (r *testRelay) stop() {
 	r.ep.Close()
 	r.srv.Close()
 	<-r.done
@@ -84,9 +86,9 @@ func (o *wsOperator) until(pred func(map[string]any) bool) []byte {
 	}
 }
 
-func linkedSession(t *testing.T, relayAddr string) (*session, *bus.Link) {
+func linkedSession(t *testing.T, relayAddr string) (*session, *relay.Link) {
 	t.Helper()
-	link, err := bus.NewLink(bus.LinkOptions{URL: "http://" + relayAddr, Token: "relay-token", Agent: "bridge-b", Instance: "test",
+	link, err := relay.NewLink(relay.LinkOptions{URL: "http://" + relayAddr, Token: "relay-token", Agent: "bridge-b", Instance: "test",
 		Accepts: []string{"control.attention.respond"}, MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

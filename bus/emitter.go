@@ -3,6 +3,7 @@ package bus
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
 	"sync"
@@ -30,9 +31,13 @@ type EmitterOptions struct {
 	// AttentionCapture is the ceiling for attention.* events and for the
 	// control acks that answer commands about them. Zero means redacted.
 	AttentionCapture aep.Capture
-	// Sinks receive every event, in order. A sink error is returned to the
-	// caller of Emit after all sinks have been tried.
+	// Sinks receive every event, in order. A sink's failure is the sink's
+	// to handle (the log counts what it could not write, a link queues);
+	// the emitter logs it and goes on to the next sink, so one failing sink
+	// never keeps an event from the others.
 	Sinks []Sink
+	// Logger receives sink failures; nil discards them.
+	Logger *slog.Logger
 	// Now returns the current time. Nil means time.Now.
 	Now func() time.Time
 }
@@ -49,6 +54,7 @@ type Emitter struct {
 	global, attention      aep.Capture
 	sinks                  []Sink
 	now                    func() time.Time
+	log                    *slog.Logger
 
 	// mu serializes emission so seq order is sink order.
 	mu  sync.Mutex
@@ -75,6 +81,10 @@ func NewEmitter(opts EmitterOptions) (*Emitter, error) {
 		attention: opts.AttentionCapture,
 		sinks:     opts.Sinks,
 		now:       opts.Now,
+		log:       opts.Logger,
+	}
+	if e.log == nil {
+		e.log = slog.New(slog.DiscardHandler)
 	}
 	if e.attention == 0 {
 		e.attention = aep.CaptureRedacted
@@ -122,6 +132,13 @@ func (e *Emitter) Ceiling(t string) aep.Capture {
 
 // Emit stamps d, enforces the ceiling, validates the event and hands it to
 // every sink. It returns the event and its exact encoding.
+//
+// The error contract is all or nothing: Emit returns an error only when the
+// event could not be built (its data does not encode, or it fails
+// validation), and then no sink saw it and no seq was used. Once built, the
+// event is emitted: a sink that fails to take it is logged, never reported
+// to the caller, because the event exists for every other sink and later
+// lifecycle events may refer to it.
 func (e *Emitter) Emit(d aep.Draft) (aep.Event, []byte, error) {
 	var data json.RawMessage
 	if d.Data != nil {
@@ -148,12 +165,13 @@ func (e *Emitter) Emit(d aep.Draft) (aep.Event, []byte, error) {
 		return aep.Event{}, nil, err
 	}
 	e.seq++
-	return ev, raw, e.write(ev, raw)
+	e.write(ev, raw)
+	return ev, raw, nil
 }
 
 // Record hands a foreign event (a command addressed to this session, which
 // carries no seq) to the sinks, down-leveled to its ceiling, so the history
-// shows who commanded what.
+// shows who commanded what. Its error contract is Emit's.
 func (e *Emitter) Record(ev aep.Event) (aep.Event, []byte, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -161,7 +179,8 @@ func (e *Emitter) Record(ev aep.Event) (aep.Event, []byte, error) {
 	if err != nil {
 		return aep.Event{}, nil, err
 	}
-	return ev, raw, e.write(ev, raw)
+	e.write(ev, raw)
+	return ev, raw, nil
 }
 
 func (e *Emitter) finish(ev aep.Event) (aep.Event, []byte, error) {
@@ -179,31 +198,28 @@ func (e *Emitter) finish(ev aep.Event) (aep.Event, []byte, error) {
 	return ev, raw, nil
 }
 
-func (e *Emitter) write(ev aep.Event, raw []byte) error {
-	var first error
+// write hands an event to every sink, logging the sinks that fail.
+func (e *Emitter) write(ev aep.Event, raw []byte) {
 	for _, s := range e.sinks {
-		if err := s.Write(ev, raw); err != nil && first == nil {
-			first = err
+		if err := s.Write(ev, raw); err != nil {
+			e.log.Warn("a sink did not take an event", "type", ev.Type, "id", ev.ID, "err", err)
 		}
 	}
-	return first
 }
 
-// Resend hands an already-emitted event's exact bytes to the sinks again,
-// for legal at-least-once redelivery (AEP-0004 §3: a recorded ack is
-// re-emitted byte-identically).
-func (e *Emitter) Resend(ev aep.Event, raw []byte) error {
+// Resend hands an already-emitted event's exact bytes to the sinks that
+// accept redelivery, for legal at-least-once redelivery (AEP-0004 §3: a
+// recorded ack is re-emitted byte-identically). Sink failures are logged.
+func (e *Emitter) Resend(ev aep.Event, raw []byte) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	var first error
 	for _, s := range e.sinks {
 		if r, ok := s.(Redeliverer); ok {
-			if err := r.Redeliver(ev, raw); err != nil && first == nil {
-				first = err
+			if err := r.Redeliver(ev, raw); err != nil {
+				e.log.Warn("a sink did not take a redelivered event", "type", ev.Type, "id", ev.ID, "err", err)
 			}
 		}
 	}
-	return first
 }
 
 // Redeliverer is a sink that accepts redelivery of an event it has already

@@ -42,11 +42,10 @@ func (m *memEmitter) Record(ev aep.Event) (aep.Event, []byte, error) {
 	return ev, raw, err
 }
 
-func (m *memEmitter) Resend(ev aep.Event, raw []byte) error {
+func (m *memEmitter) Resend(ev aep.Event, raw []byte) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.resent = append(m.resent, raw)
-	return nil
 }
 
 func (m *memEmitter) Session() string { return "s1" }

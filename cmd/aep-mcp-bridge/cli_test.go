@@ -15,6 +15,7 @@ import (
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
+	"github.com/agenteventprotocol/aep-mcp-bridge/endpoint"
 )
 
 // TestMain lets this test binary play the demo's built-in MCP server: the
@@ -108,8 +109,8 @@ func TestRespondExitCodes(t *testing.T) {
 	em, _ := bus.NewEmitter(bus.EmitterOptions{Agent: "silent", Session: "s1", Sinks: []bus.Sink{hub}})
 	req, _, _ := em.Emit(aep.Draft{Type: "attention.requested", Capture: aep.CaptureRedacted,
 		Data: aep.AttentionRequested{Kind: "form", Prompt: "p", RespondVia: []string{"control"}}})
-	ep, _ := bus.NewEndpoint(bus.EndpointOptions{Token: "tok", Hub: hub})
-	ep.AddClaim(bus.Claim{Session: "s1", Agent: "silent", Accepts: []string{"control.attention.respond"}, Target: silent{}})
+	ep, _ := endpoint.New(endpoint.Options{Token: "tok", Hub: hub})
+	ep.AddClaim(endpoint.Claim{Session: "s1", Agent: "silent", Accepts: []string{"control.attention.respond"}, Target: silent{}})
 	srv := httptest.NewServer(ep.Handler())
 	defer srv.Close()
 	defer ep.Close()
@@ -144,7 +145,7 @@ func (silent) Submit(aep.Event, bool) (string, string) { return "", "" }
 func TestTailPrintsEvents(t *testing.T) {
 	hub := bus.NewHub()
 	em, _ := bus.NewEmitter(bus.EmitterOptions{Agent: "a", Session: "s1", Sinks: []bus.Sink{hub}})
-	ep, _ := bus.NewEndpoint(bus.EndpointOptions{Token: "tok", Hub: hub})
+	ep, _ := endpoint.New(endpoint.Options{Token: "tok", Hub: hub})
 	srv := httptest.NewServer(ep.Handler())
 	defer srv.Close()
 	defer ep.Close()

@@ -54,77 +54,110 @@ func runDemoServer() error {
 	return server.ServeStdio(s)
 }
 
-// runDemo is `aep-mcp-bridge demo`: the whole loop in one command.
-func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// demoConfig is the demo's command line.
+type demoConfig struct {
+	timeout                      time.Duration
+	listen, token, state, logDir string
+}
+
+func parseDemoFlags(args []string, stderr io.Writer) (demoConfig, error) {
+	var c demoConfig
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	timeout := fs.Duration("timeout", 10*time.Minute, "how long the question waits; unanswered, the server gets cancel")
-	listen := fs.String("listen", "127.0.0.1:8787", "the endpoint address; a busy port falls back to a free one")
-	tokenFlag := fs.String("token", "", "bearer token (default: AEP_TOKEN, else the stored one)")
-	state := fs.String("state-dir", "", "where the token is stored")
-	logDirFlag := fs.String("log-dir", "~/.aep/logs", "JSONL session logs; off disables them")
-	if fs.Parse(args) != nil || fs.NArg() != 0 || *timeout <= 0 {
-		return errUsage
+	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "how long the question waits; unanswered, the server gets cancel")
+	fs.StringVar(&c.listen, "listen", "127.0.0.1:8787", "the endpoint address; a busy port falls back to a free one")
+	fs.StringVar(&c.token, "token", "", "bearer token (default: AEP_TOKEN, else the stored one)")
+	fs.StringVar(&c.state, "state-dir", "", "where the token is stored")
+	fs.StringVar(&c.logDir, "log-dir", "~/.aep/logs", "JSONL session logs; off disables them")
+	if fs.Parse(args) != nil || fs.NArg() != 0 || c.timeout <= 0 {
+		return demoConfig{}, errUsage
 	}
-	dir, err := stateDir(*state)
+	return c, nil
+}
+
+// runDemo is `aep-mcp-bridge demo`: the whole loop in one command.
+func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c, err := parseDemoFlags(args, stderr)
 	if err != nil {
 		return err
 	}
-	token, _, err := loadToken(*tokenFlag, dir)
+	dir, err := stateDir(c.state)
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", *listen)
+	token, _, err := loadToken(c.token, dir)
+	if err != nil {
+		return err
+	}
+	logDir, err := expandHome(c.logDir)
+	if err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("finding this program to start the demo server: %w", err)
+	}
+	ln, err := net.Listen("tcp", c.listen)
 	if errors.Is(err, syscall.EADDRINUSE) {
-		fmt.Fprintf(stderr, "aep-mcp-bridge demo: %s is busy; using a free port\n", *listen)
+		fmt.Fprintf(stderr, "aep-mcp-bridge demo: %s is busy; using a free port\n", c.listen)
 		ln, err = net.Listen("tcp", "127.0.0.1:0")
 	}
 	if err != nil {
 		return fmt.Errorf("listening for the demo's endpoint: %w", err)
 	}
-	self, err := os.Executable()
-	if err != nil {
-		ln.Close()
-		return fmt.Errorf("finding this program to start the demo server: %w", err)
-	}
-	logDir, err := expandHome(*logDirFlag)
+	h, err := bridge.NewHost(bridge.HostOptions{Listener: ln, Token: token, Root: inbox.Handler(), Instance: "demo"})
 	if err != nil {
 		ln.Close()
 		return err
 	}
+	defer h.Close(context.Background())
 	c2bR, c2bW := io.Pipe()
 	b2cR, b2cW := io.Pipe()
-	b, err := bridge.New(bridge.Options{Command: []string{self, "demo-server"}, Client: c2bR, ClientOut: b2cW,
-		ServerStderr: stderr, Timeout: *timeout, LogDir: logDir})
+	b, err := h.NewSession(bridge.Options{Command: []string{self, "demo-server"}, Client: c2bR, ClientOut: b2cW,
+		ServerStderr: stderr, Timeout: c.timeout, LogDir: logDir})
 	if err != nil {
-		ln.Close()
 		return err
 	}
-	ep, err := bus.NewEndpoint(bus.EndpointOptions{Token: token, Hub: b.Hub(), Root: inbox.Handler(),
-		Health: func() map[string]any { return map[string]any{"relay": "off", "upstream": b.Upstream()} }})
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	ep.AddClaim(b.Claim("demo"))
-	stopEndpoint := serveEndpoint(ln, ep, token, "the state folder", io.Discard)
-	defer stopEndpoint()
-	base := "http://" + ln.Addr().String()
-
-	questions := b.Hub().Subscribe(func(ev *aep.Event) bool { return ev.Type == "attention.requested" }, 4)
+	d := &demo{self: self, base: "http://" + h.Addr(), token: token, timeout: c.timeout, stdout: stdout}
+	questions := h.Hub().Subscribe(func(ev *aep.Event) bool { return ev.Type == "attention.requested" }, 4)
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- b.Run(runCtx); b2cW.Close() }()
-	mc := client.NewClient(transport.NewIO(b2cR, c2bW, nil), client.WithProtocolVersion("2025-11-25"))
-	if err := mc.Start(runCtx); err != nil {
+	res, err := d.run(ctx, runCtx, transport.NewIO(b2cR, c2bW, nil), questions)
+	runErr := <-done
+	if err != nil {
 		return err
+	}
+	d.report(res, b.LogPath())
+	if runErr != nil && !errors.Is(runErr, context.Canceled) {
+		return runErr
+	}
+	return nil
+}
+
+// demo is one run of the demo: an mcp-go client calls the deploy tool
+// through the bridge, and the question it raises is printed with the ways
+// to answer it.
+type demo struct {
+	self, base, token string
+	timeout           time.Duration
+	stdout            io.Writer
+}
+
+// run calls the tool, prints the question when it is raised, and returns
+// the tool's result once someone answered. It closes the client.
+func (d *demo) run(ctx, runCtx context.Context, tr *transport.Stdio, questions *bus.Subscription) (*mcp.CallToolResult, error) {
+	mc := client.NewClient(tr, client.WithProtocolVersion("2025-11-25"))
+	defer mc.Close()
+	if err := mc.Start(runCtx); err != nil {
+		return nil, err
 	}
 	init := mcp.InitializeRequest{}
 	init.Params.ProtocolVersion = "2025-11-25"
 	init.Params.ClientInfo = mcp.Implementation{Name: "aep-mcp-bridge-demo-client", Version: "1.0.0"}
 	if _, err := mc.Initialize(runCtx, init); err != nil {
-		return fmt.Errorf("the demo client could not reach the demo server through the bridge: %w", err)
+		return nil, fmt.Errorf("the demo client could not reach the demo server through the bridge: %w", err)
 	}
 	type result struct {
 		res *mcp.CallToolResult
@@ -137,51 +170,54 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		r, err := mc.CallTool(runCtx, req)
 		results <- result{r, err}
 	}()
-	fmt.Fprintf(stdout, "The demo MCP server asked a question through the bridge (it waits %s).\n\n", *timeout)
+	fmt.Fprintf(d.stdout, "The demo MCP server asked a question through the bridge (it waits %s).\n\n", d.timeout)
 	select {
-	case d := <-questions.C:
-		cmdName := "aep-mcp-bridge"
-		if strings.Contains(self, "go-build") { // started with go run
-			cmdName = "go run ./cmd/aep-mcp-bridge"
-		}
-		endpointFlag := ""
-		if ln.Addr().String() != "127.0.0.1:8787" {
-			endpointFlag = " --endpoint " + base
-		}
-		fmt.Fprintf(stdout, "Answer it in the inbox:\n  %s/#token=%s\n\n", base, token)
-		fmt.Fprintf(stdout, "or from another terminal:\n  %s respond %s --values '{\"service\":\"checkout\",\"replicas\":3,\"canary\":true,\"region\":\"eu-west\",\"checks\":[\"smoke\",\"load\"]}'%s\n\n", cmdName, d.Event.ID, endpointFlag)
-		fmt.Fprintf(stdout, "(or: %s respond %s --decline%s)\n\n", cmdName, d.Event.ID, endpointFlag)
+	case q := <-questions.C:
+		d.printQuestion(q.Event.ID)
 	case r := <-results:
-		return fmt.Errorf("the demo tool ended before asking: %v", r.err)
+		return nil, fmt.Errorf("the demo tool ended before asking: %v", r.err)
 	case <-ctx.Done():
-		return ctx.Err()
+		return nil, ctx.Err()
 	}
-	var r result
 	select {
-	case r = <-results:
+	case r := <-results:
+		if r.err != nil {
+			return nil, fmt.Errorf("the demo tool call failed: %w", r.err)
+		}
+		return r.res, nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return nil, ctx.Err()
 	}
-	mc.Close()
-	runErr := <-done
-	if r.err != nil {
-		return fmt.Errorf("the demo tool call failed: %w", r.err)
+}
+
+// printQuestion says how to answer question id.
+func (d *demo) printQuestion(id string) {
+	cmdName := "aep-mcp-bridge"
+	if strings.Contains(d.self, "go-build") { // started with go run
+		cmdName = "go run ./cmd/aep-mcp-bridge"
 	}
+	endpointFlag := ""
+	if d.base != "http://127.0.0.1:8787" {
+		endpointFlag = " --endpoint " + d.base
+	}
+	fmt.Fprintf(d.stdout, "Answer it in the inbox:\n  %s/#token=%s\n\n", d.base, d.token)
+	fmt.Fprintf(d.stdout, "or from another terminal:\n  %s respond %s --values '{\"service\":\"checkout\",\"replicas\":3,\"canary\":true,\"region\":\"eu-west\",\"checks\":[\"smoke\",\"load\"]}'%s\n\n", cmdName, id, endpointFlag)
+	fmt.Fprintf(d.stdout, "(or: %s respond %s --decline%s)\n\n", cmdName, id, endpointFlag)
+}
+
+// report prints the ElicitResult the server received.
+func (d *demo) report(res *mcp.CallToolResult, logPath string) {
 	text := ""
-	if len(r.res.Content) > 0 {
-		if tc, ok := r.res.Content[0].(mcp.TextContent); ok {
+	if len(res.Content) > 0 {
+		if tc, ok := res.Content[0].(mcp.TextContent); ok {
 			text = tc.Text
 		}
 	}
-	fmt.Fprintf(stdout, "The server received this ElicitResult:\n  %s\n", strings.TrimSpace(text))
+	fmt.Fprintf(d.stdout, "The server received this ElicitResult:\n  %s\n", strings.TrimSpace(text))
 	if strings.Contains(text, `"action":"cancel"`) {
-		fmt.Fprintln(stdout, "\nNobody answered in time, so the server got cancel.")
+		fmt.Fprintln(d.stdout, "\nNobody answered in time, so the server got cancel.")
 	}
-	if p := b.LogPath(); p != "" {
-		fmt.Fprintf(stdout, "\nThe session's events are in %s\n", p)
+	if logPath != "" {
+		fmt.Fprintf(d.stdout, "\nThe session's events are in %s\n", logPath)
 	}
-	if runErr != nil && !errors.Is(runErr, context.Canceled) {
-		return runErr
-	}
-	return nil
 }

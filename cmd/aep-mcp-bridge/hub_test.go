@@ -22,8 +22,8 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// runBridge runs the command line in-process with a pipe for stdin.
-func runBridge(t *testing.T, args ...string) (stdin io.WriteCloser, stderr *lockedBuffer, done <-chan error) {
+// runInProcess runs the command line in-process with a pipe for stdin.
+func runInProcess(t *testing.T, args ...string) (stdin io.WriteCloser, stderr *lockedBuffer, done <-chan error) {
 	t.Helper()
 	pr, pw := io.Pipe()
 	stderr = &lockedBuffer{}
@@ -46,7 +46,7 @@ func TestSecondBridgeJoinsTheFirstsEndpoint(t *testing.T) {
 	addr := freeAddr(t)
 	state := t.TempDir()
 	common := []string{"--listen", addr, "--token", "shared-token", "--state-dir", state, "--log-dir", "off"}
-	_, errA, _ := runBridge(t, append(common, "--agent", "bridge-a", "--", "cat")...)
+	_, errA, _ := runInProcess(t, append(common, "--agent", "bridge-a", "--", "cat")...)
 	errA.waitFor(t, "AEP endpoint on http://"+addr)
 
 	req, _ := http.NewRequest("GET", "http://"+addr+`/stream?filter={"agent":"bridge-b"}`, nil)
@@ -59,7 +59,7 @@ func TestSecondBridgeJoinsTheFirstsEndpoint(t *testing.T) {
 	}
 	defer resp.Body.Close()
 
-	inB, errB, _ := runBridge(t, append(common, "--agent", "bridge-b", "--", "cat")...)
+	inB, errB, _ := runInProcess(t, append(common, "--agent", "bridge-b", "--", "cat")...)
 	io.WriteString(inB, `{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n") // starts B's session
 
 	sc := bufio.NewScanner(resp.Body)

@@ -6,22 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/bridge"
-	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
-	"github.com/agenteventprotocol/aep-mcp-bridge/control"
-	"github.com/agenteventprotocol/aep-mcp-bridge/elicit"
-	"github.com/agenteventprotocol/aep-mcp-bridge/inbox"
-	"github.com/agenteventprotocol/aep-mcp-bridge/script"
 )
 
 // errUsage marks a command-line error already reported on stderr.
@@ -58,6 +49,9 @@ type config struct {
 	headers            headerFlag
 	stateDir           string
 	command            []string
+
+	// tokenWhere says where the token came from, once loaded.
+	tokenWhere string
 }
 
 const usage = `usage: aep-mcp-bridge [flags] -- COMMAND [ARGS...]
@@ -155,156 +149,47 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return err
 	}
-	bad := func(format string, a ...any) error {
-		fmt.Fprintf(stderr, "aep-mcp-bridge: "+format+"\n", a...)
-		return errUsage
-	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
-		return bad("--log-level %q: want debug, info, warn or error", c.logLevel)
-	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	capture, err := aep.ParseCapture(c.capture)
+	return runBridge(ctx, c, stdin, stdout, stderr)
+}
+
+// runBridge is the bridge itself: a host (endpoint, links) and one session
+// between this process's stdio and the upstream server.
+func runBridge(ctx context.Context, c *config, stdin io.Reader, stdout, stderr io.Writer) error {
+	ho, o, err := c.options(stderr)
 	if err != nil {
-		return bad("--capture: %v", err)
+		return err
 	}
-	attn, err := aep.ParseCapture(c.attention)
+	o.Client, o.ClientOut, o.ServerStderr = pollable(stdin), stdout, stderr
+	h, err := bridge.NewHost(ho)
 	if err != nil {
-		return bad("--capture-attention: %v", err)
+		return err
 	}
-	route, err := elicit.ParseRoute(c.route)
+	if addr := h.Addr(); addr != "" {
+		announce(stderr, addr, ho.Token, c.tokenWhere)
+	}
+	b, err := h.NewSession(o)
 	if err != nil {
-		return bad("--route: %v", err)
-	}
-	if !bus.ValidName(c.agent) {
-		return bad("--agent %q: use 1-64 characters of [A-Za-z0-9._-], starting alphanumeric", c.agent)
-	}
-	logDir, err := expandHome(c.logDir)
-	if err != nil {
-		return bad("--log-dir: %v", err)
-	}
-	var rules *script.Rules
-	if c.answersOnly && c.answers == "" {
-		return bad("--answers-only needs --answers FILE")
-	}
-	if c.answers != "" {
-		if rules, err = loadAnswers(c.answers); err != nil {
-			return err
-		}
-		logger.Info("scripted answers loaded", "file", c.answers, "rules", rules.Len(), "answers_only", c.answersOnly)
-	}
-	home, _ := os.UserHomeDir()
-	redact := aep.RedactOptions{Home: home}
-	for _, name := range strings.Split(c.redactEnv, ",") {
-		if name = strings.TrimSpace(name); name != "" {
-			if v := os.Getenv(name); v != "" {
-				redact.Secrets = append(redact.Secrets, v)
-			}
-		}
-	}
-	// The AEP side: the embedded endpoint, or the endpoint already on its
-	// port (hub mode), and/or an external relay.
-	var (
-		ln          net.Listener
-		token       string
-		where       string
-		linkTargets []string
-	)
-	if c.listen != "off" || c.relay != "" {
-		dir, err := stateDir(c.stateDir)
-		if err != nil {
-			return err
-		}
-		if token, where, err = loadToken(c.token, dir); err != nil {
-			return err
-		}
-	}
-	if c.listen != "off" {
-		var hubURL string
-		if ln, hubURL, err = listen(c.listen, token); err != nil {
-			return err
-		}
-		if hubURL != "" {
-			logger.Info("an AEP endpoint already serves this port; joining it as an emitter", "endpoint", hubURL)
-			linkTargets = append(linkTargets, hubURL)
-		}
-	}
-	if c.relay != "" {
-		linkTargets = append(linkTargets, c.relay)
-	}
-	host, _ := os.Hostname()
-	instance := fmt.Sprintf("%s/%d", host, os.Getpid())
-	var links []*bus.Link
-	var sinks []bus.Sink
-	for _, u := range linkTargets {
-		l, err := bus.NewLink(bus.LinkOptions{URL: u, Token: token, Agent: c.agent, Instance: instance,
-			Accepts: control.Accepts, Logger: logger})
-		if err != nil {
-			if ln != nil {
-				ln.Close()
-			}
-			return bad("--relay: %v", err)
-		}
-		links = append(links, l)
-		sinks = append(sinks, l)
-	}
-	b, err := bridge.New(bridge.Options{
-		Command: c.command, Client: pollable(stdin), ClientOut: stdout, ServerStderr: stderr,
-		Agent: c.agent, Name: c.name, Timeout: c.timeout, Keepalive: c.keepalive,
-		LogDir: logDir, Capture: capture, AttentionCapture: attn, Redact: redact,
-		Route: route, Logger: logger, Sinks: sinks, Answers: rules, AnswersOnly: c.answersOnly,
-		URL: c.url, Header: c.headers.header(), Transport: c.transport,
-	})
-	if err != nil {
-		if ln != nil {
-			ln.Close()
-		}
+		h.Close(context.Background())
 		return err
 	}
 	if p := b.LogPath(); p != "" {
-		logger.Info("session log", "path", p)
-	}
-	claim := b.Claim(instance)
-	linkCtx, stopLinks := context.WithCancel(context.Background())
-	var linkWG sync.WaitGroup
-	for _, l := range links {
-		l.Bind(claim.Target)
-		linkWG.Add(1)
-		go func() {
-			defer linkWG.Done()
-			l.Run(linkCtx)
-		}()
-	}
-	stopEndpoint := func() {}
-	if ln != nil {
-		ep, err := bus.NewEndpoint(bus.EndpointOptions{Token: token, Hub: b.Hub(), Agent: c.agent, Logger: logger, Root: inbox.Handler(),
-			Health: func() map[string]any { return map[string]any{"relay": linkState(links), "upstream": b.Upstream()} }})
-		if err != nil {
-			ln.Close()
-			stopLinks()
-			return err
-		}
-		ep.AddClaim(claim)
-		stopEndpoint = serveEndpoint(ln, ep, token, where, stderr)
+		o.Logger.Info("session log", "path", p)
 	}
 	runErr := b.Run(ctx)
-	stopEndpoint()
-	stopLinks() // sends what is queued (session.ended) first
-	linkWG.Wait()
+	closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := h.Close(closeCtx); err != nil {
+		o.Logger.Warn("shutting down", "err", err)
+	}
 	return runErr
 }
 
-// linkState describes the relay links for /healthz.
-func linkState(links []*bus.Link) string {
-	if len(links) == 0 {
-		return "off"
-	}
-	for _, l := range links {
-		if !l.Connected() {
-			return "connecting"
-		}
-	}
-	return "connected"
+// announce prints where the endpoint serves and where its token is. The
+// inbox URL carries the token in its fragment, which browsers never send to
+// a server, so it stays out of every access log.
+func announce(stderr io.Writer, addr, token, where string) {
+	fmt.Fprintf(stderr, "aep-mcp-bridge: AEP endpoint on http://%s (token from %s)\n", addr, where)
+	fmt.Fprintf(stderr, "aep-mcp-bridge: operator inbox: http://%s/#token=%s\n", addr, token)
 }
 
 // headerFlag collects repeated --header 'Name: value' flags.

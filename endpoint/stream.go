@@ -1,4 +1,4 @@
-package bus
+package endpoint
 
 import (
 	"encoding/json"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
 )
 
 // sseHeartbeat is how often an idle stream gets a ": ping" comment.
@@ -18,43 +19,32 @@ const sseHeartbeat = 15 * time.Second
 // Last-Event-ID and live=0.
 func (e *Endpoint) serveStream(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	filter, err := aep.ParseFilter([]byte(q.Get("filter")))
+	var from json.RawMessage
+	if f := q.Get("from"); f == "all" {
+		from = aep.FromAll
+	} else if f != "" {
+		from = json.RawMessage(f)
+	}
+	req, err := parseSubscription([]byte(q.Get("filter")), q.Get("capture"), from)
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid-filter", "detail": err.Error()})
+		writeError(w, http.StatusBadRequest, "invalid-filter", err.Error())
 		return
 	}
-	var ceiling aep.Capture
-	if c := q.Get("capture"); c != "" {
-		if ceiling, err = aep.ParseCapture(c); err != nil {
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid-filter", "detail": "capture: " + err.Error()})
-			return
-		}
-	}
-	var from From
-	if f := q.Get("from"); f != "" {
-		raw := json.RawMessage(f)
-		if f == "all" {
-			raw = json.RawMessage(`"all"`)
-		}
-		if from, err = parseFrom(raw); err != nil {
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid-filter", "detail": err.Error()})
-			return
-		}
-	} else if id := r.Header.Get("Last-Event-ID"); id != "" {
+	if id := r.Header.Get("Last-Event-ID"); from == nil && id != "" {
 		p, err := parseEventID(id)
 		if err != nil {
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid-filter", "detail": err.Error()})
+			writeError(w, http.StatusBadRequest, "invalid-filter", err.Error())
 			return
 		}
-		from.Positions = []Position{p}
+		req.from.Positions = []bus.Position{p}
 	}
 	live := q.Get("live") != "0"
 	fl, ok := w.(http.Flusher)
 	if !ok {
-		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "streaming unsupported"})
+		writeError(w, http.StatusInternalServerError, "internal", "streaming unsupported")
 		return
 	}
-	sub, exhausted := e.opts.Hub.SubscribeFrom(filter.Match, from, DefaultQueue)
+	sub, exhausted := e.opts.Hub.SubscribeFrom(req.filter.Match, req.from, bus.DefaultQueue)
 	defer sub.Close()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -65,8 +55,8 @@ func (e *Endpoint) serveStream(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, ": replay-exhausted %s %d:%d\n\n", x.Session, x.Earliest.Epoch, x.Earliest.Seq)
 	}
 	fl.Flush()
-	write := func(d *Delivery) bool {
-		b, err := downlevel(d, ceiling)
+	write := func(d *bus.Delivery) bool {
+		b, err := downlevel(d, req.ceiling)
 		if err != nil {
 			return true
 		}
@@ -112,16 +102,16 @@ func (e *Endpoint) serveStream(w http.ResponseWriter, r *http.Request) {
 }
 
 // parseEventID reads an SSE id, {session}:{epoch}:{seq}.
-func parseEventID(id string) (Position, error) {
+func parseEventID(id string) (bus.Position, error) {
 	i := strings.LastIndex(id, ":")
 	j := strings.LastIndex(id[:max(i, 0)], ":")
 	if i < 0 || j < 0 {
-		return Position{}, fmt.Errorf("Last-Event-ID %q is not {session}:{epoch}:{seq}", id)
+		return bus.Position{}, fmt.Errorf("Last-Event-ID %q is not {session}:{epoch}:{seq}", id)
 	}
 	epoch, err1 := strconv.ParseInt(id[j+1:i], 10, 64)
 	seq, err2 := strconv.ParseInt(id[i+1:], 10, 64)
 	if err1 != nil || err2 != nil || id[:j] == "" || epoch < 0 || seq < 0 {
-		return Position{}, fmt.Errorf("Last-Event-ID %q is not {session}:{epoch}:{seq}", id)
+		return bus.Position{}, fmt.Errorf("Last-Event-ID %q is not {session}:{epoch}:{seq}", id)
 	}
-	return Position{Session: id[:j], Epoch: epoch, Seq: seq}, nil
+	return bus.Position{Session: id[:j], Epoch: epoch, Seq: seq}, nil
 }

@@ -1,8 +1,7 @@
-package bus
+package relay
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,6 +16,18 @@ import (
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 )
+
+// Target takes the commands that arrive on a link: the bridge routes each
+// to the session it addresses.
+type Target interface {
+	// Submit hands cmd to its session. It returns "" when the session made
+	// its ack decision (the ack travels back as an event), or a
+	// connection-scoped refusal code and detail (AEP-0004 §4.2).
+	Submit(cmd aep.Event, authenticated bool) (code, detail string)
+}
+
+// writeWait bounds every frame written to the relay.
+const writeWait = 10 * time.Second
 
 // LinkOptions configure a Link.
 type LinkOptions struct {
@@ -229,10 +240,8 @@ func (l *Link) session(ctx context.Context) error {
 		return fmt.Errorf("dialing: %w", err)
 	}
 	defer conn.Close()
-	control, _ := json.Marshal(map[string]any{"accepts": l.opts.Accepts, "ack_window_ms": 10000})
-	hello, _ := json.Marshal(map[string]any{"type": "hello", "versions": []string{aep.Version}, "role": "emitter",
-		"identity":     map[string]any{"agent": l.opts.Agent, "instance": l.opts.Instance},
-		"capabilities": map[string]any{"emits": []string{"session", "attention", "control", "error"}, "control": json.RawMessage(control)}})
+	hello := aep.EncodeFrame(aep.NewHello(aep.RoleEmitter, aep.Identity{Agent: l.opts.Agent, Instance: l.opts.Instance},
+		&aep.Capabilities{Emits: []string{"session", "attention", "control", "error"}, Control: aep.NewControlCaps(l.opts.Accepts).Raw()}))
 	conn.SetWriteDeadline(time.Now().Add(writeWait))
 	if err := conn.WriteMessage(websocket.TextMessage, hello); err != nil {
 		return fmt.Errorf("sending hello: %w", err)
@@ -242,8 +251,7 @@ func (l *Link) session(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("waiting for the relay's hello: %w", err)
 	}
-	var reply frame
-	if json.Unmarshal(b, &reply) != nil || reply.Type != "hello" {
+	if reply, err := aep.DecodeFrame(b); err != nil || reply.Type != aep.FrameHello {
 		return fmt.Errorf("the relay answered hello with %s", strings.TrimSpace(string(b)))
 	}
 	conn.SetReadDeadline(time.Time{})
@@ -298,8 +306,7 @@ func (l *Link) session(ctx context.Context) error {
 					break
 				}
 			}
-			b, _ := json.Marshal(map[string]any{"type": "closing", "reason": "the bridge is shutting down", "delivered": []any{}})
-			write(b)
+			write(aep.EncodeFrame(aep.NewClosing("the bridge is shutting down", nil)))
 			conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
 			conn.Close()
 			<-readErr
@@ -330,17 +337,16 @@ func (l *Link) readLoop(conn *websocket.Conn, write func([]byte) error) error {
 		if kind != websocket.TextMessage {
 			continue
 		}
-		var f frame
-		if json.Unmarshal(b, &f) != nil {
+		f, err := aep.DecodeFrame(b)
+		if err != nil {
 			continue
 		}
 		switch {
-		case f.Type == "ping":
-			pong, _ := json.Marshal(map[string]any{"type": "pong", "t": f.T})
-			write(pong)
-		case f.Type == "closing":
+		case f.Type == aep.FramePing:
+			write(aep.EncodeFrame(aep.Ping{Type: aep.FramePong, T: f.T}))
+		case f.Type == aep.FrameClosing:
 			return fmt.Errorf("the relay is closing")
-		case strings.Contains(f.Type, "."):
+		case aep.IsEventType(f.Type):
 			ev, err := aep.Parse(b)
 			if err != nil || !aep.IsCommand(ev.Type) {
 				continue
@@ -353,8 +359,7 @@ func (l *Link) readLoop(conn *websocket.Conn, write func([]byte) error) error {
 				code, detail = t.Submit(*ev, true)
 			}
 			if code != "" {
-				e, _ := json.Marshal(map[string]string{"type": "error", "cause": ev.ID, "code": code, "detail": detail})
-				write(e)
+				write(aep.EncodeFrame(aep.NewError("", ev.ID, code, detail)))
 			}
 		}
 	}

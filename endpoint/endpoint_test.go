@@ -1,4 +1,4 @@
-package bus
+package endpoint
 
 import (
 	"bufio"
@@ -15,6 +15,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
 )
 
 const testToken = "t0k3n-for-tests"
@@ -31,14 +32,14 @@ func (r *recordingTarget) Submit(cmd aep.Event, authenticated bool) (string, str
 	return "", ""
 }
 
-func newTestEndpoint(t *testing.T) (*httptest.Server, *Hub, *Emitter, *recordingTarget) {
+func newTestEndpoint(t *testing.T) (*httptest.Server, *bus.Hub, *bus.Emitter, *recordingTarget) {
 	t.Helper()
-	hub := NewHubSize(4, 8)
-	em, err := NewEmitter(EmitterOptions{Agent: "bridge", Session: "s1", Host: "h", Sinks: []Sink{hub}, AttentionCapture: aep.CaptureRedacted})
+	hub := bus.NewHubSize(4, 8)
+	em, err := bus.NewEmitter(bus.EmitterOptions{Agent: "bridge", Session: "s1", Host: "h", Sinks: []bus.Sink{hub}, AttentionCapture: aep.CaptureRedacted})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep, err := NewEndpoint(EndpointOptions{Token: testToken, Hub: hub, MaxBody: 64 << 10})
+	ep, err := New(Options{Token: testToken, Hub: hub, MaxBody: 64 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +50,7 @@ func newTestEndpoint(t *testing.T) (*httptest.Server, *Hub, *Emitter, *recording
 	return srv, hub, em, tg
 }
 
-func emit(t *testing.T, em *Emitter, typ string, data any) aep.Event {
+func emit(t *testing.T, em *bus.Emitter, typ string, data any) aep.Event {
 	t.Helper()
 	capture := aep.CaptureMetadata
 	if strings.HasPrefix(typ, "attention.") {

@@ -1,4 +1,4 @@
-package bridge
+package upstream
 
 import (
 	"errors"
@@ -12,8 +12,10 @@ import (
 	"time"
 )
 
-// child is the spawned upstream server.
-type child struct {
+// Process is a spawned stdio MCP server (the upstream of `aep-mcp-bridge --
+// COMMAND`). Its stdin and stdout carry the session; its stderr goes where
+// Start was told. It is safe for concurrent use.
+type Process struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	stdout *os.File // read end of the server's stdout
@@ -24,10 +26,11 @@ type child struct {
 	status string
 }
 
-// startChild starts argv with its stdio connected to pipes and its stderr
-// to stderr, in its own process group so the whole tree can be signalled
-// (npx, shells and wrappers spawn grandchildren).
-func startChild(argv []string, env []string, stderr io.Writer) (*child, error) {
+// Start starts argv with its stdio connected to pipes and its stderr to
+// stderr, in its own process group so the whole tree can be signalled (npx,
+// shells and wrappers spawn grandchildren). env nil means this process's
+// environment.
+func Start(argv []string, env []string, stderr io.Writer) (*Process, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("no upstream server command: pass it after --, e.g. aep-mcp-bridge -- npx -y @modelcontextprotocol/server-everything")
 	}
@@ -50,12 +53,28 @@ func startChild(argv []string, env []string, stderr io.Writer) (*child, error) {
 		return nil, fmt.Errorf("starting the upstream server %q: %w; check the command after --", strings.Join(argv, " "), err)
 	}
 	w.Close()
-	c := &child{cmd: cmd, stdin: in, stdout: r, done: make(chan struct{})}
+	c := &Process{cmd: cmd, stdin: in, stdout: r, done: make(chan struct{})}
 	go c.wait()
 	return c, nil
 }
 
-func (c *child) wait() {
+// Stdin is the server's standard input: the bridge writes client messages
+// to it.
+func (c *Process) Stdin() io.WriteCloser { return c.stdin }
+
+// Stdout is the server's standard output: the bridge reads server messages
+// from it.
+func (c *Process) Stdout() io.ReadCloser { return c.stdout }
+
+// Pid returns the server's process id.
+func (c *Process) Pid() int { return c.cmd.Process.Pid }
+
+// Done is closed when the server has exited.
+func (c *Process) Done() <-chan struct{} { return c.done }
+
+// wait reaps the process and records how it ended; it is the goroutine
+// Start spawns, and ends with the process.
+func (c *Process) wait() {
 	err := c.cmd.Wait()
 	st := "status 0"
 	var ee *exec.ExitError
@@ -74,8 +93,9 @@ func (c *child) wait() {
 	close(c.done)
 }
 
-// exitStatus waits up to d for the process to exit and describes how.
-func (c *child) exitStatus(d time.Duration) string {
+// ExitStatus waits up to d for the process to exit and describes how
+// ("status 1", "signal killed").
+func (c *Process) ExitStatus(d time.Duration) string {
 	select {
 	case <-c.done:
 	case <-time.After(d):
@@ -86,9 +106,10 @@ func (c *child) exitStatus(d time.Duration) string {
 	return c.status
 }
 
-// stop closes the server's stdin, then sends SIGTERM after grace, then
-// SIGKILL after kill, to the whole process group.
-func (c *child) stop(grace, kill time.Duration) {
+// Stop closes the server's stdin, then sends SIGTERM after grace, then
+// SIGKILL after kill, to the whole process group, and returns once the
+// server has exited.
+func (c *Process) Stop(grace, kill time.Duration) {
 	c.stdin.Close()
 	select {
 	case <-c.done:

@@ -1,4 +1,4 @@
-package bus
+package endpoint
 
 // Tests named after the checks of AEP-0003 §10 and AEP-0004 §7 (and the
 // live checker's classes in the conformance README), run against a real

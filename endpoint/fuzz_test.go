@@ -1,7 +1,6 @@
-package bus
+package endpoint
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
@@ -17,20 +16,16 @@ func FuzzFrame(f *testing.F) {
 	f.Add(`{"aep":"0.1","id":"C","type":"control.attention.respond","subject":"Q","time":"2026-01-01T00:00:00Z","source":"aep://x/agent/o","agent":"o","session":"s","data":{"answer":{"values":{"a":1}}}}`)
 	f.Add(`{"type":"roster","id":"r"}`)
 	f.Fuzz(func(t *testing.T, data string) {
-		fr, err := decodeFrame([]byte(data))
+		fr, err := aep.DecodeFrame([]byte(data))
 		if err != nil {
 			return
 		}
-		if strings.Contains(fr.Type, ".") {
+		if aep.IsEventType(fr.Type) {
 			aep.Parse([]byte(data))
 			return
 		}
-		if _, err := aep.ParseFilter(fr.Filter); err == nil {
-			parseFrom(fr.From)
-		}
-		if fr.Capture != "" {
-			aep.ParseCapture(fr.Capture)
-		}
+		parseSubscription(fr.Filter, fr.Capture, fr.From)
+		parseFrom(fr.From)
 		parseEventID(fr.ID)
 	})
 }

@@ -1,0 +1,333 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
+	"github.com/agenteventprotocol/aep-mcp-bridge/control"
+	"github.com/agenteventprotocol/aep-mcp-bridge/endpoint"
+	"github.com/agenteventprotocol/aep-mcp-bridge/relay"
+)
+
+// HostOptions configure a Host. Zero values mean the documented defaults.
+type HostOptions struct {
+	// Listen is the AEP endpoint's address, e.g. 127.0.0.1:8787; "" means
+	// no endpoint. When the port already serves an AEP endpoint that
+	// accepts Token, the host joins it as an emitter instead (hub mode),
+	// so one inbox shows every bridge's questions.
+	Listen string
+	// Listener, if set, is used for the endpoint instead of Listen.
+	Listener net.Listener
+	// Token is the bearer token of the endpoint and of every link.
+	// Required with Listen, Listener or Relays.
+	Token string
+	// Relays are AEP relays to connect out to as an emitter (--relay).
+	Relays []string
+	// Agent is the AEP agent name; "" means "aep-mcp-bridge".
+	Agent string
+	// Instance names this process in hello frames and roster entries; ""
+	// means "<hostname>/<pid>".
+	Instance string
+	// Root serves GET / of the endpoint (the operators' inbox); nil means
+	// nothing is served there.
+	Root http.Handler
+	// Logger receives logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Host owns a running bridge process: the event hub, the AEP endpoint and
+// its HTTP server, the links to a hub or relays, and the bridged sessions.
+// Close stops all of them in the shutdown order of STYLE.md: sessions end
+// first (pending questions dismissed, session.ended written, logs flushed,
+// servers stopped), then the endpoint stops accepting, then the links send
+// what they queued and close.
+//
+// A Host is safe for concurrent use.
+type Host struct {
+	opts   HostOptions
+	log    *slog.Logger
+	hub    *bus.Hub
+	ep     *endpoint.Endpoint // nil without an endpoint (off, or joined)
+	srv    *http.Server
+	ln     net.Listener
+	joined string // the hub this host joined, or ""
+	links  []*relay.Link
+	served chan struct{} // closed when the HTTP server has stopped
+
+	// ctx ends every session run on the host and every link.
+	ctx    context.Context
+	cancel context.CancelFunc
+	linkWG sync.WaitGroup
+
+	// mu guards sessions, running and closed.
+	mu       sync.Mutex
+	sessions map[string]*Bridge
+	running  sync.WaitGroup
+	closed   bool
+}
+
+// NewHost starts the AEP side of a bridge: the endpoint (or the join of an
+// endpoint already on its port) and the relay links. Sessions are added
+// with NewSession.
+func NewHost(o HostOptions) (*Host, error) {
+	if o.Agent == "" {
+		o.Agent = "aep-mcp-bridge"
+	}
+	if o.Instance == "" {
+		name, _ := os.Hostname()
+		o.Instance = fmt.Sprintf("%s/%d", name, os.Getpid())
+	}
+	if o.Token == "" && (o.Listen != "" || o.Listener != nil || len(o.Relays) > 0) {
+		return nil, errors.New("the AEP endpoint and relay links need a bearer token: set AEP_TOKEN or pass --token")
+	}
+	h := &Host{opts: o, log: o.Logger, hub: bus.NewHub(), sessions: map[string]*Bridge{}}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	h.ctx, h.cancel = context.WithCancel(context.Background())
+	if err := h.listen(); err != nil {
+		h.cancel()
+		return nil, err
+	}
+	targets := append([]string(nil), o.Relays...)
+	if h.joined != "" {
+		targets = append([]string{h.joined}, targets...)
+	}
+	for _, u := range targets {
+		l, err := relay.NewLink(relay.LinkOptions{URL: u, Token: o.Token, Agent: o.Agent, Instance: o.Instance,
+			Accepts: control.Accepts, Logger: h.log})
+		if err != nil {
+			h.cancel()
+			if h.ln != nil {
+				h.ln.Close()
+			}
+			return nil, fmt.Errorf("--relay: %w", err)
+		}
+		l.Bind(hostTarget{h})
+		h.links = append(h.links, l)
+	}
+	if h.ln != nil {
+		if err := h.serve(); err != nil {
+			h.cancel()
+			h.ln.Close()
+			return nil, err
+		}
+	}
+	for _, l := range h.links {
+		h.linkWG.Add(1)
+		go h.runLink(l)
+	}
+	return h, nil
+}
+
+// listen opens the endpoint's port, or finds the AEP endpoint already
+// serving it and records it as the hub to join.
+func (h *Host) listen() error {
+	switch {
+	case h.opts.Listener != nil:
+		h.ln = h.opts.Listener
+		return nil
+	case h.opts.Listen == "":
+		return nil
+	}
+	addr := h.opts.Listen
+	ln, err := net.Listen("tcp", addr)
+	if err == nil {
+		h.ln = ln
+		return nil
+	}
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("listening on %s for the AEP endpoint: %w; pass --listen with another address, or --listen off", addr, err)
+	}
+	ctx, cancel := context.WithTimeout(h.ctx, 2*time.Second)
+	defer cancel()
+	if !relay.IsEndpoint(ctx, addr, h.opts.Token) {
+		return fmt.Errorf("the AEP endpoint address %s is taken by something that is not an AEP endpoint; pass --listen with a free address, or --listen off", addr)
+	}
+	h.joined = "ws://" + addr + "/socket"
+	h.log.Info("an AEP endpoint already serves this port; joining it as an emitter", "endpoint", h.joined)
+	return nil
+}
+
+// serve starts the endpoint on the listener.
+func (h *Host) serve() error {
+	ep, err := endpoint.New(endpoint.Options{Token: h.opts.Token, Hub: h.hub, Agent: h.opts.Agent, Logger: h.log,
+		Root: h.opts.Root, Health: h.health})
+	if err != nil {
+		return err
+	}
+	h.ep = ep
+	h.srv = &http.Server{Handler: ep.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	h.served = make(chan struct{})
+	go h.serveHTTP()
+	return nil
+}
+
+// serveHTTP is the HTTP server's goroutine; Close stops it.
+func (h *Host) serveHTTP() {
+	defer close(h.served)
+	if err := h.srv.Serve(h.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		h.log.Error("the AEP endpoint stopped serving", "err", err)
+	}
+}
+
+// runLink is one link's goroutine; Close stops it after the sessions ended,
+// so session.ended is sent first.
+func (h *Host) runLink(l *relay.Link) {
+	defer h.linkWG.Done()
+	l.Run(h.ctx)
+}
+
+// Hub returns the hub every session of the host publishes to.
+func (h *Host) Hub() *bus.Hub { return h.hub }
+
+// Addr returns the endpoint's address, or "" when the host serves none.
+func (h *Host) Addr() string {
+	if h.ep == nil {
+		return ""
+	}
+	return h.ln.Addr().String()
+}
+
+// Joined returns the socket URL of the hub this host joined because its
+// port was taken, or "".
+func (h *Host) Joined() string { return h.joined }
+
+// NewSession prepares a bridged session on the host: its events reach the
+// host's hub and links, and commands for it are routed to its intake. Run
+// it with Run; Close ends it if it is still running.
+func (h *Host) NewSession(o Options) (*Bridge, error) {
+	if o.Agent == "" {
+		o.Agent = h.opts.Agent
+	}
+	for _, l := range h.links {
+		o.Sinks = append(o.Sinks, l)
+	}
+	o.hub, o.host = h.hub, h
+	b, err := New(o)
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		b.closeLog()
+		return nil, errors.New("the bridge is shutting down; no new sessions are accepted")
+	}
+	h.sessions[b.session] = b
+	if h.ep != nil {
+		h.ep.AddClaim(b.Claim(h.opts.Instance))
+	}
+	return b, nil
+}
+
+// started registers a session's Run, so Close waits for it; it reports
+// false when the host is closing.
+func (h *Host) started() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return false
+	}
+	h.running.Add(1)
+	return true
+}
+
+// ended forgets a session whose Run returned.
+func (h *Host) ended(b *Bridge) {
+	h.mu.Lock()
+	delete(h.sessions, b.session)
+	h.mu.Unlock()
+	if h.ep != nil {
+		h.ep.RemoveClaim(b.session)
+	}
+	h.running.Done()
+}
+
+// session returns a live session by id.
+func (h *Host) session(id string) *Bridge {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.sessions[id]
+}
+
+// Close ends the sessions still running, then stops the endpoint, then the
+// links (after they sent what is queued). ctx bounds the endpoint's
+// graceful shutdown.
+func (h *Host) Close(ctx context.Context) error {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil
+	}
+	h.closed = true
+	h.mu.Unlock()
+	h.cancel() // ends sessions' Run and the links' sessions
+	h.running.Wait()
+	var err error
+	if h.srv != nil {
+		h.ep.Close()
+		if serr := h.srv.Shutdown(ctx); serr != nil {
+			h.srv.Close()
+			err = fmt.Errorf("stopping the AEP endpoint: %w", serr)
+		}
+		<-h.served
+	}
+	h.linkWG.Wait()
+	h.hub.Close()
+	return err
+}
+
+// health is the endpoint's /healthz: the links' state and each session's
+// upstream.
+func (h *Host) health() map[string]any {
+	relayState := "off"
+	if len(h.links) > 0 {
+		relayState = "connected"
+		for _, l := range h.links {
+			if !l.Connected() {
+				relayState = "connecting"
+			}
+		}
+	}
+	out := map[string]any{"relay": relayState}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch len(h.sessions) {
+	case 0:
+		out["upstream"] = "none"
+	case 1:
+		for _, b := range h.sessions {
+			out["upstream"] = b.Upstream()
+		}
+	default:
+		ups := map[string]string{}
+		for id, b := range h.sessions {
+			ups[id] = b.Upstream()
+		}
+		out["upstream"] = ups
+	}
+	return out
+}
+
+// hostTarget routes a command arriving on a link to the session it
+// addresses.
+type hostTarget struct{ h *Host }
+
+func (t hostTarget) Submit(cmd aep.Event, authenticated bool) (string, string) {
+	b := t.h.session(cmd.Session)
+	if b == nil {
+		return "no-route", fmt.Sprintf("no session %q in this bridge", cmd.Session)
+	}
+	return intakeTarget{b.intake}.Submit(cmd, authenticated)
+}

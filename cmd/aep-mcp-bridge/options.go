@@ -1,0 +1,97 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/bridge"
+	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
+	"github.com/agenteventprotocol/aep-mcp-bridge/elicit"
+	"github.com/agenteventprotocol/aep-mcp-bridge/inbox"
+	"github.com/agenteventprotocol/aep-mcp-bridge/script"
+)
+
+// options maps the parsed command line to a host and a session. A flag
+// value that does not parse is reported on stderr as a usage error.
+func (c *config) options(stderr io.Writer) (bridge.HostOptions, bridge.Options, error) {
+	bad := func(format string, a ...any) (bridge.HostOptions, bridge.Options, error) {
+		fmt.Fprintf(stderr, "aep-mcp-bridge: "+format+"\n", a...)
+		return bridge.HostOptions{}, bridge.Options{}, errUsage
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
+		return bad("--log-level %q: want debug, info, warn or error", c.logLevel)
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	capture, err := aep.ParseCapture(c.capture)
+	if err != nil {
+		return bad("--capture: %v", err)
+	}
+	attn, err := aep.ParseCapture(c.attention)
+	if err != nil {
+		return bad("--capture-attention: %v", err)
+	}
+	route, err := elicit.ParseRoute(c.route)
+	if err != nil {
+		return bad("--route: %v", err)
+	}
+	if !bus.ValidName(c.agent) {
+		return bad("--agent %q: use 1-64 characters of [A-Za-z0-9._-], starting alphanumeric", c.agent)
+	}
+	logDir, err := expandHome(c.logDir)
+	if err != nil {
+		return bad("--log-dir: %v", err)
+	}
+	if c.answersOnly && c.answers == "" {
+		return bad("--answers-only needs --answers FILE")
+	}
+	var rules *script.Rules
+	if c.answers != "" {
+		if rules, err = loadAnswers(c.answers); err != nil {
+			return bridge.HostOptions{}, bridge.Options{}, err
+		}
+		logger.Info("scripted answers loaded", "file", c.answers, "rules", rules.Len(), "answers_only", c.answersOnly)
+	}
+	ho := bridge.HostOptions{Agent: c.agent, Root: inbox.Handler(), Logger: logger}
+	if c.listen != "off" {
+		ho.Listen = c.listen
+	}
+	if c.relay != "" {
+		ho.Relays = []string{c.relay}
+	}
+	if ho.Listen != "" || len(ho.Relays) > 0 {
+		dir, err := stateDir(c.stateDir)
+		if err != nil {
+			return bridge.HostOptions{}, bridge.Options{}, err
+		}
+		if ho.Token, c.tokenWhere, err = loadToken(c.token, dir); err != nil {
+			return bridge.HostOptions{}, bridge.Options{}, err
+		}
+	}
+	o := bridge.Options{
+		Command: c.command, Agent: c.agent, Name: c.name, Timeout: c.timeout, Keepalive: c.keepalive,
+		LogDir: logDir, Capture: capture, AttentionCapture: attn, Redact: redactOptions(c.redactEnv),
+		Route: route, Logger: logger, Answers: rules, AnswersOnly: c.answersOnly,
+		URL: c.url, Header: c.headers.header(), Transport: c.transport,
+	}
+	return ho, o, nil
+}
+
+// redactOptions configures the redaction pipeline: home paths, and the
+// values of the environment variables --redact-env names as secrets.
+func redactOptions(redactEnv string) aep.RedactOptions {
+	home, _ := os.UserHomeDir()
+	redact := aep.RedactOptions{Home: home}
+	for _, name := range strings.Split(redactEnv, ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			if v := os.Getenv(name); v != "" {
+				redact.Secrets = append(redact.Secrets, v)
+			}
+		}
+	}
+	return redact
+}

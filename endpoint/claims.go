@@ -1,0 +1,154 @@
+package endpoint
+
+import (
+	"encoding/json"
+	"slices"
+	"sort"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+)
+
+// Target is a session that accepts commands: the bridge wires each local
+// session's control intake to the endpoint through it.
+type Target interface {
+	// Submit hands cmd to the session. It returns "" when the session made
+	// its ack decision (the ack reaches subscribers as an event), or a
+	// connection-scoped refusal code and detail (AEP-0004 §4.2).
+	Submit(cmd aep.Event, authenticated bool) (code, detail string)
+}
+
+// RawTarget is a Target that takes a command's exact bytes: a relay
+// forwards a command byte-identically (AEP-0004 §4.4).
+type RawTarget interface {
+	SubmitRaw(raw []byte) (code, detail string)
+}
+
+// Claim describes a live session an endpoint terminates, for command routing
+// and roster frames (AEP-0003 §4.1).
+type Claim struct {
+	Session  string
+	Agent    string
+	Instance string
+	Accepts  []string
+	// Control is the claimant's declared control block, relayed verbatim
+	// in roster entries; nil means {accepts, ack_window_ms} from Accepts.
+	Control json.RawMessage
+	// Emits is the claimant's declared category list, if any.
+	Emits  []string
+	Target Target
+
+	owner *socket // the emitter connection behind a remote claim
+}
+
+// AddClaim registers a live session that accepts commands.
+func (e *Endpoint) AddClaim(c Claim) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.claims = append(e.claims, c)
+}
+
+// RemoveClaim forgets a session's claim.
+func (e *Endpoint) RemoveClaim(session string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.claims = slices.DeleteFunc(e.claims, func(c Claim) bool { return c.Session == session })
+}
+
+// claimFor registers a remote emitter's claim on a session once.
+func (e *Endpoint) claimFor(s *socket, session string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, c := range e.claims {
+		if c.owner == s && c.Session == session {
+			return
+		}
+	}
+	s.mu.Lock()
+	c := Claim{Session: session, Agent: s.agent, Instance: s.instance, Accepts: s.accepts, Control: s.control,
+		Emits: s.emits, Target: socketTarget{s}, owner: s}
+	s.mu.Unlock()
+	e.claims = append(e.claims, c)
+}
+
+// dropClaims forgets every claim of a connection that went away.
+func (e *Endpoint) dropClaims(s *socket) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.claims = slices.DeleteFunc(e.claims, func(c Claim) bool { return c.owner == s })
+}
+
+// route finds the one claim of a session (AEP-0004 §4.5).
+func (e *Endpoint) route(session string) (Claim, string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var found []Claim
+	for _, c := range e.claims {
+		if c.Session == session {
+			found = append(found, c)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return Claim{}, "no-route"
+	case 1:
+		return found[0], ""
+	}
+	return Claim{}, "ambiguous"
+}
+
+// accepts is the union of the commands the live claims accept.
+func (e *Endpoint) accepts() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := []string{}
+	for _, c := range e.claims {
+		for _, a := range c.Accepts {
+			if !slices.Contains(out, a) {
+				out = append(out, a)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// rosterEntries is the snapshot of live claims (AEP-0003 §4.1 rules 3-5):
+// one entry per claim, declarations relayed verbatim.
+func (e *Endpoint) rosterEntries() []aep.RosterEntry {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	entries := make([]aep.RosterEntry, 0, len(e.claims))
+	for _, c := range e.claims {
+		entry := aep.RosterEntry{Session: c.Session, Agent: c.Agent, Instance: c.Instance, Emits: c.Emits}
+		switch {
+		case c.Control != nil:
+			entry.Control = c.Control // verbatim (AEP-0003 §4.1 rule 4)
+		case c.owner == nil:
+			entry.Control = aep.NewControlCaps(c.Accepts).Raw()
+		}
+		entries = append(entries, entry)
+	}
+	return entries
+}
+
+// socketTarget forwards commands to the emitter behind a connection,
+// byte-identically; its acks come back as events on that connection.
+type socketTarget struct{ s *socket }
+
+func (t socketTarget) Submit(cmd aep.Event, _ bool) (string, string) {
+	b, err := json.Marshal(cmd)
+	if err != nil {
+		return "invalid", "the command could not be encoded"
+	}
+	return t.SubmitRaw(b)
+}
+
+func (t socketTarget) SubmitRaw(raw []byte) (string, string) {
+	select {
+	case <-t.s.done:
+		return "no-route", "the emitter that owns this session has disconnected"
+	default:
+	}
+	t.s.send(append([]byte(nil), raw...))
+	return "", ""
+}

@@ -1,0 +1,200 @@
+package endpoint
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
+)
+
+// Options configure an Endpoint.
+type Options struct {
+	// Token is the bearer token every surface but /healthz requires.
+	// Required: control is privileged, localhost included.
+	Token string
+	// Hub is the event hub the endpoint serves. Required.
+	Hub *bus.Hub
+	// Agent names the endpoint in its hello; "" means "aep-mcp-bridge".
+	Agent string
+	// MaxBody bounds a POSTed body and a WebSocket frame; 0 means 1 MiB.
+	MaxBody int64
+	// Health reports extra /healthz members (relay, upstream); nil means
+	// none.
+	Health func() map[string]any
+	// Logger receives logs; nil discards them. Tokens and event content
+	// are never logged.
+	Logger *slog.Logger
+	// Root, if set, serves GET / without the token: the operators' inbox
+	// page, which carries no data and reads the token from the URL
+	// fragment (fragments never reach the server).
+	Root http.Handler
+}
+
+// Endpoint serves the AEP bindings over HTTP: discovery, the WebSocket
+// duplex binding, SSE, ingest, and /healthz (AEP-0003 §3).
+//
+// An Endpoint is safe for concurrent use; Close ends every connection.
+type Endpoint struct {
+	opts Options
+	log  *slog.Logger
+
+	// mu guards claims, conns and closed.
+	mu     sync.Mutex
+	claims []Claim
+	conns  map[*socket]struct{}
+	closed bool
+}
+
+// New returns an endpoint.
+func New(o Options) (*Endpoint, error) {
+	if o.Token == "" {
+		return nil, errors.New("the AEP endpoint needs a bearer token: set AEP_TOKEN or pass --token")
+	}
+	if o.Hub == nil {
+		return nil, errors.New("the AEP endpoint needs a hub")
+	}
+	if o.MaxBody <= 0 {
+		o.MaxBody = 1 << 20
+	}
+	if o.Agent == "" {
+		o.Agent = "aep-mcp-bridge"
+	}
+	e := &Endpoint{opts: o, log: o.Logger, conns: map[*socket]struct{}{}}
+	if e.log == nil {
+		e.log = slog.New(slog.DiscardHandler)
+	}
+	return e, nil
+}
+
+// Handler returns the HTTP handler of every binding.
+func (e *Endpoint) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", e.healthz)
+	if e.opts.Root != nil {
+		mux.Handle("GET /{$}", e.opts.Root)
+	}
+	mux.Handle("GET /events", e.auth(http.HandlerFunc(e.discovery)))
+	mux.Handle("GET /.well-known/aep", e.auth(http.HandlerFunc(e.discovery)))
+	mux.Handle("POST /events", e.auth(http.HandlerFunc(e.ingest)))
+	mux.Handle("GET /socket", e.auth(http.HandlerFunc(e.serveSocket)))
+	mux.Handle("GET /stream", e.auth(http.HandlerFunc(e.serveStream)))
+	return mux
+}
+
+// auth requires the bearer token, from the Authorization header or, for
+// browsers, ?access_token= (AEP-0003 §8.1). Tokens are compared in
+// constant time and never logged.
+func (e *Endpoint) auth(next http.Handler) http.Handler {
+	want := []byte(e.opts.Token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := ""
+		if h := r.Header.Get("Authorization"); len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+			got = strings.TrimSpace(h[7:])
+		} else if t := r.URL.Query().Get("access_token"); t != "" {
+			got = t
+		}
+		if subtle.ConstantTimeCompare([]byte(got), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="aep"`)
+			writeError(w, http.StatusUnauthorized, "unauthorized",
+				"this endpoint needs the bridge's bearer token: send Authorization: Bearer <token> (or ?access_token= from a browser); the bridge prints where its token is stored when it starts")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// httpError is the body of every refusal on the HTTP surfaces.
+type httpError struct {
+	Error  string `json:"error"`
+	Detail string `json:"detail,omitempty"`
+	Line   *int   `json:"line,omitempty"`
+}
+
+func writeError(w http.ResponseWriter, status int, code, detail string) {
+	writeJSON(w, status, httpError{Error: code, Detail: detail})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+func (e *Endpoint) healthz(w http.ResponseWriter, r *http.Request) {
+	out := map[string]any{"ok": true}
+	if e.opts.Health != nil {
+		for k, v := range e.opts.Health() {
+			out[k] = v
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// capabilities is the capability set of hello and discovery (AEP-0003 §4).
+func (e *Endpoint) capabilities() *aep.Capabilities {
+	return &aep.Capabilities{
+		Filters:      []string{"attr-match"},
+		Replay:       &aep.ReplayCaps{Buffer: e.opts.Hub.ReplayDepth(), All: true},
+		Capture:      []string{"none", "metadata", "redacted", "full"},
+		Control:      aep.NewControlCaps(e.accepts()).Raw(),
+		Roster:       json.RawMessage("{}"),
+		Experimental: json.RawMessage("{}"),
+	}
+}
+
+// discoveryDoc is the discovery document (AEP-0003 §3.4).
+type discoveryDoc struct {
+	AEP          []string          `json:"aep"`
+	Role         string            `json:"role"`
+	Endpoints    map[string]string `json:"endpoints"`
+	Capabilities *aep.Capabilities `json:"capabilities"`
+}
+
+func (e *Endpoint) discovery(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, discoveryDoc{
+		AEP:          []string{aep.Version},
+		Role:         "collector",
+		Endpoints:    map[string]string{"events": "/events", "stream": "/stream", "socket": "/socket"},
+		Capabilities: e.capabilities(),
+	})
+}
+
+// Connections returns the number of open WebSocket connections.
+func (e *Endpoint) Connections() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.conns)
+}
+
+// Close ends every WebSocket connection with a closing frame. HTTP requests
+// in flight end with the server that serves Handler.
+func (e *Endpoint) Close() {
+	e.mu.Lock()
+	e.closed = true
+	conns := make([]*socket, 0, len(e.conns))
+	for c := range e.conns {
+		conns = append(conns, c)
+	}
+	e.mu.Unlock()
+	for _, c := range conns {
+		c.shutdown("the endpoint is shutting down")
+	}
+}
+
+// downlevel applies a subscription's capture ceiling to a delivery.
+func downlevel(d *bus.Delivery, ceiling aep.Capture) ([]byte, error) {
+	if ceiling == 0 || d.Event.EffectiveCapture() <= ceiling {
+		return d.Raw, nil
+	}
+	ev, err := aep.Downlevel(d.Event, ceiling)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(ev)
+}

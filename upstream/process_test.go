@@ -1,0 +1,69 @@
+package upstream
+
+import (
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+// waitLimit bounds every wait in these tests; it is a failure guard, not a
+// synchronisation.
+const waitLimit = 30 * time.Second
+
+func TestStopEscalatesToSIGKILL(t *testing.T) {
+	// A server that ignores both the closed stdin and SIGTERM.
+	ready := make(chan struct{})
+	pr, pw := io.Pipe()
+	c, err := Start([]string{"sh", "-c", `trap "" TERM; echo ready >&2; while :; do sleep 1; done`}, nil, pw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		buf := make([]byte, 16)
+		n, _ := pr.Read(buf)
+		if strings.Contains(string(buf[:n]), "ready") {
+			close(ready)
+		}
+		io.Copy(io.Discard, pr)
+	}()
+	select {
+	case <-ready:
+	case <-time.After(waitLimit):
+		t.Fatal("child did not start")
+	}
+	c.Stop(50*time.Millisecond, 50*time.Millisecond)
+	if st := c.ExitStatus(time.Second); st != "signal killed" {
+		t.Fatalf("exit status %q; want signal killed", st)
+	}
+	pw.Close()
+}
+
+func TestStopEndsAPoliteServerWithStdin(t *testing.T) {
+	c, err := Start([]string{"cat"}, nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Stop(waitLimit, waitLimit) // cat exits when its stdin closes
+	if st := c.ExitStatus(time.Second); st != "status 0" {
+		t.Fatalf("exit status %q; want status 0", st)
+	}
+}
+
+func TestStartErrorSaysWhatToDo(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		argv []string
+		want string
+	}{
+		{"missing binary", []string{"/no/such/server"}, "check the command after --"},
+		{"no command", nil, "pass it after --"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Start(tc.argv, nil, io.Discard)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v; want an error saying %q", err, tc.want)
+			}
+		})
+	}
+}
