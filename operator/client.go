@@ -218,12 +218,12 @@ func (c *Client) sendOnce(ctx context.Context, id string, raw []byte, keep func(
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
-	write := func(v string) error { return conn.WriteMessage(websocket.TextMessage, []byte(v)) }
-	if err := write(`{"type":"hello","versions":["0.1"],"role":"consumer","identity":{"agent":"` + c.agent() + `"}}`); err != nil {
+	write := func(frame any) error { return conn.WriteMessage(websocket.TextMessage, aep.EncodeFrame(frame)) }
+	if err := write(aep.NewHello(aep.RoleConsumer, aep.Identity{Agent: c.agent()}, nil)); err != nil {
 		return Ack{}, err
 	}
-	sub, _ := json.Marshal(map[string]any{"type": "subscribe", "id": "ack", "filter": map[string]any{"cause": id, "type": []string{"control.*"}}, "from": "all"})
-	if err := write(string(sub)); err != nil {
+	filter, _ := json.Marshal(map[string]any{"cause": id, "type": []string{"control.*"}})
+	if err := write(aep.Subscribe{Type: aep.FrameSubscribe, ID: "ack", Filter: filter, From: aep.FromAll}); err != nil {
 		return Ack{}, err
 	}
 	sent := false
@@ -232,19 +232,12 @@ func (c *Client) sendOnce(ctx context.Context, id string, raw []byte, keep func(
 		if err != nil {
 			return Ack{}, err
 		}
-		var f struct {
-			Type   string          `json:"type"`
-			ID     string          `json:"id"`
-			Cause  string          `json:"cause"`
-			Code   string          `json:"code"`
-			Detail string          `json:"detail"`
-			Data   json.RawMessage `json:"data"`
-		}
-		if json.Unmarshal(b, &f) != nil {
+		f, err := aep.DecodeFrame(b)
+		if err != nil {
 			continue
 		}
 		switch {
-		case f.Type == "subscribed" && f.ID == "ack" && !sent:
+		case f.Type == aep.FrameSubscribed && f.ID == "ack" && !sent:
 			if err := conn.WriteMessage(websocket.TextMessage, raw); err != nil {
 				return Ack{}, err
 			}
@@ -252,16 +245,32 @@ func (c *Client) sendOnce(ctx context.Context, id string, raw []byte, keep func(
 			if !keep() {
 				return Ack{}, errors.New("connection dropped after sending")
 			}
-		case f.Type == "error" && f.ID == "ack":
+		case f.Type == aep.FrameError && f.ID == "ack":
 			return Ack{}, fmt.Errorf("the endpoint refused the subscription: %s %s", f.Code, f.Detail)
-		case f.Type == "error" && f.Cause == id:
+		case f.Type == aep.FrameError && f.Cause == id:
 			return Ack{Reason: f.Code, Detail: f.Detail, Raw: b}, nil
-		case f.Type == "control.accepted" && f.Cause == id:
-			return Ack{Accepted: true, Raw: b}, nil
-		case f.Type == "control.rejected" && f.Cause == id:
-			var r aep.Rejected
-			json.Unmarshal(f.Data, &r)
-			return Ack{Reason: r.Reason, Detail: r.Detail, Raw: b}, nil
+		case aep.IsEventType(f.Type):
+			if ack, ok := ackOf(b, id); ok {
+				return ack, nil
+			}
 		}
 	}
+}
+
+// ackOf reads an ack event for command id: control.accepted, or
+// control.rejected with its reason and detail.
+func ackOf(b []byte, id string) (Ack, bool) {
+	ev, err := aep.Parse(b)
+	if err != nil || ev.Cause != id {
+		return Ack{}, false
+	}
+	switch ev.Type {
+	case "control.accepted":
+		return Ack{Accepted: true, Raw: b}, true
+	case "control.rejected":
+		var r aep.Rejected
+		json.Unmarshal(ev.Data, &r)
+		return Ack{Reason: r.Reason, Detail: r.Detail, Raw: b}, true
+	}
+	return Ack{}, false
 }
