@@ -72,6 +72,9 @@ type sessionConfig struct {
 	onNotify func(mcp.JSONRPCNotification)
 	// protocol is the revision the client asks for; "" means 2025-11-25.
 	protocol string
+	// host, if set, runs the session (Host.NewSession); nil means a
+	// session with a hub of its own (New).
+	host *Host
 }
 
 func startSession(t *testing.T, cfg sessionConfig) *session {
@@ -87,12 +90,18 @@ func startSession(t *testing.T, cfg sessionConfig) *session {
 	c2bR, c2bW := io.Pipe()
 	b2cR, b2cW := io.Pipe()
 	o.Client, o.ClientOut = c2bR, b2cW
-	b, err := New(o)
+	var b *Bridge
+	var err error
+	if cfg.host != nil {
+		b, err = cfg.host.NewSession(o)
+	} else {
+		b, err = New(o)
+	}
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
 	s := &session{t: t, b: b, runErr: make(chan error, 1)}
-	s.events = b.Hub().Subscribe(nil, 4096)
+	s.events = b.Hub().Subscribe(func(ev *aep.Event) bool { return ev.Session == b.Session() }, 4096)
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	go func() {

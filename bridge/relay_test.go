@@ -3,8 +3,10 @@ package bridge
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -50,18 +52,24 @@ func (r *testRelay) stop() {
 
 // operator is a WebSocket consumer of a relay.
 type wsOperator struct {
-	t *testing.T
-	c *websocket.Conn
+	t    *testing.T
+	c    *websocket.Conn
+	last []byte
 }
 
 func connectOperator(t *testing.T, addr string) *wsOperator {
 	t.Helper()
-	c, _, err := websocket.DefaultDialer.Dial("ws://"+addr+"/socket?access_token=relay-token", nil)
+	return connectOperatorWith(t, addr, "relay-token")
+}
+
+func connectOperatorWith(t *testing.T, addr, token string) *wsOperator {
+	t.Helper()
+	c, _, err := websocket.DefaultDialer.Dial("ws://"+addr+"/socket?access_token="+token, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	o := &wsOperator{t, c}
+	o := &wsOperator{t: t, c: c}
 	o.send(`{"type":"hello","versions":["0.1"],"role":"consumer","identity":{"agent":"operator"}}`)
 	o.until(func(m map[string]any) bool { return m["type"] == "hello" })
 	o.send(`{"type":"subscribe","id":"all","from":"all"}`)
@@ -76,7 +84,11 @@ func (o *wsOperator) until(pred func(map[string]any) bool) []byte {
 		o.c.SetReadDeadline(time.Now().Add(waitLimit))
 		_, b, err := o.c.ReadMessage()
 		if err != nil {
-			o.t.Fatalf("operator read: %v", err)
+			o.t.Fatalf("operator read: %v (last %s)", err, o.last)
+		}
+		o.last = b
+		if os.Getenv("DBG") != "" {
+			fmt.Println(string(b))
 		}
 		var m map[string]any
 		json.Unmarshal(b, &m)

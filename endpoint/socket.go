@@ -29,11 +29,13 @@ type socket struct {
 	e    *Endpoint
 	conn *websocket.Conn
 	out  chan []byte
-	// bye carries the closing frame to the writer, which sends it after
-	// every frame already queued, then closes.
-	bye       chan []byte
+	// bye carries the reason of an orderly close to the writer, which
+	// first lets every subscription deliver what it already holds, then
+	// sends the frames queued and a closing frame, then closes.
+	bye       chan string
 	done      chan struct{}
-	wg        sync.WaitGroup
+	wg        sync.WaitGroup // the writer and the forwarders
+	fwg       sync.WaitGroup // the forwarders alone
 	closeOnce sync.Once
 
 	// mu guards the fields below.
@@ -54,7 +56,7 @@ func (e *Endpoint) serveSocket(w http.ResponseWriter, r *http.Request) {
 		return // the upgrader already answered
 	}
 	conn.SetReadLimit(e.opts.MaxBody)
-	s := &socket{e: e, conn: conn, out: make(chan []byte, socketQueue), bye: make(chan []byte, 1),
+	s := &socket{e: e, conn: conn, out: make(chan []byte, socketQueue), bye: make(chan string, 1),
 		done: make(chan struct{}), subs: map[string]*socketSub{}}
 	e.mu.Lock()
 	if e.closed {
@@ -111,17 +113,9 @@ func (s *socket) writeLoop() {
 				s.close()
 				return
 			}
-		case b := <-s.bye:
-			// Frames already queued (an error frame saying why) go first.
-			for drained := false; !drained; {
-				select {
-				case q := <-s.out:
-					s.write(q)
-				default:
-					drained = true
-				}
-			}
-			s.write(b)
+		case reason := <-s.bye:
+			s.drain()
+			s.write(s.closingFrame(reason))
 			s.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
 			s.close()
 			return
@@ -131,21 +125,56 @@ func (s *socket) writeLoop() {
 	}
 }
 
-// shutdown sends a closing frame with the delivered positions (AEP-0003
-// §3.5), then closes.
+// shutdown closes the connection in order (AEP-0003 §3.5 rule 4): what
+// the subscriptions hold and the frames already queued (an error frame
+// saying why) are sent, then a closing frame with the delivered positions.
 func (s *socket) shutdown(reason string) {
+	select {
+	case s.bye <- reason:
+	default: // already closing
+	}
+}
+
+// drain ends the subscriptions and writes everything they and the queue
+// hold. It runs on the writer.
+func (s *socket) drain() {
 	s.mu.Lock()
+	for _, sub := range s.subs {
+		sub.sub.Close() // what is buffered stays readable
+	}
+	s.mu.Unlock()
+	forwarded := make(chan struct{})
+	go func() { s.fwg.Wait(); close(forwarded) }()
+	for {
+		select {
+		case b := <-s.out:
+			if s.write(b) != nil {
+				s.close() // the forwarders end with done
+			}
+		case <-forwarded:
+			for {
+				select {
+				case b := <-s.out:
+					s.write(b)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+// closingFrame reports each subscription's last delivered positions.
+func (s *socket) closingFrame(reason string) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	var delivered []aep.Delivered
 	for id, sub := range s.subs {
 		for _, p := range sub.last {
 			delivered = append(delivered, aep.Delivered{Sub: id, Session: p.Session, Epoch: p.Epoch, Seq: p.Seq})
 		}
 	}
-	s.mu.Unlock()
-	select {
-	case s.bye <- aep.EncodeFrame(aep.NewClosing(reason, delivered)):
-	default: // already closing
-	}
+	return aep.EncodeFrame(aep.NewClosing(reason, delivered))
 }
 
 func (s *socket) close() {

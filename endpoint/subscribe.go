@@ -98,12 +98,16 @@ func (s *socket) subscribe(f aep.Frame) {
 	s.subs[f.ID] = ss
 	s.mu.Unlock()
 	s.wg.Add(1)
+	s.fwg.Add(1)
 	go s.forward(ss)
 }
 
-// forward moves one subscription's deliveries to the connection.
+// forward moves one subscription's deliveries to the connection. It waits
+// for room in the connection's queue: backpressure is the hub's, which
+// closes a subscription that falls behind with a reason (AEP-0003 §8.4).
 func (s *socket) forward(ss *socketSub) {
 	defer s.wg.Done()
+	defer s.fwg.Done()
 	for {
 		select {
 		case d, ok := <-ss.sub.C:
@@ -117,12 +121,16 @@ func (s *socket) forward(ss *socketSub) {
 			if err != nil {
 				continue
 			}
+			select {
+			case s.out <- b:
+			case <-s.done:
+				return
+			}
 			if d.Event.Seq != nil {
 				s.mu.Lock()
 				ss.last[d.Event.Session] = bus.Position{Session: d.Event.Session, Epoch: d.Event.EpochOrZero(), Seq: *d.Event.Seq}
 				s.mu.Unlock()
 			}
-			s.send(b)
 		case <-s.done:
 			return
 		}

@@ -1,0 +1,118 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+)
+
+func newTestHost(t *testing.T, o HostOptions) *Host {
+	t.Helper()
+	h, err := NewHost(o)
+	if err != nil {
+		t.Fatalf("NewHost: %v", err)
+	}
+	t.Cleanup(func() { h.Close(context.Background()) })
+	return h
+}
+
+func loopback(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
+}
+
+// TestHostServesASessionAndClosesInOrder runs a session on a host with an
+// endpoint: an operator on the endpoint answers its question; then Close,
+// with a second question pending, ends the session first (the question is
+// dismissed, session.ended reaches the operator) and the endpoint last.
+func TestHostServesASessionAndClosesInOrder(t *testing.T) {
+	h := newTestHost(t, HostOptions{Listener: loopback(t), Token: "host-token", Agent: "hosted"})
+	s := startSession(t, sessionConfig{host: h})
+	op := connectOperatorWith(t, h.Addr(), "host-token")
+
+	call := s.call("ask", map[string]any{"schema": "pinned"}, nil)
+	var req aep.Event
+	json.Unmarshal(op.until(func(m map[string]any) bool { return m["type"] == "attention.requested" }), &req)
+	if req.Agent != "hosted" || req.Session != s.b.Session() {
+		t.Fatalf("question from agent %q session %q; want hosted, %s", req.Agent, req.Session, s.b.Session())
+	}
+	cmd := command(req.Session, req.ID, aep.Answer{Option: "decline"})
+	raw, _ := json.Marshal(cmd)
+	op.send(string(raw))
+	op.until(func(m map[string]any) bool { return m["type"] == "control.accepted" && m["cause"] == cmd.ID })
+	if got := elicitResult(t, s.result(call)); got["action"] != "decline" {
+		t.Fatalf("server got %v; want decline", got)
+	}
+
+	resp, err := http.Get("http://" + h.Addr() + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	health, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(health), `"upstream":"running"`) {
+		t.Fatalf("healthz %s; want the session's upstream running", health)
+	}
+
+	s.call("ask", map[string]any{"schema": "pinned"}, nil)
+	var pending aep.Event
+	json.Unmarshal(op.until(func(m map[string]any) bool {
+		return m["type"] == "attention.requested" && m["id"] != req.ID
+	}), &pending)
+	if err := h.Close(context.Background()); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := <-s.runErr; err != nil {
+		t.Fatalf("Run after Close: %v", err)
+	}
+	s.closed = true
+	op.until(func(m map[string]any) bool {
+		return m["type"] == "attention.resolved" && m["subject"] == pending.ID && strings.Contains(mustJSON(m["data"]), "dismissed")
+	})
+	op.until(func(m map[string]any) bool { return m["type"] == "session.ended" })
+	op.until(func(m map[string]any) bool { return m["type"] == aep.FrameClosing })
+	s.checkLog()
+	if _, err := h.NewSession(Options{Command: []string{serverBin}}); err == nil {
+		t.Fatal("NewSession after Close succeeded; want a refusal")
+	}
+}
+
+// TestHostJoinsTheEndpointOnItsPort starts a second host on the port the
+// first serves: it joins as an emitter, and its session's question is
+// answered on the first host's endpoint.
+func TestHostJoinsTheEndpointOnItsPort(t *testing.T) {
+	a := newTestHost(t, HostOptions{Listen: "127.0.0.1:0", Token: "hub-token", Agent: "first"})
+	b := newTestHost(t, HostOptions{Listen: a.Addr(), Token: "hub-token", Agent: "second"})
+	if b.Joined() == "" || b.Addr() != "" {
+		t.Fatalf("second host: joined %q, addr %q; want it to join %s", b.Joined(), b.Addr(), a.Addr())
+	}
+	s := startSession(t, sessionConfig{host: b})
+	op := connectOperatorWith(t, a.Addr(), "hub-token")
+	call := s.call("ask", map[string]any{"schema": "pinned"}, nil)
+	var req aep.Event
+	json.Unmarshal(op.until(func(m map[string]any) bool {
+		return m["type"] == "attention.requested" && m["agent"] == "second"
+	}), &req)
+	cmd := command(req.Session, req.ID, aep.Answer{Option: "cancel"})
+	raw, _ := json.Marshal(cmd)
+	op.send(string(raw))
+	op.until(func(m map[string]any) bool { return m["type"] == "control.accepted" && m["cause"] == cmd.ID })
+	if got := elicitResult(t, s.result(call)); got["action"] != "cancel" {
+		t.Fatalf("server got %v; want cancel", got)
+	}
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
