@@ -3,10 +3,8 @@ package bridge
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -87,9 +85,6 @@ func (o *wsOperator) until(pred func(map[string]any) bool) []byte {
 			o.t.Fatalf("operator read: %v (last %s)", err, o.last)
 		}
 		o.last = b
-		if os.Getenv("DBG") != "" {
-			fmt.Println(string(b))
-		}
 		var m map[string]any
 		json.Unmarshal(b, &m)
 		if pred(m) {

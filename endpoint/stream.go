@@ -1,6 +1,7 @@
 package endpoint
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -18,27 +19,11 @@ const sseHeartbeat = 15 * time.Second
 // serveStream is GET /stream (AEP-0003 §3.3): filter, capture, from,
 // Last-Event-ID and live=0.
 func (e *Endpoint) serveStream(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	var from json.RawMessage
-	if f := q.Get("from"); f == "all" {
-		from = aep.FromAll
-	} else if f != "" {
-		from = json.RawMessage(f)
-	}
-	req, err := parseSubscription([]byte(q.Get("filter")), q.Get("capture"), from)
+	req, err := parseStreamQuery(r)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid-filter", err.Error())
 		return
 	}
-	if id := r.Header.Get("Last-Event-ID"); from == nil && id != "" {
-		p, err := parseEventID(id)
-		if err != nil {
-			writeError(w, http.StatusBadRequest, "invalid-filter", err.Error())
-			return
-		}
-		req.from.Positions = []bus.Position{p}
-	}
-	live := q.Get("live") != "0"
 	fl, ok := w.(http.Flusher)
 	if !ok {
 		writeError(w, http.StatusInternalServerError, "internal", "streaming unsupported")
@@ -55,32 +40,80 @@ func (e *Endpoint) serveStream(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, ": replay-exhausted %s %d:%d\n\n", x.Session, x.Earliest.Epoch, x.Earliest.Seq)
 	}
 	fl.Flush()
-	write := func(d *bus.Delivery) bool {
-		b, err := downlevel(d, req.ceiling)
-		if err != nil {
-			return true
-		}
-		if d.Event.Seq != nil {
-			fmt.Fprintf(w, "id: %s:%d:%d\n", d.Event.Session, d.Event.EpochOrZero(), *d.Event.Seq)
-		}
-		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", d.Event.Type, b)
-		return true
-	}
-	if !live {
-		// Replay only: what the subscription already holds, then a marker.
-		for {
-			select {
-			case d := <-sub.C:
-				write(d)
-				continue
-			default:
-			}
-			break
-		}
-		fmt.Fprint(w, ": replay-complete\n\n")
-		fl.Flush()
+	st := &sseStream{w: w, fl: fl, ceiling: req.ceiling}
+	if r.URL.Query().Get("live") == "0" {
+		st.replay(sub)
 		return
 	}
+	st.live(r.Context(), sub)
+}
+
+// parseStreamQuery reads a stream request: from takes precedence over
+// Last-Event-ID (AEP-0003 §3.3).
+func parseStreamQuery(r *http.Request) (subscription, error) {
+	q := r.URL.Query()
+	var from json.RawMessage
+	if f := q.Get("from"); f == "all" {
+		from = aep.FromAll
+	} else if f != "" {
+		from = json.RawMessage(f)
+	}
+	req, err := parseSubscription([]byte(q.Get("filter")), q.Get("capture"), from)
+	if err != nil {
+		return subscription{}, err
+	}
+	if id := r.Header.Get("Last-Event-ID"); from == nil && id != "" {
+		p, err := parseEventID(id)
+		if err != nil {
+			return subscription{}, err
+		}
+		req.from.Positions = []bus.Position{p}
+	}
+	return req, nil
+}
+
+// sseStream writes deliveries as server-sent events.
+type sseStream struct {
+	w       http.ResponseWriter
+	fl      http.Flusher
+	ceiling aep.Capture
+}
+
+// event writes one delivery, down-leveled to the stream's ceiling; its id
+// is {session}:{epoch}:{seq} when it has a position.
+func (st *sseStream) event(d *bus.Delivery) {
+	b, err := downlevel(d, st.ceiling)
+	if err != nil {
+		return
+	}
+	if d.Event.Seq != nil {
+		fmt.Fprintf(st.w, "id: %s:%d:%d\n", d.Event.Session, d.Event.EpochOrZero(), *d.Event.Seq)
+	}
+	fmt.Fprintf(st.w, "event: %s\ndata: %s\n\n", d.Event.Type, b)
+}
+
+// replay writes what the subscription already holds, then a marker
+// (live=0). A subscription closed for slowness ends the stream without the
+// marker, so the consumer knows the replay is incomplete.
+func (st *sseStream) replay(sub *bus.Subscription) {
+	for done := false; !done; {
+		select {
+		case d, ok := <-sub.C:
+			if !ok {
+				return
+			}
+			st.event(d)
+		default:
+			done = true
+		}
+	}
+	fmt.Fprint(st.w, ": replay-complete\n\n")
+	st.fl.Flush()
+}
+
+// live writes deliveries as they come, with a heartbeat, until the client
+// goes or the subscription ends.
+func (st *sseStream) live(ctx context.Context, sub *bus.Subscription) {
 	tick := time.NewTicker(sseHeartbeat)
 	defer tick.Stop()
 	for {
@@ -90,12 +123,12 @@ func (e *Endpoint) serveStream(w http.ResponseWriter, r *http.Request) {
 				// Too slow: end the stream so the consumer resumes exactly.
 				return
 			}
-			write(d)
-			fl.Flush()
+			st.event(d)
+			st.fl.Flush()
 		case <-tick.C:
-			fmt.Fprint(w, ": ping\n\n")
-			fl.Flush()
-		case <-r.Context().Done():
+			fmt.Fprint(st.w, ": ping\n\n")
+			st.fl.Flush()
+		case <-ctx.Done():
 			return
 		}
 	}

@@ -228,33 +228,14 @@ func (l *Link) Run(ctx context.Context) {
 // errConnected marks a session that got past hello, so backoff restarts.
 var errConnected = errors.New("the connection dropped")
 
-// session runs one connection.
+// session runs one connection: the handshake, the re-announcement of
+// pending questions, then the pump.
 func (l *Link) session(ctx context.Context) error {
-	h := http.Header{"Authorization": {"Bearer " + l.opts.Token}}
-	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second}
-	conn, resp, err := d.DialContext(ctx, l.url, h)
+	conn, err := l.handshake(ctx)
 	if err != nil {
-		if resp != nil && resp.StatusCode == http.StatusUnauthorized {
-			return fmt.Errorf("the relay refused the token (401): pass the relay's token with --token or AEP_TOKEN")
-		}
-		return fmt.Errorf("dialing: %w", err)
+		return err
 	}
 	defer conn.Close()
-	hello := aep.EncodeFrame(aep.NewHello(aep.RoleEmitter, aep.Identity{Agent: l.opts.Agent, Instance: l.opts.Instance},
-		&aep.Capabilities{Emits: []string{"session", "attention", "control", "error"}, Control: aep.NewControlCaps(l.opts.Accepts).Raw()}))
-	conn.SetWriteDeadline(time.Now().Add(writeWait))
-	if err := conn.WriteMessage(websocket.TextMessage, hello); err != nil {
-		return fmt.Errorf("sending hello: %w", err)
-	}
-	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	_, b, err := conn.ReadMessage()
-	if err != nil {
-		return fmt.Errorf("waiting for the relay's hello: %w", err)
-	}
-	if reply, err := aep.DecodeFrame(b); err != nil || reply.Type != aep.FrameHello {
-		return fmt.Errorf("the relay answered hello with %s", strings.TrimSpace(string(b)))
-	}
-	conn.SetReadDeadline(time.Time{})
 	l.mu.Lock()
 	l.connected = true
 	// Re-announce pending questions first, with their original ids.
@@ -264,52 +245,111 @@ func (l *Link) session(ctx context.Context) error {
 	}
 	l.mu.Unlock()
 	l.log.Info("relay link up", "reannounced", len(resend))
-	var wmu sync.Mutex
-	write := func(b []byte) error {
-		wmu.Lock()
-		defer wmu.Unlock()
-		conn.SetWriteDeadline(time.Now().Add(writeWait))
-		return conn.WriteMessage(websocket.TextMessage, b)
-	}
+	w := &linkWriter{conn: conn}
 	for _, raw := range resend {
-		if err := write(raw); err != nil {
+		if err := w.write(raw); err != nil {
 			return fmt.Errorf("%w: %v", errConnected, err)
 		}
 	}
-	readErr := make(chan error, 1)
-	go func() { readErr <- l.readLoop(conn, write) }()
+	r := &linkReader{done: make(chan struct{})}
+	go l.read(conn, w, r)
+	err = l.pump(ctx, w, r)
+	conn.Close()
+	<-r.done
+	return err
+}
+
+// linkReader is the state of a connection's reader goroutine: done closes
+// when it ends, and err says why.
+type linkReader struct {
+	done chan struct{}
+	err  error
+}
+
+// read is the reader goroutine of one connection; it ends when the
+// connection does.
+func (l *Link) read(conn *websocket.Conn, w *linkWriter, r *linkReader) {
+	defer close(r.done)
+	r.err = l.readLoop(conn, w.write)
+}
+
+// handshake dials the relay and exchanges hello frames (AEP-0003 §4).
+func (l *Link) handshake(ctx context.Context) (*websocket.Conn, error) {
+	h := http.Header{"Authorization": {"Bearer " + l.opts.Token}}
+	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second}
+	conn, resp, err := d.DialContext(ctx, l.url, h)
+	if err != nil {
+		if resp != nil && resp.StatusCode == http.StatusUnauthorized {
+			return nil, fmt.Errorf("the relay refused the token (401): pass the relay's token with --token or AEP_TOKEN")
+		}
+		return nil, fmt.Errorf("dialing: %w", err)
+	}
+	hello := aep.EncodeFrame(aep.NewHello(aep.RoleEmitter, aep.Identity{Agent: l.opts.Agent, Instance: l.opts.Instance},
+		&aep.Capabilities{Emits: []string{"session", "attention", "control", "error"}, Control: aep.NewControlCaps(l.opts.Accepts).Raw()}))
+	conn.SetWriteDeadline(time.Now().Add(writeWait))
+	if err := conn.WriteMessage(websocket.TextMessage, hello); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("sending hello: %w", err)
+	}
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, b, err := conn.ReadMessage()
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("waiting for the relay's hello: %w", err)
+	}
+	if reply, err := aep.DecodeFrame(b); err != nil || reply.Type != aep.FrameHello {
+		conn.Close()
+		return nil, fmt.Errorf("the relay answered hello with %s", strings.TrimSpace(string(b)))
+	}
+	conn.SetReadDeadline(time.Time{})
+	return conn, nil
+}
+
+// linkWriter serializes frames to the relay, each with its own deadline.
+type linkWriter struct {
+	conn *websocket.Conn
+
+	// mu serializes writes: the pump and the reader's replies share conn.
+	mu sync.Mutex
+}
+
+func (w *linkWriter) write(b []byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.conn.SetWriteDeadline(time.Now().Add(writeWait))
+	return w.conn.WriteMessage(websocket.TextMessage, b)
+}
+
+// pump sends the outbox until the connection fails or ctx ends; then the
+// last events (session.ended) go out before a closing frame.
+func (l *Link) pump(ctx context.Context, w *linkWriter, r *linkReader) error {
 	for {
 		l.mu.Lock()
 		batch := l.queue
 		l.queue, l.sev = nil, nil
 		l.mu.Unlock()
 		for i, raw := range batch {
-			if err := write(raw); err != nil {
+			if err := w.write(raw); err != nil {
 				l.requeue(batch[i:])
-				conn.Close()
-				<-readErr
 				return fmt.Errorf("%w: %v", errConnected, err)
 			}
 		}
 		select {
 		case <-l.wake:
-		case err := <-readErr:
-			return fmt.Errorf("%w: %v", errConnected, err)
+		case <-r.done:
+			return fmt.Errorf("%w: %v", errConnected, r.err)
 		case <-ctx.Done():
-			// Last events (session.ended) go out before the closing frame.
 			l.mu.Lock()
 			rest := l.queue
 			l.queue, l.sev = nil, nil
 			l.mu.Unlock()
 			for _, raw := range rest {
-				if write(raw) != nil {
+				if w.write(raw) != nil {
 					break
 				}
 			}
-			write(aep.EncodeFrame(aep.NewClosing("the bridge is shutting down", nil)))
-			conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
-			conn.Close()
-			<-readErr
+			w.write(aep.EncodeFrame(aep.NewClosing("the bridge is shutting down", nil)))
+			w.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
 			return ctx.Err()
 		}
 	}
