@@ -20,6 +20,7 @@ import (
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/bridge"
+	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
 	"github.com/agenteventprotocol/aep-mcp-bridge/control"
 )
 
@@ -115,8 +116,6 @@ func runPending(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	c2bR, c2bW := io.Pipe()
-	b2cR, b2cW := io.Pipe()
 	logs, _ := os.MkdirTemp("", "aep-bench-logs")
 	defer os.RemoveAll(logs)
 	h, err := bridge.NewHost(bridge.HostOptions{})
@@ -124,6 +123,8 @@ func runPending(ctx context.Context, args []string) error {
 		return err
 	}
 	defer h.Close(context.Background())
+	c2bR, c2bW := io.Pipe()
+	b2cR, b2cW := io.Pipe()
 	b, err := h.NewSession(bridge.Options{Command: []string{self, "flood-server"}, Client: c2bR, ClientOut: b2cW, LogDir: logs})
 	if err != nil {
 		return err
@@ -143,69 +144,89 @@ func runPending(ctx context.Context, args []string) error {
 	if _, err := c.Initialize(ctx, init); err != nil {
 		return err
 	}
+	res, err := floodAndAnswer(ctx, c, b, sub, *n)
+	c.Close()
+	if err != nil {
+		return err
+	}
+	if err := <-done; err != nil {
+		return err
+	}
+	res.print(*n)
+	return nil
+}
+
+// pendingResult is what one pending run measured.
+type pendingResult struct {
+	pending, rejected              int
+	check                          string
+	raised, answered, lastToResult time.Duration
+}
+
+// floodAndAnswer has the server raise n questions in one tool call, then
+// answers each as an operator would, through the session's intake.
+func floodAndAnswer(ctx context.Context, c *client.Client, b *bridge.Bridge, sub *bus.Subscription, n int) (pendingResult, error) {
+	var res pendingResult
 	result := make(chan *mcp.CallToolResult, 1)
 	start := time.Now()
 	go func() {
 		req := mcp.CallToolRequest{}
 		req.Params.Name = "flood"
-		req.Params.Arguments = map[string]any{"n": *n}
+		req.Params.Arguments = map[string]any{"n": n}
 		r, err := c.CallTool(ctx, req)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench: flood:", err)
 		}
 		result <- r
 	}()
-	ids := make([]string, *n)
-	for got := 0; got < *n; got++ {
+	ids := make([]string, n)
+	for got := 0; got < n; got++ {
 		d := <-sub.C
 		var data aep.AttentionRequested
 		json.Unmarshal(d.Event.Data, &data)
 		m := questionRe.FindStringSubmatch(data.Prompt)
 		if m == nil {
-			return fmt.Errorf("unexpected prompt %q", data.Prompt)
+			return res, fmt.Errorf("unexpected prompt %q", data.Prompt)
 		}
 		i, _ := strconv.Atoi(m[1])
 		ids[i] = d.Event.ID
 	}
-	raised := time.Since(start)
-	pending := b.Manager().Len()
+	res.raised = time.Since(start)
+	res.pending = b.Manager().Len()
 	answerStart := time.Now()
 	var lastSubmit time.Time
-	rejected := 0
 	for i, id := range ids {
 		data, _ := json.Marshal(aep.Respond{Answer: aep.Answer{Values: map[string]any{"i": i}}})
 		cmd := aep.Event{AEP: aep.Version, ID: aep.NewID(), Type: "control.attention.respond", Subject: id, Time: aep.FormatTime(time.Now()),
 			Source: "aep://bench/agent/operator", Agent: "operator", Session: b.Session(), Capture: aep.CaptureMetadata, Data: data}
-		if i == len(ids)-1 {
-			lastSubmit = time.Now()
-		}
-		res, err := b.Intake().Submit(cmd, control.Sender{Authenticated: true})
-		if err != nil || !res.Accepted() {
-			rejected++
+		lastSubmit = time.Now()
+		ack, err := b.Intake().Submit(cmd, control.Sender{Authenticated: true})
+		if err != nil || !ack.Accepted() {
+			res.rejected++
 		}
 	}
 	r := <-result
-	lastToResult := time.Since(lastSubmit)
-	answered := time.Since(answerStart)
-	text := ""
+	res.lastToResult = time.Since(lastSubmit)
+	res.answered = time.Since(answerStart)
 	if r != nil && len(r.Content) > 0 {
-		text = r.Content[0].(mcp.TextContent).Text
+		if tc, ok := r.Content[0].(mcp.TextContent); ok {
+			res.check = strings.TrimSpace(tc.Text)
+		}
 	}
-	c.Close()
-	if err := <-done; err != nil {
-		return err
-	}
-	fmt.Printf("%d questions pending at once through the bridge, answered by an in-process operator\n\n", *n)
+	return res, nil
+}
+
+func (res pendingResult) print(n int) {
+	fmt.Printf("%d questions pending at once through the bridge, answered by an in-process operator\n\n", n)
 	fmt.Println("| measure | value |")
 	fmt.Println("|---|---|")
-	fmt.Printf("| questions pending at peak | %d |\n", pending)
-	fmt.Printf("| answers accepted / rejected | %d / %d |\n", *n-rejected, rejected)
-	fmt.Printf("| server's check | %s of %d |\n", strings.TrimSpace(text), *n)
-	fmt.Printf("| time to raise all (tools/call → last attention.requested) | %s |\n", raised.Round(time.Microsecond))
-	fmt.Printf("| time to answer all (first command → result) | %s |\n", answered.Round(time.Microsecond))
-	fmt.Printf("| last command → its ElicitResult at the server → tools/call result at the client | %s |\n", lastToResult.Round(time.Microsecond))
+	fmt.Printf("| questions pending at peak | %d |\n", res.pending)
+	fmt.Printf("| answers accepted / rejected | %d / %d |\n", n-res.rejected, res.rejected)
+	fmt.Printf("| server's check | %s of %d |\n", res.check, n)
+	fmt.Printf("| time to raise all (tools/call → last attention.requested) | %s |\n", res.raised.Round(time.Microsecond))
+	fmt.Printf("| time to answer all (first command → result) | %s |\n", res.answered.Round(time.Microsecond))
+	fmt.Printf("| last command → its ElicitResult at the server → tools/call result at the client | %s |\n", res.lastToResult.Round(time.Microsecond))
 	fmt.Printf("| peak RSS of the process (bridge + operator + client) | %s |\n", peakRSS())
-	return nil
 }
 
 // peakRSS reads VmHWM from /proc/self/status.

@@ -107,6 +107,53 @@ func oneLine(s string, n int) string {
 
 // runRespond is `aep-mcp-bridge respond ID (--values JSON | --decline | --cancel | --text S)`.
 func runRespond(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	r, err := parseRespond(args, stderr)
+	if err != nil {
+		return err
+	}
+	c, err := newClient(r.endpoint, r.token, r.state)
+	if err != nil {
+		return err
+	}
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	qs, err := c.Pending(pctx)
+	if err != nil {
+		return err
+	}
+	var q *operator.Question
+	for i := range qs {
+		if qs[i].ID == r.id {
+			q = &qs[i]
+		}
+	}
+	if q == nil {
+		return &exitError{3, fmt.Sprintf("question %s is not pending at %s (unknown, answered, or expired); run aep-mcp-bridge pending", r.id, r.endpoint)}
+	}
+	ack, err := c.Respond(ctx, *q, r.answer, r.window, nil)
+	if errors.Is(err, operator.ErrNoAck) {
+		return &exitError{4, fmt.Sprintf("no ack within %s: %v", r.window, err)}
+	}
+	if err != nil {
+		return err
+	}
+	if !ack.Accepted {
+		return &exitError{3, fmt.Sprintf("rejected: %s: %s", ack.Reason, ack.Detail)}
+	}
+	fmt.Fprintln(stdout, "accepted")
+	return nil
+}
+
+// respondArgs is respond's command line.
+type respondArgs struct {
+	endpoint, token, state string
+	id                     string
+	answer                 aep.Answer
+	window                 time.Duration
+}
+
+// parseRespond reads respond's command line; flags may follow the ID.
+func parseRespond(args []string, stderr io.Writer) (respondArgs, error) {
 	fs := subcommandFlags("respond", "respond ID (--values JSON | --decline | --cancel | --text S) [--endpoint URL] [--token T]", stderr)
 	endpoint, token, state := clientFlags(fs)
 	values := fs.String("values", "", `answer values as a JSON object, e.g. '{"replicas":3}'`)
@@ -114,19 +161,17 @@ func runRespond(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	cancelQ := fs.Bool("cancel", false, "cancel the question")
 	text := fs.String("text", "", "answer with text (AEP-0008), e.g. \"decline\"")
 	window := fs.Duration("wait", 10*time.Second, "how long to wait for the ack")
-	// Flags may follow the ID.
 	var id string
-	rest := args
-	for len(rest) > 0 {
+	for rest := args; len(rest) > 0; {
 		if err := fs.Parse(rest); err != nil {
-			return errUsage
+			return respondArgs{}, errUsage
 		}
 		if fs.NArg() == 0 {
 			break
 		}
 		if id != "" {
 			fmt.Fprintln(stderr, "aep-mcp-bridge respond: one question ID only")
-			return errUsage
+			return respondArgs{}, errUsage
 		}
 		id, rest = fs.Arg(0), fs.Args()[1:]
 	}
@@ -139,55 +184,25 @@ func runRespond(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if id == "" || n != 1 {
 		fmt.Fprintln(stderr, "aep-mcp-bridge respond: give the question ID and exactly one of --values, --decline, --cancel, --text")
 		fs.Usage()
-		return errUsage
+		return respondArgs{}, errUsage
 	}
-	var answer aep.Answer
+	r := respondArgs{endpoint: *endpoint, token: *token, state: *state, id: id, window: *window}
 	switch {
 	case *values != "":
 		dec := json.NewDecoder(bytes.NewReader([]byte(*values)))
 		dec.UseNumber()
-		if err := dec.Decode(&answer.Values); err != nil || answer.Values == nil {
+		if err := dec.Decode(&r.answer.Values); err != nil || r.answer.Values == nil {
 			fmt.Fprintln(stderr, "aep-mcp-bridge respond: --values must be a JSON object, e.g. '{\"replicas\":3}'")
-			return errUsage
+			return respondArgs{}, errUsage
 		}
 	case *decline:
-		answer.Option = "decline"
+		r.answer.Option = "decline"
 	case *cancelQ:
-		answer.Option = "cancel"
+		r.answer.Option = "cancel"
 	default:
-		answer.Text = *text
+		r.answer.Text = *text
 	}
-	c, err := newClient(*endpoint, *token, *state)
-	if err != nil {
-		return err
-	}
-	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	qs, err := c.Pending(pctx)
-	if err != nil {
-		return err
-	}
-	var q *operator.Question
-	for i := range qs {
-		if qs[i].ID == id {
-			q = &qs[i]
-		}
-	}
-	if q == nil {
-		return &exitError{3, fmt.Sprintf("question %s is not pending at %s (unknown, answered, or expired); run aep-mcp-bridge pending", id, *endpoint)}
-	}
-	ack, err := c.Respond(ctx, *q, answer, *window, nil)
-	if errors.Is(err, operator.ErrNoAck) {
-		return &exitError{4, fmt.Sprintf("no ack within %s: %v", *window, err)}
-	}
-	if err != nil {
-		return err
-	}
-	if !ack.Accepted {
-		return &exitError{3, fmt.Sprintf("rejected: %s: %s", ack.Reason, ack.Detail)}
-	}
-	fmt.Fprintln(stdout, "accepted")
-	return nil
+	return r, nil
 }
 
 // runTail is `aep-mcp-bridge tail [--filter JSON] [--json]`.
