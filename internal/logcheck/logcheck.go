@@ -38,103 +38,117 @@ func File(path string) (*Report, error) {
 
 // Bytes checks a log's content.
 func Bytes(b []byte) (*Report, error) {
-	r := &Report{Types: map[string]int{}}
+	c := &checker{r: &Report{Types: map[string]int{}}, lastSeq: -1, open: map[string]bool{},
+		fields: map[string][]aep.FieldSpec{}, terminal: map[string]bool{}, seenIDs: map[string]bool{}}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	var (
-		lastSeq  = int64(-1)
-		session  string
-		open     = map[string]bool{}
-		fields   = map[string][]aep.FieldSpec{}
-		terminal = map[string]bool{}
-		ended    bool
-		seenIDs  = map[string]bool{}
-	)
-	n := 0
-	for sc.Scan() {
-		n++
-		line := sc.Bytes()
-		ev, err := aep.Parse(line)
-		if err != nil {
+	for n := 1; sc.Scan(); n++ {
+		if err := c.line(sc.Bytes()); err != nil {
 			return nil, fmt.Errorf("line %d: %w", n, err)
-		}
-		key := ev.Source + " " + ev.ID
-		if seenIDs[key] {
-			return nil, fmt.Errorf("line %d: event id %s appears twice in one history", n, ev.ID)
-		}
-		seenIDs[key] = true
-		r.Events++
-		r.Types[ev.Type]++
-		r.Lines = append(r.Lines, *ev)
-		if session == "" {
-			session = ev.Session
-		} else if ev.Session != session {
-			return nil, fmt.Errorf("line %d: session %q in the log of session %q", n, ev.Session, session)
-		}
-		if ev.Seq != nil {
-			if *ev.Seq <= lastSeq {
-				return nil, fmt.Errorf("line %d: seq %d does not increase (previous %d)", n, *ev.Seq, lastSeq)
-			}
-			lastSeq = *ev.Seq
-		}
-		if ended && ev.Seq != nil {
-			return nil, fmt.Errorf("line %d: %s after session.ended", n, ev.Type)
-		}
-		var data map[string]json.RawMessage
-		_ = json.Unmarshal(ev.Data, &data)
-		switch ev.Type {
-		case "attention.requested":
-			r.Questions++
-			open[ev.ID] = true
-			var d aep.AttentionRequested
-			_ = json.Unmarshal(ev.Data, &d)
-			fields[ev.ID] = d.Fields
-			if ev.EffectiveCapture() <= aep.CaptureMetadata && ev.Data != nil {
-				if !metadataPrompt.MatchString(d.Prompt) {
-					return nil, fmt.Errorf("line %d: metadata-level prompt %q is not synthesized from structure", n, d.Prompt)
-				}
-				for _, f := range d.Fields {
-					if f.Label != f.ID {
-						return nil, fmt.Errorf("line %d: metadata-level label of field %q is not its id", n, f.ID)
-					}
-					for _, c := range f.Choices {
-						if c.Label != c.ID {
-							return nil, fmt.Errorf("line %d: metadata-level label of choice %q is not its id", n, c.ID)
-						}
-					}
-				}
-			}
-		case "attention.answered":
-			if ev.EffectiveCapture() <= aep.CaptureMetadata {
-				var d aep.AttentionAnswered
-				_ = json.Unmarshal(ev.Data, &d)
-				if err := structuralOnly(fields[ev.Subject], d.Answer.Values); err != nil {
-					return nil, fmt.Errorf("line %d: %w", n, err)
-				}
-			}
-		case "attention.resolved", "attention.timeout":
-			if terminal[ev.Subject] {
-				return nil, fmt.Errorf("line %d: a second terminal for attention request %s", n, ev.Subject)
-			}
-			if !open[ev.Subject] {
-				return nil, fmt.Errorf("line %d: %s for unknown attention request %s", n, ev.Type, ev.Subject)
-			}
-			terminal[ev.Subject] = true
-			delete(open, ev.Subject)
-		case "session.ended":
-			if ended {
-				return nil, fmt.Errorf("line %d: a second session.ended", n)
-			}
-			if len(open) > 0 {
-				return nil, fmt.Errorf("line %d: session.ended with %d attention request(s) still pending", n, len(open))
-			}
-			ended = true
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
-	return r, nil
+	return c.r, nil
+}
+
+// checker is the state of one log's check.
+type checker struct {
+	r        *Report
+	lastSeq  int64
+	session  string
+	open     map[string]bool
+	fields   map[string][]aep.FieldSpec
+	terminal map[string]bool
+	ended    bool
+	seenIDs  map[string]bool
+}
+
+// line checks one line against the envelope, the session's order, and the
+// lifecycle rules.
+func (c *checker) line(line []byte) error {
+	ev, err := aep.Parse(line)
+	if err != nil {
+		return err
+	}
+	key := ev.Source + " " + ev.ID
+	if c.seenIDs[key] {
+		return fmt.Errorf("event id %s appears twice in one history", ev.ID)
+	}
+	c.seenIDs[key] = true
+	c.r.Events++
+	c.r.Types[ev.Type]++
+	c.r.Lines = append(c.r.Lines, *ev)
+	if c.session == "" {
+		c.session = ev.Session
+	} else if ev.Session != c.session {
+		return fmt.Errorf("session %q in the log of session %q", ev.Session, c.session)
+	}
+	if ev.Seq != nil {
+		if c.ended {
+			return fmt.Errorf("%s after session.ended", ev.Type)
+		}
+		if *ev.Seq <= c.lastSeq {
+			return fmt.Errorf("seq %d does not increase (previous %d)", *ev.Seq, c.lastSeq)
+		}
+		c.lastSeq = *ev.Seq
+	}
+	switch ev.Type {
+	case "attention.requested":
+		return c.requested(ev)
+	case "attention.answered":
+		if ev.EffectiveCapture() <= aep.CaptureMetadata {
+			var d aep.AttentionAnswered
+			_ = json.Unmarshal(ev.Data, &d)
+			return structuralOnly(c.fields[ev.Subject], d.Answer.Values)
+		}
+	case "attention.resolved", "attention.timeout":
+		if c.terminal[ev.Subject] {
+			return fmt.Errorf("a second terminal for attention request %s", ev.Subject)
+		}
+		if !c.open[ev.Subject] {
+			return fmt.Errorf("%s for unknown attention request %s", ev.Type, ev.Subject)
+		}
+		c.terminal[ev.Subject] = true
+		delete(c.open, ev.Subject)
+	case "session.ended":
+		if c.ended {
+			return fmt.Errorf("a second session.ended")
+		}
+		if len(c.open) > 0 {
+			return fmt.Errorf("session.ended with %d attention request(s) still pending", len(c.open))
+		}
+		c.ended = true
+	}
+	return nil
+}
+
+// requested opens a question; at the metadata level its prompt must be
+// synthesized from structure and its labels must be ids.
+func (c *checker) requested(ev *aep.Event) error {
+	c.r.Questions++
+	c.open[ev.ID] = true
+	var d aep.AttentionRequested
+	_ = json.Unmarshal(ev.Data, &d)
+	c.fields[ev.ID] = d.Fields
+	if ev.EffectiveCapture() > aep.CaptureMetadata || ev.Data == nil {
+		return nil
+	}
+	if !metadataPrompt.MatchString(d.Prompt) {
+		return fmt.Errorf("metadata-level prompt %q is not synthesized from structure", d.Prompt)
+	}
+	for _, f := range d.Fields {
+		if f.Label != f.ID {
+			return fmt.Errorf("metadata-level label of field %q is not its id", f.ID)
+		}
+		for _, ch := range f.Choices {
+			if ch.Label != ch.ID {
+				return fmt.Errorf("metadata-level label of choice %q is not its id", ch.ID)
+			}
+		}
+	}
+	return nil
 }
 
 // structuralOnly checks that metadata-level values hold no free text: every
