@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strconv"
 	"time"
 )
 
@@ -91,31 +92,9 @@ func (e *Event) SetExtension(name string, value any) error {
 // extension attributes sorted by name, then data. Absent optional attributes
 // are omitted.
 func (e Event) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.Grow(256 + len(e.Data))
-	b.WriteByte('{')
-	first := true
-	put := func(name string, v []byte) {
-		if !first {
-			b.WriteByte(',')
-		}
-		first = false
-		b.WriteByte('"')
-		b.WriteString(name)
-		b.WriteString(`":`)
-		b.Write(v)
-	}
-	str := func(name, v string, always bool) error {
-		if v == "" && !always {
-			return nil
-		}
-		enc, err := marshalNoEscape(v)
-		if err != nil {
-			return err
-		}
-		put(name, enc)
-		return nil
-	}
+	w := &objectWriter{}
+	w.b.Grow(256 + len(e.Data))
+	w.b.WriteByte('{')
 	for _, kv := range []struct {
 		n, v   string
 		always bool
@@ -124,36 +103,60 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		{"time", e.Time, true}, {"source", e.Source, true}, {"agent", e.Agent, true},
 		{"session", e.Session, false}, {"run", e.Run, false}, {"step", e.Step, false},
 	} {
-		if err := str(kv.n, kv.v, kv.always); err != nil {
+		if err := w.str(kv.n, kv.v, kv.always); err != nil {
 			return nil, err
 		}
 	}
 	if e.Seq != nil {
-		put("seq", []byte(fmt.Sprint(*e.Seq)))
+		w.put("seq", strconv.AppendInt(nil, *e.Seq, 10))
 	}
 	if e.Epoch != nil {
-		put("epoch", []byte(fmt.Sprint(*e.Epoch)))
+		w.put("epoch", strconv.AppendInt(nil, *e.Epoch, 10))
 	}
-	if err := str("cause", e.Cause, false); err != nil {
+	if err := w.str("cause", e.Cause, false); err != nil {
 		return nil, err
 	}
-	if err := str("traceparent", e.Traceparent, false); err != nil {
+	if err := w.str("traceparent", e.Traceparent, false); err != nil {
 		return nil, err
 	}
+	if err := e.writeLevels(w); err != nil {
+		return nil, err
+	}
+	if err := e.writeExtensions(w); err != nil {
+		return nil, err
+	}
+	if len(e.Data) > 0 && !bytes.Equal(bytes.TrimSpace(e.Data), []byte("null")) {
+		var c bytes.Buffer
+		if err := json.Compact(&c, e.Data); err != nil {
+			return nil, fmt.Errorf("encoding data: %w", err)
+		}
+		w.put("data", c.Bytes())
+	}
+	w.b.WriteByte('}')
+	return w.b.Bytes(), nil
+}
+
+// writeLevels writes severity and capture when set.
+func (e Event) writeLevels(w *objectWriter) error {
 	if e.Severity != 0 {
 		v, err := e.Severity.MarshalJSON()
 		if err != nil {
-			return nil, err
+			return err
 		}
-		put("severity", v)
+		w.put("severity", v)
 	}
 	if e.Capture != 0 {
 		v, err := e.Capture.MarshalJSON()
 		if err != nil {
-			return nil, err
+			return err
 		}
-		put("capture", v)
+		w.put("capture", v)
 	}
+	return nil
+}
+
+// writeExtensions writes the extension attributes sorted by name.
+func (e Event) writeExtensions(w *objectWriter) error {
 	names := make([]string, 0, len(e.Extensions))
 	for n := range e.Extensions {
 		names = append(names, n)
@@ -161,19 +164,42 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	sort.Strings(names)
 	for _, n := range names {
 		if coreSet[n] {
-			return nil, &ValidationError{Rule: "AEP-0001 §5.4", Attr: n, Msg: "extension attribute collides with a core attribute"}
+			return &ValidationError{Rule: "AEP-0001 §5.4", Attr: n, Msg: "extension attribute collides with a core attribute"}
 		}
-		put(n, e.Extensions[n])
+		w.put(n, e.Extensions[n])
 	}
-	if len(e.Data) > 0 && !bytes.Equal(bytes.TrimSpace(e.Data), []byte("null")) {
-		var c bytes.Buffer
-		if err := json.Compact(&c, e.Data); err != nil {
-			return nil, fmt.Errorf("encoding data: %w", err)
-		}
-		put("data", c.Bytes())
+	return nil
+}
+
+// objectWriter writes the members of one JSON object in order.
+type objectWriter struct {
+	b       bytes.Buffer
+	started bool
+}
+
+// put writes a member whose value is already encoded.
+func (w *objectWriter) put(name string, v []byte) {
+	if w.started {
+		w.b.WriteByte(',')
 	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	w.started = true
+	w.b.WriteByte('"')
+	w.b.WriteString(name)
+	w.b.WriteString(`":`)
+	w.b.Write(v)
+}
+
+// str writes a string member; an empty one only when always is set.
+func (w *objectWriter) str(name, v string, always bool) error {
+	if v == "" && !always {
+		return nil
+	}
+	enc, err := marshalNoEscape(v)
+	if err != nil {
+		return err
+	}
+	w.put(name, enc)
+	return nil
 }
 
 // marshalNoEscape encodes a string without HTML escaping, so '<', '>' and '&'
