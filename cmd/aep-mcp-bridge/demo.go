@@ -38,7 +38,10 @@ const demoSchema = `{"type":"object","properties":{
 // deploy tool asks for a deployment plan and returns the ElicitResult.
 func runDemoServer() error {
 	s := server.NewMCPServer("aep-mcp-bridge-demo", "1.0.0",
-		server.WithElicitation(), server.WithLegacyServerInitiatedRequests(), server.WithToolCapabilities(false))
+		server.WithElicitation(),
+		//lint:ignore SA1019 the demo shows the 2025 flow, where the server sends elicitation/create; its client pins 2025-11-25
+		server.WithLegacyServerInitiatedRequests(),
+		server.WithToolCapabilities(false))
 	s.AddTool(mcp.NewTool("deploy", mcp.WithDescription("Deploy a service after a human fills in the plan")),
 		func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			var schema map[string]any

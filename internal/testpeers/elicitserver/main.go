@@ -57,7 +57,10 @@ type pendingAsk struct {
 
 func main() {
 	s := server.NewMCPServer("elicit-test-server", "1.0.0",
-		server.WithElicitation(), server.WithLegacyServerInitiatedRequests(), server.WithToolCapabilities(false))
+		server.WithElicitation(),
+		//lint:ignore SA1019 this peer tests the 2025 flow (elicitation/create requests); the 2026-07-28 flow is tested on purpose elsewhere
+		server.WithLegacyServerInitiatedRequests(),
+		server.WithToolCapabilities(false))
 	s.AddTool(mcp.NewTool("ask",
 		mcp.WithString("schema", mcp.Description("pinned, nested, or a JSON schema")),
 		mcp.WithString("message"), mcp.WithString("key")), ask(s))
