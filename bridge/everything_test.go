@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/testenv"
 )
 
 // everything returns the argv of @modelcontextprotocol/server-everything
@@ -25,10 +26,7 @@ func everything(t *testing.T) []string {
 	t.Helper()
 	js, _ := filepath.Abs("../internal/testpeers/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
 	if _, err := os.Stat(js); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("server-everything is not installed at %s; .ci/run must run npm ci --prefix internal/testpeers/npm", js)
-		}
-		t.Skipf("server-everything not installed; run: npm ci --prefix internal/testpeers/npm")
+		testenv.Missing(t, "@modelcontextprotocol/server-everything at "+js, "run npm ci --prefix internal/testpeers/npm (.ci/run does)")
 	}
 	return []string{"node", js, "stdio"}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/agenteventprotocol/aep-mcp-bridge/endpoint"
 	"github.com/agenteventprotocol/aep-mcp-bridge/inbox"
 	"github.com/agenteventprotocol/aep-mcp-bridge/internal/logcheck"
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/testenv"
 )
 
 // serverBin is the mcp-go elicit test server, built once by TestMain.
@@ -43,9 +44,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "building the test server: %v\n%s", err, out)
 		os.Exit(1)
 	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	defer os.RemoveAll(dir)
+	testenv.Main(m) // every session, host and link a test started must be gone
+
 }
 
 // waitLimit bounds every wait in these tests; it is a failure guard, not a

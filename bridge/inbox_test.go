@@ -11,6 +11,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/testenv"
 )
 
 // chromium returns Debian's Chromium, skipping outside CI when it is absent.
@@ -21,10 +22,7 @@ func chromium(t *testing.T) string {
 			return p
 		}
 	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("Chromium is not installed; .ci/run must apt-get install chromium")
-	}
-	t.Skip("Chromium not installed; apt-get install chromium to run the inbox tests")
+	testenv.Missing(t, "Debian's Chromium", "apt-get install chromium (.ci/run does)")
 	return ""
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
 	"github.com/agenteventprotocol/aep-mcp-bridge/endpoint"
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/testenv"
 )
 
 // TestMain lets this test binary play the demo's built-in MCP server: the
@@ -28,7 +29,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	testenv.Main(m)
 }
 
 var questionRe = regexp.MustCompile(`respond ([0-9A-Z]{26}) --values`)

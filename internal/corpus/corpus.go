@@ -3,7 +3,8 @@
 //
 // The AEP tree is taken from $AEP_CONFORMANCE_DIR when set, else from
 // ../shared/reference/aep relative to the repository root. When neither exists
-// the calling test is skipped with a message naming the variable.
+// the calling test is skipped with a message naming the variable (and fails
+// under CI=true; see internal/testenv).
 package corpus
 
 import (
@@ -12,6 +13,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/testenv"
 )
 
 // EnvVar names the environment variable that points at an AEP checkout.
@@ -31,11 +34,11 @@ func AEPDir(t testing.TB) string {
 		if _, err := os.Stat(filepath.Join(d, "conformance", "fixtures")); err == nil {
 			return d
 		}
-		t.Skipf("%s=%s holds no conformance/fixtures folder; point %s at an AEP checkout", EnvVar, d, EnvVar)
+		testenv.Missing(t, "the AEP conformance corpora at "+EnvVar+"="+d, "point "+EnvVar+" at an AEP checkout (the folder holding conformance/fixtures)")
 	}
 	d := filepath.Join(repoRoot(), "..", "shared", "reference", "aep")
 	if _, err := os.Stat(filepath.Join(d, "conformance", "fixtures")); err != nil {
-		t.Skipf("AEP conformance corpora not found at %s; set %s to an AEP checkout to run this test", d, EnvVar)
+		testenv.Missing(t, "the AEP conformance corpora at "+d, "set "+EnvVar+" to an AEP checkout to run this test")
 	}
 	return d
 }
