@@ -1,11 +1,17 @@
-// Package bridge wires one bridged MCP session: it spawns the upstream MCP
-// server, relays it to the client through the elicit proxy, and connects the
-// proxy to the attention lifecycle, the control intake and the bus (session
-// emitter, JSONL log, hub).
+// Package bridge wires a running bridge. A Host owns the process-wide
+// parts: the event hub, the AEP endpoint and its HTTP server (or the join
+// of another bridge's endpoint on the same port), and the links to relays.
+// A Bridge is one bridged MCP session on a host: it spawns or dials the
+// upstream server (package upstream), relays it to the client through the
+// elicit proxy, and connects the proxy to the attention lifecycle, the
+// control intake and the bus (session emitter, JSONL log).
 //
-// It owns the shutdown order: on a signal or when the client leaves, stop
-// accepting, dismiss pending questions, write session.ended, flush the log,
-// then stop the server (close its stdin, then SIGTERM, then SIGKILL). When
-// the server dies instead, pending questions are dismissed, in-flight client
+// It owns the shutdown order. When a session ends (the client leaves, its
+// context is cancelled, or its host closes): pending questions are
+// dismissed, session.ended is written, the log is flushed, then the server
+// is stopped (its stdin closed, then SIGTERM, then SIGKILL). When the
+// server dies instead, pending questions are dismissed, in-flight client
 // requests get errors that name the exit status, and Run returns an error.
+// Host.Close ends the sessions still running first, then stops the
+// endpoint, then lets the links send what they queued.
 package bridge

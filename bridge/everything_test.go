@@ -162,27 +162,9 @@ func TestEverythingPassThroughFidelity(t *testing.T) {
 	// the same tools for each.
 	caps := client.WithClientCapabilities(mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}, URL: &struct{}{}}})
 
-	// Direct connection, with the same client capabilities.
-	direct, err := client.NewStdioMCPClientWithOptions(argv[0], nil, argv[1:])
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { direct.Close() })
-	direct = client.NewClient(direct.GetTransport(), client.WithProtocolVersion("2025-11-25"), elicit, sampling, caps)
-	dhook, dchanged := toolsChanged()
-	direct.OnNotification(dhook)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*waitLimit)
 	defer cancel()
-	if err := direct.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = "2025-11-25"
-	init.Params.ClientInfo = mcp.Implementation{Name: "e2e-client", Version: "1.2.3"}
-	if _, err := direct.Initialize(ctx, init); err != nil {
-		t.Fatalf("direct initialize: %v", err)
-	}
-	waitSignal(t, dchanged, "tools/list_changed (direct)")
+	direct := directEverything(t, ctx, argv, elicit, sampling, caps)
 
 	hook, changed := toolsChanged()
 	progress := make(chan mcp.JSONRPCNotification, 16)
@@ -195,35 +177,7 @@ func TestEverythingPassThroughFidelity(t *testing.T) {
 		}})
 	waitSignal(t, changed, "tools/list_changed (bridged)")
 
-	lists := []struct {
-		name string
-		get  func(c *client.Client) (any, error)
-	}{
-		{"tools/list", func(c *client.Client) (any, error) { return c.ListTools(ctx, mcp.ListToolsRequest{}) }},
-		{"resources/list", func(c *client.Client) (any, error) { return c.ListResources(ctx, mcp.ListResourcesRequest{}) }},
-		{"prompts/list", func(c *client.Client) (any, error) { return c.ListPrompts(ctx, mcp.ListPromptsRequest{}) }},
-		{"resources/templates/list", func(c *client.Client) (any, error) {
-			return c.ListResourceTemplates(ctx, mcp.ListResourceTemplatesRequest{})
-		}},
-	}
-	for _, l := range lists {
-		d, err := l.get(direct)
-		if err != nil {
-			t.Fatalf("direct %s: %v", l.name, err)
-		}
-		b, err := l.get(s.client)
-		if err != nil {
-			t.Fatalf("bridged %s: %v", l.name, err)
-		}
-		dj, _ := json.Marshal(d)
-		bj, _ := json.Marshal(b)
-		if string(dj) != string(bj) {
-			t.Errorf("%s differs through the bridge:\n direct %s\nbridged %s", l.name, dj, bj)
-		}
-		if len(dj) < 50 {
-			t.Errorf("%s is suspiciously empty: %s", l.name, dj)
-		}
-	}
+	compareLists(t, ctx, direct, s.client)
 
 	t.Run("progress", func(t *testing.T) {
 		res := s.result(s.call("trigger-long-running-operation", map[string]any{"duration": 0.2, "steps": 2}, &mcp.Meta{ProgressToken: "lro-1"}))
@@ -248,6 +202,67 @@ func TestEverythingPassThroughFidelity(t *testing.T) {
 			t.Fatalf("sampling result %q", txt)
 		}
 	})
+}
+
+// directEverything connects an mcp-go client to server-everything with no
+// bridge between them, initialized as the bridged client is.
+func directEverything(t *testing.T, ctx context.Context, argv []string, opts ...client.ClientOption) *client.Client {
+	t.Helper()
+	c, err := client.NewStdioMCPClientWithOptions(argv[0], nil, argv[1:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c = client.NewClient(c.GetTransport(), append([]client.ClientOption{client.WithProtocolVersion("2025-11-25")}, opts...)...)
+	hook, changed := toolsChanged()
+	c.OnNotification(hook)
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = "2025-11-25"
+	init.Params.ClientInfo = mcp.Implementation{Name: "e2e-client", Version: "1.2.3"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatalf("direct initialize: %v", err)
+	}
+	waitSignal(t, changed, "tools/list_changed (direct)")
+	return c
+}
+
+// compareLists checks that every list the server offers reads the same
+// through the bridge as directly, byte for byte once encoded.
+func compareLists(t *testing.T, ctx context.Context, direct, bridged *client.Client) {
+	t.Helper()
+	lists := []struct {
+		name string
+		get  func(c *client.Client) (any, error)
+	}{
+		{"tools/list", func(c *client.Client) (any, error) { return c.ListTools(ctx, mcp.ListToolsRequest{}) }},
+		{"resources/list", func(c *client.Client) (any, error) { return c.ListResources(ctx, mcp.ListResourcesRequest{}) }},
+		{"prompts/list", func(c *client.Client) (any, error) { return c.ListPrompts(ctx, mcp.ListPromptsRequest{}) }},
+		{"resources/templates/list", func(c *client.Client) (any, error) {
+			return c.ListResourceTemplates(ctx, mcp.ListResourceTemplatesRequest{})
+		}},
+	}
+	for _, l := range lists {
+		d, err := l.get(direct)
+		if err != nil {
+			t.Fatalf("direct %s: %v", l.name, err)
+		}
+		b, err := l.get(bridged)
+		if err != nil {
+			t.Fatalf("bridged %s: %v", l.name, err)
+		}
+		dj, _ := json.Marshal(d)
+		bj, _ := json.Marshal(b)
+		if string(dj) != string(bj) {
+			t.Errorf("%s differs through the bridge:\n direct %s\nbridged %s", l.name, dj, bj)
+		}
+		if len(dj) < 50 {
+			t.Errorf("%s is suspiciously empty: %s", l.name, dj)
+		}
+	}
+
 }
 
 // TestEverythingUpstreamCancel drives the bridge with a raw JSON-RPC client
