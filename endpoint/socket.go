@@ -48,6 +48,9 @@ type socket struct {
 	control  json.RawMessage
 	emits    []string
 	subs     map[string]*socketSub
+	// draining is set once the writer started its orderly close: no
+	// subscription (and no forwarder) is added after it.
+	draining bool
 }
 
 func (e *Endpoint) serveSocket(w http.ResponseWriter, r *http.Request) {
@@ -139,6 +142,7 @@ func (s *socket) shutdown(reason string) {
 // hold. It runs on the writer.
 func (s *socket) drain() {
 	s.mu.Lock()
+	s.draining = true
 	for _, sub := range s.subs {
 		sub.sub.Close() // what is buffered stays readable
 	}

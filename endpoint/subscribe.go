@@ -95,10 +95,15 @@ func (s *socket) subscribe(f aep.Frame) {
 	}
 	ss := &socketSub{id: f.ID, sub: sub, ceiling: req.ceiling, last: map[string]bus.Position{}}
 	s.mu.Lock()
+	if s.draining {
+		s.mu.Unlock()
+		sub.Close() // the connection is closing: nothing more is delivered
+		return
+	}
 	s.subs[f.ID] = ss
-	s.mu.Unlock()
 	s.wg.Add(1)
 	s.fwg.Add(1)
+	s.mu.Unlock()
 	go s.forward(ss)
 }
 
