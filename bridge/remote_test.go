@@ -230,100 +230,102 @@ func TestRemoteStreamDropResumes(t *testing.T) {
 	}
 }
 
-func TestRemoteFaults(t *testing.T) {
-	t.Run("401 says to pass the auth header", func(t *testing.T) {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Header.Get("Authorization") != "Bearer right" {
-				w.WriteHeader(http.StatusUnauthorized)
-				return
-			}
-			w.WriteHeader(http.StatusTeapot)
-		}))
-		defer srv.Close()
-		err := initThroughBridge(t, Options{URL: srv.URL + "/mcp"})
-		if err == nil || !strings.Contains(err.Error(), "--header 'Authorization") {
-			t.Fatalf("got %v", err)
+func TestRemoteUnauthorizedSaysToPassTheHeader(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer right" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
 		}
-		// The header flag reaches the server.
-		err = initThroughBridge(t, Options{URL: srv.URL + "/mcp", Header: http.Header{"Authorization": {"Bearer right"}}})
-		if err == nil || !strings.Contains(err.Error(), "418") {
-			t.Fatalf("with the header: %v", err)
-		}
-	})
-	t.Run("404 on a stale session tells the client to start a new one", func(t *testing.T) {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			body, _ := io.ReadAll(r.Body)
-			switch {
-			case r.Method == "GET":
-				w.WriteHeader(http.StatusMethodNotAllowed)
-			case strings.Contains(string(body), `"initialize"`):
-				w.Header().Set("Mcp-Session-Id", "old")
-				w.Header().Set("Content-Type", "application/json")
-				var m struct{ ID json.RawMessage }
-				json.Unmarshal(body, &m)
-				fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}`, m.ID)
-			case strings.Contains(string(body), `"notifications/`):
-				w.WriteHeader(http.StatusAccepted)
-			default:
-				w.WriteHeader(http.StatusNotFound) // the session expired
-			}
-		}))
-		defer srv.Close()
-		s := startSession(t, sessionConfig{opts: Options{URL: srv.URL + "/mcp"}})
-		_, err := s.client.ListTools(context.Background(), mcp.ListToolsRequest{})
-		if err == nil || !strings.Contains(err.Error(), "starts a new session") {
-			t.Fatalf("got %v", err)
-		}
-		s.close()
-	})
-	t.Run("garbage", func(t *testing.T) {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusTeapot)
+	}))
+	defer srv.Close()
+	err := initThroughBridge(t, Options{URL: srv.URL + "/mcp"})
+	if err == nil || !strings.Contains(err.Error(), "--header 'Authorization") {
+		t.Fatalf("got %v", err)
+	}
+	// The header flag reaches the server.
+	err = initThroughBridge(t, Options{URL: srv.URL + "/mcp", Header: http.Header{"Authorization": {"Bearer right"}}})
+	if err == nil || !strings.Contains(err.Error(), "418") {
+		t.Fatalf("with the header: %v", err)
+	}
+}
+
+func TestRemoteStaleSessionTellsTheClientToStartANewOne(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		switch {
+		case r.Method == "GET":
+			w.WriteHeader(http.StatusMethodNotAllowed)
+		case strings.Contains(string(body), `"initialize"`):
+			w.Header().Set("Mcp-Session-Id", "old")
 			w.Header().Set("Content-Type", "application/json")
-			io.WriteString(w, "<html>not json</html>")
-		}))
-		defer srv.Close()
-		if err := initThroughBridge(t, Options{URL: srv.URL + "/mcp"}); err == nil || !strings.Contains(err.Error(), "not JSON") {
-			t.Fatalf("got %v", err)
+			var m struct{ ID json.RawMessage }
+			json.Unmarshal(body, &m)
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}`, m.ID)
+		case strings.Contains(string(body), `"notifications/`):
+			w.WriteHeader(http.StatusAccepted)
+		default:
+			w.WriteHeader(http.StatusNotFound) // the session expired
 		}
-	})
-	t.Run("connection refused", func(t *testing.T) {
-		if err := initThroughBridge(t, Options{URL: "http://127.0.0.1:1/mcp"}); err == nil || !strings.Contains(err.Error(), "cannot connect") {
-			t.Fatalf("got %v", err)
-		}
-	})
-	t.Run("dies mid-call", func(t *testing.T) {
-		base := startEverythingHTTP(t, "streamableHttp")
-		target, _ := url.Parse(base)
-		var mu sync.Mutex
-		var kill func()
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			mu.Lock()
-			k := kill
-			mu.Unlock()
-			if k != nil && r.Method == "POST" {
-				hj, _ := w.(http.Hijacker)
-				conn, _, _ := hj.Hijack()
-				conn.Close()
-				return
-			}
-			httputil.NewSingleHostReverseProxy(target).ServeHTTP(w, r)
-		}))
-		defer srv.Close()
-		s := startSession(t, sessionConfig{opts: Options{URL: srv.URL + "/mcp"}})
+	}))
+	defer srv.Close()
+	s := startSession(t, sessionConfig{opts: Options{URL: srv.URL + "/mcp"}})
+	_, err := s.client.ListTools(context.Background(), mcp.ListToolsRequest{})
+	if err == nil || !strings.Contains(err.Error(), "starts a new session") {
+		t.Fatalf("got %v", err)
+	}
+	s.close()
+}
+
+func TestRemoteGarbageIsNotJSON(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, "<html>not json</html>")
+	}))
+	defer srv.Close()
+	if err := initThroughBridge(t, Options{URL: srv.URL + "/mcp"}); err == nil || !strings.Contains(err.Error(), "not JSON") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestRemoteConnectionRefused(t *testing.T) {
+	if err := initThroughBridge(t, Options{URL: "http://127.0.0.1:1/mcp"}); err == nil || !strings.Contains(err.Error(), "cannot connect") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestRemoteServerDiesMidCall(t *testing.T) {
+	base := startEverythingHTTP(t, "streamableHttp")
+	target, _ := url.Parse(base)
+	var mu sync.Mutex
+	var kill func()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
-		kill = func() {}
+		k := kill
 		mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-		defer cancel()
-		req := mcp.CallToolRequest{}
-		req.Params.Name = "echo"
-		req.Params.Arguments = map[string]any{"message": "x"}
-		_, err := s.client.CallTool(ctx, req)
-		if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "stopped answering") {
-			t.Fatalf("got %v; want a JSON-RPC error that says the server stopped answering", err)
+		if k != nil && r.Method == "POST" {
+			hj, _ := w.(http.Hijacker)
+			conn, _, _ := hj.Hijack()
+			conn.Close()
+			return
 		}
-		s.close() // before the test server closes: the session holds its GET stream
-	})
+		httputil.NewSingleHostReverseProxy(target).ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	s := startSession(t, sessionConfig{opts: Options{URL: srv.URL + "/mcp"}})
+	mu.Lock()
+	kill = func() {}
+	mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "echo"
+	req.Params.Arguments = map[string]any{"message": "x"}
+	_, err := s.client.CallTool(ctx, req)
+	if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "stopped answering") {
+		t.Fatalf("got %v; want a JSON-RPC error that says the server stopped answering", err)
+	}
+	s.close() // before the test server closes: the session holds its GET stream
 }
 
 // initThroughBridge initializes an mcp-go client through a bridge fronting
