@@ -63,6 +63,54 @@ func TestInboxAnswersEveryFieldType(t *testing.T) {
 		ids[f.ID] = "#f-" + req.ID + "-" + string(rune('0'+i))
 	}
 	card := `article[data-qid="` + req.ID + `"]`
+	fillInboxForm(t, ctx, url, card, ids)
+	submitRejected(t, ctx, card, ids)
+	// A value under the form's min is caught in the page before sending.
+	if err := chromedp.Do(ctx,
+		chromedp.SetValue(chromedp.CSS(ids["replicas"]), "0"),
+		chromedp.Click(chromedp.CSS(card+" button.primary")),
+		chromedp.WaitVisible(chromedp.CSS(ids["replicas"]+"-err")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	clientErr, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(ids["replicas"]+"-err")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(clientErr, "at least 1") {
+		t.Errorf("client-side check said %q", clientErr)
+	}
+	// Corrected, the answer is accepted: the card moves to the history
+	// list, which says so.
+	if err := chromedp.Do(ctx,
+		chromedp.SetValue(chromedp.CSS(ids["replicas"]), "3"),
+		chromedp.Click(chromedp.CSS(card+" button.primary")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	got := elicitResult(t, s.result(call))
+	c := got["content"].(map[string]any)
+	if got["action"] != "accept" || c["service"] != "billing" || c["replicas"].(json.Number).String() != "3" ||
+		c["staged"] != true || c["region"] != "us" || compactAny(c["features"]) != `["a","c"]` {
+		t.Fatalf("the server received %v", got)
+	}
+	hsel := chromedp.CSS(`#history article[data-qid="` + req.ID + `"]`)
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(hsel)); err != nil {
+		t.Fatal(err)
+	}
+	hist, err := chromedp.Run(ctx, chromedp.Text(hsel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(hist, "accepted by inbox") {
+		t.Errorf("history shows %q", hist)
+	}
+}
+
+// fillInboxForm opens the inbox, fills every field of the card, checks that
+// the server's text is shown verbatim as text, and keeps a screenshot.
+func fillInboxForm(t *testing.T, ctx context.Context, url, card string, ids map[string]string) {
+	t.Helper()
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(url),
 		chromedp.WaitVisible(chromedp.CSS(card+" form")),
@@ -91,7 +139,12 @@ func TestInboxAnswersEveryFieldType(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot of the filled form: %s", path)
+}
 
+// submitRejected submits the filled form, whose replicas break the schema,
+// and checks the card shows the bridge's rejection and keeps what was typed.
+func submitRejected(t *testing.T, ctx context.Context, card string, ids map[string]string) {
+	t.Helper()
 	if err := chromedp.Do(ctx,
 		chromedp.Click(chromedp.CSS(card+" button.primary")),
 		chromedp.WaitVisible(chromedp.CSS(card+" .ack.rejected")),
@@ -111,47 +164,6 @@ func TestInboxAnswersEveryFieldType(t *testing.T) {
 	}
 	if service != "billing" {
 		t.Fatalf("the typed fields were not kept: service=%q", service)
-	}
-	// A value under the form's min is caught in the page before sending.
-	if err := chromedp.Do(ctx,
-		chromedp.SetValue(chromedp.CSS(ids["replicas"]), "0"),
-		chromedp.Click(chromedp.CSS(card+" button.primary")),
-		chromedp.WaitVisible(chromedp.CSS(ids["replicas"]+"-err")),
-	); err != nil {
-		t.Fatal(err)
-	}
-	clientErr, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(ids["replicas"]+"-err")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Corrected, the answer is accepted: the card moves to the history
-	// list, which says so (checked below).
-	if err := chromedp.Do(ctx,
-		chromedp.SetValue(chromedp.CSS(ids["replicas"]), "3"),
-		chromedp.Click(chromedp.CSS(card+" button.primary")),
-	); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(clientErr, "at least 1") {
-		t.Errorf("client-side check said %q", clientErr)
-	}
-	got := elicitResult(t, s.result(call))
-	c := got["content"].(map[string]any)
-	if got["action"] != "accept" || c["service"] != "billing" || c["replicas"].(json.Number).String() != "3" ||
-		c["staged"] != true || c["region"] != "us" || compactAny(c["features"]) != `["a","c"]` {
-		t.Fatalf("the server received %v", got)
-	}
-	// The answered question moves to the history list.
-	hsel := chromedp.CSS(`#history article[data-qid="` + req.ID + `"]`)
-	if err := chromedp.Do(ctx, chromedp.WaitVisible(hsel)); err != nil {
-		t.Fatal(err)
-	}
-	hist, err := chromedp.Run(ctx, chromedp.Text(hsel))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(hist, "accepted by inbox") {
-		t.Errorf("history shows %q", hist)
 	}
 }
 
