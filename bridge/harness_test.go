@@ -1,7 +1,6 @@
 package bridge
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -274,49 +272,12 @@ func command(session, subject string, answer aep.Answer) aep.Event {
 var controlSender = control.Sender{Authenticated: true}
 
 // lockedWriter collects log output from several goroutines.
-type lockedWriter struct {
-	mu      sync.Mutex
-	b       bytes.Buffer
-	changed chan struct{} // closed on the next write
-}
-
-func (w *lockedWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.changed != nil {
-		close(w.changed)
-		w.changed = nil
-	}
-	return w.b.Write(p)
-}
-
-func (w *lockedWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
+type lockedWriter struct{ testenv.Buffer }
 
 // waitFor blocks until the log contains s, waking on every write.
 func (w *lockedWriter) waitFor(t *testing.T, s string) {
 	t.Helper()
-	deadline := time.After(waitLimit)
-	for {
-		w.mu.Lock()
-		if strings.Contains(w.b.String(), s) {
-			w.mu.Unlock()
-			return
-		}
-		if w.changed == nil {
-			w.changed = make(chan struct{})
-		}
-		ch := w.changed
-		w.mu.Unlock()
-		select {
-		case <-ch:
-		case <-deadline:
-			t.Fatalf("the log never said %q", s)
-		}
-	}
+	w.WaitFor(t, s, waitLimit)
 }
 
 func textLogger(w io.Writer) *slog.Logger {

@@ -41,15 +41,11 @@ func TestHostServesASessionAndClosesInOrder(t *testing.T) {
 	op := connectOperatorWith(t, h.Addr(), "host-token")
 
 	call := s.call("ask", map[string]any{"schema": "pinned"}, nil)
-	var req aep.Event
-	json.Unmarshal(op.until(func(m map[string]any) bool { return m["type"] == "attention.requested" }), &req)
+	req := op.question(nil)
 	if req.Agent != "hosted" || req.Session != s.b.Session() {
 		t.Fatalf("question from agent %q session %q; want hosted, %s", req.Agent, req.Session, s.b.Session())
 	}
-	cmd := command(req.Session, req.ID, aep.Answer{Option: "decline"})
-	raw, _ := json.Marshal(cmd)
-	op.send(string(raw))
-	op.until(func(m map[string]any) bool { return m["type"] == "control.accepted" && m["cause"] == cmd.ID })
+	op.answer(req, aep.Answer{Option: "decline"})
 	if got := elicitResult(t, s.result(call)); got["action"] != "decline" {
 		t.Fatalf("server got %v; want decline", got)
 	}
@@ -65,10 +61,7 @@ func TestHostServesASessionAndClosesInOrder(t *testing.T) {
 	}
 
 	s.call("ask", map[string]any{"schema": "pinned"}, nil)
-	var pending aep.Event
-	json.Unmarshal(op.until(func(m map[string]any) bool {
-		return m["type"] == "attention.requested" && m["id"] != req.ID
-	}), &pending)
+	pending := op.question(func(m map[string]any) bool { return m["id"] != req.ID })
 	if err := h.Close(context.Background()); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
@@ -99,14 +92,8 @@ func TestHostJoinsTheEndpointOnItsPort(t *testing.T) {
 	s := startSession(t, sessionConfig{host: b})
 	op := connectOperatorWith(t, a.Addr(), "hub-token")
 	call := s.call("ask", map[string]any{"schema": "pinned"}, nil)
-	var req aep.Event
-	json.Unmarshal(op.until(func(m map[string]any) bool {
-		return m["type"] == "attention.requested" && m["agent"] == "second"
-	}), &req)
-	cmd := command(req.Session, req.ID, aep.Answer{Option: "cancel"})
-	raw, _ := json.Marshal(cmd)
-	op.send(string(raw))
-	op.until(func(m map[string]any) bool { return m["type"] == "control.accepted" && m["cause"] == cmd.ID })
+	req := op.question(func(m map[string]any) bool { return m["agent"] == "second" })
+	op.answer(req, aep.Answer{Option: "cancel"})
 	if got := elicitResult(t, s.result(call)); got["action"] != "cancel" {
 		t.Fatalf("server got %v; want cancel", got)
 	}

@@ -76,6 +76,28 @@ func connectOperatorWith(t *testing.T, addr, token string) *wsOperator {
 
 func (o *wsOperator) send(s string) { o.c.WriteMessage(websocket.TextMessage, []byte(s)) }
 
+// question waits for the next attention.requested that also fits more (if
+// given).
+func (o *wsOperator) question(more func(m map[string]any) bool) aep.Event {
+	o.t.Helper()
+	var req aep.Event
+	b := o.until(func(m map[string]any) bool { return m["type"] == "attention.requested" && (more == nil || more(m)) })
+	if err := json.Unmarshal(b, &req); err != nil {
+		o.t.Fatalf("attention.requested does not decode: %v", err)
+	}
+	return req
+}
+
+// answer sends a control.attention.respond for req and waits for its
+// control.accepted.
+func (o *wsOperator) answer(req aep.Event, a aep.Answer) {
+	o.t.Helper()
+	cmd := command(req.Session, req.ID, a)
+	raw, _ := json.Marshal(cmd)
+	o.send(string(raw))
+	o.until(func(m map[string]any) bool { return m["type"] == "control.accepted" && m["cause"] == cmd.ID })
+}
+
 func (o *wsOperator) until(pred func(map[string]any) bool) []byte {
 	o.t.Helper()
 	for {
@@ -119,15 +141,11 @@ func TestJoinedBridgeIsAnsweredThroughTheHub(t *testing.T) {
 	s, _ := linkedSession(t, a.addr)
 	op := connectOperator(t, a.addr)
 	call := s.call("ask", map[string]any{"schema": "pinned"}, nil)
-	var req aep.Event
-	json.Unmarshal(op.until(func(m map[string]any) bool { return m["type"] == "attention.requested" }), &req)
+	req := op.question(nil)
 	if req.Agent != "bridge-b" || req.Session != s.b.Session() {
 		t.Fatalf("request on the hub: agent %s session %s", req.Agent, req.Session)
 	}
-	cmd := command(req.Session, req.ID, aep.Answer{Values: map[string]any{"environment": "staging", "confirm": true}})
-	raw, _ := json.Marshal(cmd)
-	op.send(string(raw))
-	op.until(func(m map[string]any) bool { return m["type"] == "control.accepted" && m["cause"] == cmd.ID })
+	op.answer(req, aep.Answer{Values: map[string]any{"environment": "staging", "confirm": true}})
 	if got := elicitResult(t, s.result(call)); got["action"] != "accept" {
 		t.Fatalf("B's server got %v", got)
 	}
@@ -149,25 +167,20 @@ func TestRelayRestartReannouncesPendingQuestions(t *testing.T) {
 	s, link := linkedSession(t, addr)
 	first := connectOperator(t, addr)
 	call := s.call("ask", map[string]any{"schema": "pinned"}, nil)
-	var req aep.Event
-	json.Unmarshal(first.until(func(m map[string]any) bool { return m["type"] == "attention.requested" }), &req)
+	req := first.question(nil)
 	a.stop()
 
 	b := startRelay(t, addr) // a fresh relay: empty buffers, no claims
 	defer b.stop()
 	op := connectOperator(t, addr)
-	var again aep.Event
-	json.Unmarshal(op.until(func(m map[string]any) bool { return m["type"] == "attention.requested" }), &again)
+	again := op.question(nil)
 	if again.ID != req.ID {
 		t.Fatalf("re-announced %s; want the original id %s", again.ID, req.ID)
 	}
 	if !link.Connected() {
 		t.Fatal("link not connected after re-announcing")
 	}
-	cmd := command(req.Session, req.ID, aep.Answer{Option: "decline"})
-	raw, _ := json.Marshal(cmd)
-	op.send(string(raw))
-	op.until(func(m map[string]any) bool { return m["type"] == "control.accepted" && m["cause"] == cmd.ID })
+	op.answer(req, aep.Answer{Option: "decline"})
 	if got := elicitResult(t, s.result(call)); got["action"] != "decline" {
 		t.Fatalf("server got %v", got)
 	}

@@ -5,9 +5,10 @@ import (
 	"context"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/testenv"
 )
 
 func TestRunUsageErrors(t *testing.T) {
@@ -37,65 +38,23 @@ func TestRunUsageErrors(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a bytes.Buffer safe for the concurrent writers stderr
-// has: the logger and the upstream's stderr copier.
-type lockedBuffer struct {
-	mu      sync.Mutex
-	b       bytes.Buffer
-	changed chan struct{}
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.changed != nil {
-		close(l.changed)
-		l.changed = nil
-	}
-	return l.b.Write(p)
-}
-
-// waitForAny blocks until the next write or d passes.
-func (l *lockedBuffer) waitForAny(d time.Duration) {
-	l.mu.Lock()
-	if l.changed == nil {
-		l.changed = make(chan struct{})
-	}
-	ch := l.changed
-	l.mu.Unlock()
-	select {
-	case <-ch:
-	case <-time.After(d):
-	}
-}
+// lockedBuffer is a buffer safe for the concurrent writers stderr has:
+// the logger and the upstream's stderr copier.
+type lockedBuffer struct{ testenv.Buffer }
 
 // waitFor blocks until the buffer contains s, waking on every write.
 func (l *lockedBuffer) waitFor(t *testing.T, s string) {
 	t.Helper()
-	deadline := time.After(20 * time.Second)
-	for {
-		l.mu.Lock()
-		if strings.Contains(l.b.String(), s) {
-			l.mu.Unlock()
-			return
-		}
-		if l.changed == nil {
-			l.changed = make(chan struct{})
-		}
-		ch := l.changed
-		l.mu.Unlock()
-		select {
-		case <-ch:
-		case <-deadline:
-			t.Fatalf("stderr never said %q: %s", s, l.String())
-		}
-	}
+	l.WaitFor(t, s, 20*time.Second)
 }
 
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+// waitForAny blocks until the next write or d passes: it paces a test
+// that re-emits until a live-only stream shows what it emits.
+func (l *lockedBuffer) waitForAny(d time.Duration) {
+	select {
+	case <-l.Changed():
+	case <-time.After(d):
+	}
 }
 
 func TestRunRelaysAndWritesNothingElseToStdout(t *testing.T) {
