@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
-	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/attention"
 	"github.com/agenteventprotocol/aep-mcp-bridge/translate"
 )
@@ -183,12 +184,14 @@ func (p *Proxy) startRound(rd *round, requests map[string]json.RawMessage, state
 		p.retry(rd) // load shedding: retry with the state alone
 		return
 	}
-	for key, req := range requests {
+	// In key order, so the questions of a round are raised (and their
+	// events numbered) the same way every time.
+	for _, key := range slices.Sorted(maps.Keys(requests)) {
+		req := requests[key]
 		var ir struct {
 			Params elicitParams `json:"params"`
 		}
 		json.Unmarshal(req, &ir)
-		key := key
 		deliver := func(res attention.Resolution) { p.roundAnswer(rd, key, res) }
 		spec := attention.Spec{Subject: subject, RespondVia: []string{"control"}, Deliver: deliver, Message: ir.Params.Message}
 		if rd.clientCopy {
@@ -252,9 +255,9 @@ func (p *Proxy) retry(rd *round) {
 		return
 	}
 	// An id of the bridge's own, never one the client has in flight.
-	id := "aep-mcp-bridge-" + aep.NewID()
+	id := "aep-mcp-bridge-" + p.newID()
 	for p.inflight[idKey(json.RawMessage(`"`+id+`"`))] != nil {
-		id = "aep-mcp-bridge-" + aep.NewID()
+		id = "aep-mcp-bridge-" + p.newID()
 	}
 	p.rounds[idKey(json.RawMessage(`"`+id+`"`))] = rd
 	results, state := rd.results, rd.state
@@ -392,7 +395,8 @@ func (p *Proxy) clientRetry(m *message, raw []byte) ([]byte, bool) {
 		if client == "" {
 			client = "mcp-client"
 		}
-		for key, qid := range qids {
+		for _, key := range slices.Sorted(maps.Keys(qids)) {
+			qid := qids[key]
 			if r, ok := answers.InputResponses[key]; ok {
 				p.mgr.ClientAnswered(qid, client, r)
 			} else {
@@ -421,8 +425,8 @@ func (p *Proxy) answerClientRetry(final, id json.RawMessage) {
 func (p *Proxy) dismissRound(rd *round) {
 	p.mu.Lock()
 	qids := make([]string, 0, len(rd.qids))
-	for _, q := range rd.qids {
-		qids = append(qids, q)
+	for _, key := range slices.Sorted(maps.Keys(rd.qids)) {
+		qids = append(qids, rd.qids[key])
 	}
 	p.mu.Unlock()
 	for _, q := range qids {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -96,6 +98,9 @@ type Proxy struct {
 	onSession      func(ClientInfo)
 	log            *slog.Logger
 	wg             sync.WaitGroup
+	// newID makes the ids of the bridge's own requests unique; tests
+	// replace it to make them predictable.
+	newID func() string
 
 	// mu guards the fields below.
 	mu sync.Mutex
@@ -151,7 +156,7 @@ func New(o Options) *Proxy {
 		keepalive: o.Keepalive, name: o.Name, onSession: o.OnSession, log: o.Logger,
 		inflight: map[string]*inflight{}, progress: map[string]float64{},
 		questions: map[string]*question{}, withdrawn: map[string]bool{},
-		rounds: map[string]*round{}, states: map[string]*round{},
+		rounds: map[string]*round{}, states: map[string]*round{}, newID: aep.NewID,
 	}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
@@ -298,8 +303,8 @@ func (p *Proxy) writeServer(b []byte) {
 func (p *Proxy) FailInflight(reason string) {
 	p.mu.Lock()
 	reqs := make([]*inflight, 0, len(p.inflight))
-	for k, r := range p.inflight {
-		reqs = append(reqs, r)
+	for _, k := range slices.Sorted(maps.Keys(p.inflight)) {
+		reqs = append(reqs, p.inflight[k])
 		delete(p.inflight, k)
 	}
 	p.mu.Unlock()

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
@@ -252,7 +254,8 @@ func (p *Proxy) keepaliveTick() {
 	msg := fmt.Sprintf("waiting for an answer to %d question(s) from a human operator", n)
 	p.mu.Lock()
 	var out [][]byte
-	for _, r := range p.inflight {
+	for _, k := range slices.Sorted(maps.Keys(p.inflight)) {
+		r := p.inflight[k]
 		if r.token == nil {
 			continue
 		}
