@@ -10,6 +10,7 @@ import (
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/attention"
 	"github.com/agenteventprotocol/aep-mcp-bridge/translate"
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // Multi round-trip requests (MCP 2026-07-28, basic/patterns/mrtr): a
@@ -22,14 +23,27 @@ import (
 // its own id.
 
 // mrtrMethods are the requests that may end in input_required.
-var mrtrMethods = map[string]bool{"tools/call": true, "prompts/get": true, "resources/read": true}
+var mrtrMethods = map[string]bool{
+	string(mcp.MethodToolsCall):     true,
+	string(mcp.MethodPromptsGet):    true,
+	string(mcp.MethodResourcesRead): true,
+}
+
+// elicitationModes are the modes the bridge declares for operators: form
+// questions, and URL questions whose link they open themselves.
+var elicitationModes = []string{mcp.ElicitationModeForm, mcp.ElicitationModeURL}
+
+// metaPrefix begins every key MCP reserves in _meta (2026-07-28); a request
+// without it carries no per-request capabilities. mcp-go exports the keys,
+// not the prefix.
+const metaPrefix = "io.modelcontextprotocol/"
 
 // maxRounds bounds the rounds of one exchange.
 const maxRounds = 8
 
 const (
-	metaCapabilities = "io.modelcontextprotocol/clientCapabilities"
-	metaVersion      = "io.modelcontextprotocol/protocolVersion"
+	metaCapabilities = mcp.MetaKeyClientCapabilities
+	metaVersion      = mcp.MetaKeyProtocolVersion
 )
 
 // round is one multi round-trip exchange in progress.
@@ -58,7 +72,7 @@ type round struct {
 // per-request client capabilities, so servers ask (DESIGN decision 2), and
 // reports whether the client declared elicitation itself.
 func (p *Proxy) injectMetaCapabilities(m *message, raw []byte) ([]byte, bool) {
-	if !bytes.Contains(m.Params, []byte("io.modelcontextprotocol/")) {
+	if !bytes.Contains(m.Params, []byte(metaPrefix)) {
 		return raw, false // not a 2026-07-28 request: nothing to parse
 	}
 	var params map[string]json.RawMessage
@@ -91,7 +105,7 @@ func (p *Proxy) injectMetaCapabilities(m *message, raw []byte) ([]byte, bool) {
 	if elic == nil {
 		elic = map[string]json.RawMessage{}
 	}
-	for _, mode := range []string{"form", "url"} {
+	for _, mode := range elicitationModes {
 		if _, ok := elic[mode]; !ok {
 			elic[mode] = json.RawMessage("{}")
 		}
@@ -133,7 +147,7 @@ func setPath(raw []byte, v any, path ...string) ([]byte, error) {
 // inputRequired intercepts a server's input_required answer to a client
 // request. It returns what to forward and whether it handled the message.
 func (p *Proxy) inputRequired(m *message, raw []byte) ([]byte, bool) {
-	if !m.hasID() || len(m.Result) == 0 || !bytes.Contains(m.Result, []byte("input_required")) {
+	if !m.hasID() || len(m.Result) == 0 || !bytes.Contains(m.Result, []byte(mcp.ResultTypeInputRequired)) {
 		return nil, false
 	}
 	var res struct {
@@ -141,7 +155,7 @@ func (p *Proxy) inputRequired(m *message, raw []byte) ([]byte, bool) {
 		InputRequests map[string]json.RawMessage `json:"inputRequests"`
 		RequestState  string                     `json:"requestState"`
 	}
-	if json.Unmarshal(m.Result, &res) != nil || res.ResultType != "input_required" {
+	if json.Unmarshal(m.Result, &res) != nil || res.ResultType != string(mcp.ResultTypeInputRequired) {
 		return nil, false
 	}
 	p.mu.Lock()
@@ -156,7 +170,7 @@ func (p *Proxy) inputRequired(m *message, raw []byte) ([]byte, bool) {
 			Method string `json:"method"`
 		}
 		json.Unmarshal(req, &ir)
-		if ir.Method != "elicitation/create" {
+		if ir.Method != string(mcp.MethodElicitationCreate) {
 			// Sampling and roots are the client's to answer.
 			return nil, false
 		}
@@ -197,7 +211,7 @@ func (p *Proxy) startRound(rd *round, requests map[string]json.RawMessage, state
 		if rd.clientCopy {
 			spec.RespondVia = []string{"control", "oob"}
 		}
-		if ir.Params.Mode == "url" {
+		if ir.Params.Mode == mcp.ElicitationModeURL {
 			spec.URL, spec.ElicitationID = ir.Params.URL, ir.Params.ElicitationID
 		} else {
 			form, err := translate.Parse(ir.Params.Message, ir.Params.RequestedSchema)
@@ -262,7 +276,7 @@ func (p *Proxy) retry(rd *round) {
 	p.rounds[idKey(json.RawMessage(`"`+id+`"`))] = rd
 	results, state := rd.results, rd.state
 	p.mu.Unlock()
-	msg := map[string]any{"jsonrpc": "2.0", "id": id, "method": rd.method}
+	msg := map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": id, "method": rd.method}
 	b, _ := json.Marshal(msg)
 	params := rd.params
 	var err error
@@ -273,7 +287,7 @@ func (p *Proxy) retry(rd *round) {
 		params, err = setPath(params, state, "requestState")
 	}
 	if err == nil {
-		params, err = setPath(params, map[string]any{"form": map[string]any{}, "url": map[string]any{}}, "_meta", metaCapabilities, "elicitation")
+		params, err = setPath(params, map[string]any{mcp.ElicitationModeForm: map[string]any{}, mcp.ElicitationModeURL: map[string]any{}}, "_meta", metaCapabilities, "elicitation")
 	}
 	if err == nil {
 		b, err = setPath(b, json.RawMessage(params), "params")
@@ -304,7 +318,7 @@ func (p *Proxy) roundResponse(m *message) bool {
 		InputRequests map[string]json.RawMessage `json:"inputRequests"`
 		RequestState  string                     `json:"requestState"`
 	}
-	if len(m.Result) > 0 && json.Unmarshal(m.Result, &res) == nil && res.ResultType == "input_required" {
+	if len(m.Result) > 0 && json.Unmarshal(m.Result, &res) == nil && res.ResultType == string(mcp.ResultTypeInputRequired) {
 		p.mu.Lock()
 		spent := rd.n >= maxRounds
 		p.mu.Unlock()
@@ -316,7 +330,7 @@ func (p *Proxy) roundResponse(m *message) bool {
 		return true
 	}
 	// The final result (or error) goes to the client under its own id.
-	out := map[string]json.RawMessage{"jsonrpc": json.RawMessage(`"2.0"`)}
+	out := map[string]json.RawMessage{"jsonrpc": json.RawMessage(`"` + mcp.JSONRPC_VERSION + `"`)}
 	if len(m.Result) > 0 {
 		out["result"] = m.Result
 	} else {

@@ -11,6 +11,7 @@ import (
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/attention"
 	"github.com/agenteventprotocol/aep-mcp-bridge/translate"
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // elicitParams is the part of elicitation/create params the bridge reads.
@@ -36,12 +37,12 @@ func (p *Proxy) elicit(m *message, raw []byte) []byte {
 
 	mode := params.Mode
 	if mode == "" {
-		mode = "form"
+		mode = mcp.ElicitationModeForm
 	}
-	if mode == "url" {
+	if mode == mcp.ElicitationModeURL {
 		return p.elicitURL(m, raw, params, clientURL, route, subject)
 	}
-	if mode != "form" {
+	if mode != mcp.ElicitationModeForm {
 		p.writeServer(errorResponse(m.ID, codeInvalidParams, fmt.Sprintf("Invalid params: unknown elicitation mode %q; MCP defines form and url", mode)))
 		return nil
 	}
@@ -145,7 +146,7 @@ func (p *Proxy) deliver(q *question, r attention.Resolution) {
 		if r.Outcome == attention.TimedOut {
 			reason = "no answer before the bridge's timeout"
 		}
-		n, _ := notification("notifications/cancelled", map[string]any{"requestId": q.serverID, "reason": reason})
+		n, _ := notification(mcp.MethodNotificationCancelled, map[string]any{"requestId": q.serverID, "reason": reason})
 		p.writeClient(n)
 	}
 }
@@ -262,7 +263,7 @@ func (p *Proxy) keepaliveTick() {
 		tk := idKey(r.token)
 		v := p.progress[tk] + 1
 		p.progress[tk] = v
-		b, err := notification("notifications/progress", map[string]any{"progressToken": r.token, "progress": v, "message": msg})
+		b, err := notification(mcp.MethodNotificationProgress, map[string]any{"progressToken": r.token, "progress": v, "message": msg})
 		if err == nil {
 			out = append(out, b)
 		}

@@ -108,7 +108,7 @@ func (p *Proxy) clientMessage(m *message, raw []byte) []byte {
 		if out, handled := p.clientAnswer(m, raw); handled {
 			return out
 		}
-	case m.isNotification() && m.Method == "notifications/cancelled":
+	case m.isNotification() && m.Method == string(mcp.MethodNotificationCancelled):
 		// The client gave up on a request: the server will not answer
 		// it, so stop tracking it (no keepalive, no error at shutdown).
 		var params struct {
@@ -143,11 +143,11 @@ func (p *Proxy) serverMessage(m *message, raw []byte) []byte {
 		}
 	case m.isNotification():
 		switch m.Method {
-		case "notifications/cancelled":
+		case string(mcp.MethodNotificationCancelled):
 			return p.serverCancelled(m, raw)
-		case "notifications/progress":
+		case string(mcp.MethodNotificationProgress):
 			p.noteProgress(m)
-		case "notifications/elicitation/complete":
+		case string(mcp.MethodNotificationElicitationComplete):
 			return p.elicitationComplete(m, raw)
 		}
 	}
@@ -275,8 +275,8 @@ func (p *Proxy) rewriteInitialize(m *message, raw []byte) []byte {
 	p.initID = idKey(m.ID)
 	p.clientElicit = declared
 	if declared {
-		_, hasForm := elic["form"]
-		_, hasURL := elic["url"]
+		_, hasForm := elic[mcp.ElicitationModeForm]
+		_, hasURL := elic[mcp.ElicitationModeURL]
 		// An empty elicitation object means form mode (MCP 2025-11-25).
 		p.clientForm = hasForm || !hasURL
 		p.clientURL = hasURL
@@ -292,7 +292,7 @@ func (p *Proxy) rewriteInitialize(m *message, raw []byte) []byte {
 	if supportsModes(version) {
 		// Operators answer both modes: form questions, and URL questions
 		// whose link they open themselves.
-		for _, mode := range []string{"form", "url"} {
+		for _, mode := range elicitationModes {
 			if _, ok := elic[mode]; !ok {
 				elic[mode] = json.RawMessage("{}")
 			}
@@ -321,5 +321,5 @@ func (p *Proxy) rewriteInitialize(m *message, raw []byte) []byte {
 // supportsModes reports whether a protocol revision knows elicitation modes
 // (2025-11-25 and later); earlier ones declare elicitation as {}.
 func supportsModes(version string) bool {
-	return version != "" && strings.Compare(version, "2025-11-25") >= 0
+	return version != "" && strings.Compare(version, mcp.ProtocolVersion20251125) >= 0
 }

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // Conn is one side of the proxy: a stream of raw JSON-RPC messages.
@@ -213,18 +215,21 @@ func idKey(id json.RawMessage) string {
 	return b.String()
 }
 
-// JSON-RPC error codes.
+// JSON-RPC error codes: mcp-go's, and one it does not export.
 const (
-	codeParseError     = -32700
-	codeInvalidRequest = -32600
-	codeMethodNotFound = -32601
-	codeInvalidParams  = -32602
-	codeInternal       = -32603
+	codeParseError     = mcp.PARSE_ERROR
+	codeInvalidRequest = mcp.INVALID_REQUEST
+	codeMethodNotFound = mcp.METHOD_NOT_FOUND
+	codeInvalidParams  = mcp.INVALID_PARAMS
+	codeInternal       = mcp.INTERNAL_ERROR
 	// codeConnectionClosed is the code MCP SDKs use for a peer that went
-	// away with requests in flight.
+	// away with requests in flight (the TypeScript SDK's ConnectionClosed).
+	// It is in JSON-RPC's implementation-defined range, and mcp-go v1.2.1
+	// exports no constant for it.
 	codeConnectionClosed = -32000
-	// codeURLElicitationRequired is MCP's URLElicitationRequiredError.
-	codeURLElicitationRequired = -32042
+	// codeURLElicitationRequired is MCP's URLElicitationRequiredError
+	// (2025-11-25).
+	codeURLElicitationRequired = mcp.URL_ELICITATION_REQUIRED
 )
 
 // errorResponse encodes a JSON-RPC error response. id may be nil (null).
@@ -239,7 +244,7 @@ func errorResponse(id json.RawMessage, code int, msg string) []byte {
 			Code    int    `json:"code"`
 			Message string `json:"message"`
 		} `json:"error"`
-	}{JSONRPC: "2.0", ID: id, Error: struct {
+	}{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Error: struct {
 		Code    int    `json:"code"`
 		Message string `json:"message"`
 	}{code, msg}})
@@ -252,14 +257,14 @@ func resultResponse(id json.RawMessage, result any) ([]byte, error) {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
 		Result  any             `json:"result"`
-	}{"2.0", id, result})
+	}{mcp.JSONRPC_VERSION, id, result})
 }
 
 // notification encodes a JSON-RPC notification.
-func notification(method string, params any) ([]byte, error) {
+func notification(method mcp.MCPMethod, params any) ([]byte, error) {
 	return json.Marshal(struct {
 		JSONRPC string `json:"jsonrpc"`
 		Method  string `json:"method"`
 		Params  any    `json:"params"`
-	}{"2.0", method, params})
+	}{mcp.JSONRPC_VERSION, string(method), params})
 }
