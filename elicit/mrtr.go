@@ -221,7 +221,7 @@ func (p *Proxy) startRound(rd *round, requests map[string]json.RawMessage, state
 			}
 			spec.Form = form
 		}
-		qid, err := p.mgr.Raise(spec)
+		qid, err := p.raise(spec)
 		if err != nil {
 			p.failRound(rd, "the bridge could not publish the question: "+err.Error())
 			return

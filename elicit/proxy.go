@@ -10,10 +10,10 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
-	"github.com/agenteventprotocol/aep-mcp-bridge/attention"
 )
 
 // Route says who may answer a question.
@@ -63,8 +63,9 @@ type ClientInfo struct {
 type Options struct {
 	// Client is the MCP client's side; Server the MCP server's. Required.
 	Client, Server Conn
-	// Manager owns the questions. Required.
-	Manager *attention.Manager
+	// Manager owns the questions: the attention lifecycle, an
+	// *attention.Manager outside tests. Required.
+	Manager Lifecycle
 	// Publisher records refused schemas on the bus. Nil skips that.
 	Publisher Publisher
 	// Route says who answers; the zero value is RouteBoth.
@@ -90,7 +91,7 @@ type Options struct {
 // arrive on any goroutine; all shared state is guarded by mu.
 type Proxy struct {
 	client, server Conn
-	mgr            *attention.Manager
+	mgr            Lifecycle
 	pub            Publisher
 	route          Route
 	keepalive      time.Duration
@@ -101,6 +102,9 @@ type Proxy struct {
 	// newID makes the ids of the bridge's own requests unique; tests
 	// replace it to make them predictable.
 	newID func() string
+
+	// open counts the questions raised and not yet resolved.
+	open atomic.Int64
 
 	// mu guards the fields below.
 	mu sync.Mutex

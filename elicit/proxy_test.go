@@ -76,11 +76,11 @@ func (p nopPublisher) Emit(d aep.Draft) (aep.Event, []byte, error) {
 
 func startProxy(t *testing.T, route Route) (*Proxy, *memConn, *memConn) {
 	t.Helper()
-	p, cl, sv, _ := startProxyEvents(t, route)
+	p, cl, sv, _, _ := startProxyEvents(t, route)
 	return p, cl, sv
 }
 
-func startProxyEvents(t *testing.T, route Route) (*Proxy, *memConn, *memConn, <-chan string) {
+func startProxyEvents(t *testing.T, route Route) (*Proxy, *memConn, *memConn, *attention.Manager, <-chan string) {
 	t.Helper()
 	cl, sv := newMemConn(), newMemConn()
 	seen := make(chan string, 64)
@@ -97,7 +97,7 @@ func startProxyEvents(t *testing.T, route Route) (*Proxy, *memConn, *memConn, <-
 		p.Wait()
 		mgr.Close()
 	})
-	return p, cl, sv, seen
+	return p, cl, sv, mgr, seen
 }
 
 func TestPassThroughIsByteExact(t *testing.T) {
@@ -202,7 +202,7 @@ func compactJSON(b []byte) string {
 }
 
 func TestElicitationIsInterceptedAndAnswered(t *testing.T) {
-	p, cl, sv, seen := startProxyEvents(t, RouteRemote)
+	_, cl, sv, mgr, seen := startProxyEvents(t, RouteRemote)
 	cl.in <- []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`)
 	sv.next(t)
 	sv.in <- []byte(`{"jsonrpc":"2.0","id":"e1","method":"elicitation/create","params":{"message":"n?","requestedSchema":{"type":"object","properties":{"n":{"type":"integer","maximum":5}},"required":["n"]}}}`)
@@ -214,7 +214,7 @@ func TestElicitationIsInterceptedAndAnswered(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("question not raised")
 	}
-	pending := p.mgr.Pending()
+	pending := mgr.Pending()
 	if len(pending) != 1 {
 		t.Fatalf("%d pending; want 1", len(pending))
 	}
@@ -224,7 +224,7 @@ func TestElicitationIsInterceptedAndAnswered(t *testing.T) {
 	default:
 	}
 	var ackReason string
-	p.mgr.Respond(aep.Event{ID: "c1", Subject: pending[0].ID, Agent: "op"}, aep.Answer{Values: map[string]any{"n": json.Number("4")}},
+	mgr.Respond(aep.Event{ID: "c1", Subject: pending[0].ID, Agent: "op"}, aep.Answer{Values: map[string]any{"n": json.Number("4")}},
 		func(reason, detail string) error { ackReason = reason; return nil })
 	if ackReason != "" {
 		t.Fatalf("nacked: %s", ackReason)

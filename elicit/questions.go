@@ -89,7 +89,7 @@ func (p *Proxy) ask(m *message, raw []byte, spec attention.Spec, toClient, clien
 	delete(p.withdrawn, k)
 	p.mu.Unlock()
 	spec.Deliver = func(r attention.Resolution) { p.deliver(q, r) }
-	qid, err := p.mgr.Raise(spec)
+	qid, err := p.raise(spec)
 	if err != nil {
 		p.mu.Lock()
 		delete(p.questions, k)
@@ -248,7 +248,7 @@ func (p *Proxy) keepaliveLoop(ctx interface{ Done() <-chan struct{} }) {
 }
 
 func (p *Proxy) keepaliveTick() {
-	n := p.mgr.Len()
+	n := p.open.Load()
 	if n == 0 {
 		return
 	}
@@ -338,7 +338,7 @@ func (p *Proxy) urlRequired(m *message) {
 		if el.URL == "" {
 			continue
 		}
-		id, err := p.mgr.Raise(attention.Spec{Message: el.Message, Subject: subject, URL: el.URL, ElicitationID: el.ElicitationID,
+		id, err := p.raise(attention.Spec{Message: el.Message, Subject: subject, URL: el.URL, ElicitationID: el.ElicitationID,
 			RespondVia: via, Deliver: func(attention.Resolution) {}})
 		if err != nil {
 			p.log.Warn("could not raise a URL question from a -32042 error", "err", err)
