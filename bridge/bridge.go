@@ -210,7 +210,7 @@ func (b *Bridge) Run(ctx context.Context) error {
 		Keepalive: b.opts.Keepalive, Name: b.opts.Name, OnSession: startSession, Logger: b.log})
 	began := time.Now()
 	end := px.Run(ctx)
-	return b.shutdown(end, px, ch, server, client, began, startSession)
+	return b.shutdown(end, px, ch, began, startSession)
 }
 
 // emitStarted emits session.started with the client's name and version.
@@ -228,7 +228,7 @@ func (b *Bridge) emitStarted(ci elicit.ClientInfo) {
 	}
 }
 
-func (b *Bridge) shutdown(end elicit.Ending, px *elicit.Proxy, ch *child, server elicit.Conn, client *elicit.StreamConn, began time.Time, startSession func(elicit.ClientInfo)) error {
+func (b *Bridge) shutdown(end elicit.Ending, px *elicit.Proxy, ch *child, began time.Time, startSession func(elicit.ClientInfo)) error {
 
 	// Shutdown: stop accepting, settle questions, end the session, flush.
 	reason, runErr := "normal", error(nil)
@@ -259,9 +259,7 @@ func (b *Bridge) shutdown(end elicit.Ending, px *elicit.Proxy, ch *child, server
 	if ch != nil {
 		ch.stop(b.opts.StopGrace, b.opts.KillTimeout)
 	}
-	server.Close()
-	client.Close()
-	px.Wait()
+	px.Close()
 	return runErr
 }
 

@@ -303,9 +303,9 @@ func (x *exchange) shutdown() []string {
 	if !e.ClientClosed {
 		x.px.FailInflight("upstream MCP server exited (exit status 1); run the command alone to see its error")
 	}
-	x.server.Close()
-	x.client.Close()
-	x.px.Wait()
+	if err := x.px.Close(); err != nil {
+		x.t.Errorf("closing the proxy: %v", err)
+	}
 	synctest.Wait()
 	return x.rec.take(nil)
 }

@@ -84,11 +84,15 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Proxy relays one MCP session. Create it with New, run it with Run.
+// Proxy relays one MCP session. Create it with New, run it with Run, and
+// end it with Close once the session is settled.
 //
-// Concurrency: Run owns the reader goroutines and the keepalive ticker and
-// stops them before it returns. Deliveries from the attention manager may
-// arrive on any goroutine; all shared state is guarded by mu.
+// Concurrency: Run starts a reader goroutine per stream and the keepalive
+// ticker; the ticker stops when Run returns, the readers when Close closes
+// the streams, and Close waits for all of them. Deliveries from the
+// attention lifecycle may arrive on any goroutine; all shared state is
+// guarded by mu. Inflight and ServerName are safe to call at any time;
+// FailInflight writes to the client, so it belongs before Close.
 type Proxy struct {
 	client, server Conn
 	mgr            Lifecycle
@@ -98,10 +102,15 @@ type Proxy struct {
 	name           string
 	onSession      func(ClientInfo)
 	log            *slog.Logger
-	wg             sync.WaitGroup
 	// newID makes the ids of the bridge's own requests unique; tests
 	// replace it to make them predictable.
 	newID func() string
+
+	// wg counts the goroutines Run started; Close waits for them.
+	wg sync.WaitGroup
+	// life guards closed, so that Run starts nothing once Close began.
+	life   sync.Mutex
+	closed bool
 
 	// open counts the questions raised and not yet resolved.
 	open atomic.Int64
@@ -176,47 +185,64 @@ type Ending struct {
 	Err          error
 }
 
+// ErrClosed is the Err of the Ending Run returns when Close came first.
+var ErrClosed = errors.New("the proxy was closed before Run")
+
 // Run relays messages until the client or the server goes away or ctx is
-// cancelled. It does not close the connections; the caller does, in its
-// shutdown order.
+// cancelled, and says which. Call it once.
+//
+// When Run returns, the keepalive ticker has stopped and no message read
+// afterwards is handled, but both streams are still open: the caller ends
+// the session in its own order (settle the questions, FailInflight, which
+// writes to the client, record the end) and then calls Close, which closes
+// the streams and waits for the readers.
 func (p *Proxy) Run(ctx context.Context) Ending {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ended := make(chan Ending, 2)
-	wg := &p.wg
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		p.clientLoop(ctx, ended)
-	}()
-	go func() {
-		defer wg.Done()
-		p.serverLoop(ctx, ended)
-	}()
+	p.life.Lock()
+	if p.closed {
+		p.life.Unlock()
+		return Ending{Err: ErrClosed}
+	}
+	p.wg.Add(2)
+	go p.clientLoop(ctx, ended)
+	go p.serverLoop(ctx, ended)
 	if p.keepalive > 0 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			p.keepaliveLoop(ctx)
-		}()
+		p.wg.Add(1)
+		go p.keepaliveLoop(ctx)
 	}
-	var e Ending
+	p.life.Unlock()
 	select {
-	case e = <-ended:
+	case e := <-ended:
+		return e
 	case <-ctx.Done():
-		e = Ending{Err: ctx.Err()}
+		return Ending{Err: ctx.Err()}
 	}
-	cancel()
-	// The readers may still block in ReadMessage; the caller's shutdown
-	// closes the streams, which ends them, and then calls Wait.
-	return e
 }
 
-// Wait waits for the goroutines Run started. Call it after closing both
-// connections.
-func (p *Proxy) Wait() { p.wg.Wait() }
+// Close closes the server's stream, then the client's, and waits for every
+// goroutine Run started. It is the last call on a Proxy: call it after Run
+// returns, or from another goroutine to stop a running proxy (Run then
+// returns as if the peer had gone). Later calls only wait. It returns the
+// streams' Close errors.
+func (p *Proxy) Close() error {
+	p.life.Lock()
+	first := !p.closed
+	p.closed = true
+	p.life.Unlock()
+	var err error
+	if first {
+		err = errors.Join(p.server.Close(), p.client.Close())
+	}
+	p.wg.Wait()
+	return err
+}
 
+// clientLoop reads the client's messages until its stream ends or Run
+// returns.
 func (p *Proxy) clientLoop(ctx context.Context, ended chan<- Ending) {
+	defer p.wg.Done()
 	for ctx.Err() == nil {
 		raw, err := p.client.ReadMessage()
 		if err != nil {
@@ -237,7 +263,10 @@ func (p *Proxy) clientLoop(ctx context.Context, ended chan<- Ending) {
 	}
 }
 
+// serverLoop reads the server's messages until its stream ends or Run
+// returns.
 func (p *Proxy) serverLoop(ctx context.Context, ended chan<- Ending) {
+	defer p.wg.Done()
 	for ctx.Err() == nil {
 		raw, err := p.server.ReadMessage()
 		if err != nil {

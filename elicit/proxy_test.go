@@ -92,9 +92,7 @@ func startProxyEvents(t *testing.T, route Route) (*Proxy, *memConn, *memConn, *a
 	t.Cleanup(func() {
 		cancel()
 		<-done
-		cl.Close()
-		sv.Close()
-		p.Wait()
+		p.Close()
 		mgr.Close()
 	})
 	return p, cl, sv, mgr, seen

@@ -1,6 +1,7 @@
 package elicit
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -234,7 +235,8 @@ func (p *Proxy) refuse(ue *translate.UnsupportedError, subject string) {
 
 // keepaliveLoop sends progress to in-flight client requests that carry a
 // progressToken while any question is pending.
-func (p *Proxy) keepaliveLoop(ctx interface{ Done() <-chan struct{} }) {
+func (p *Proxy) keepaliveLoop(ctx context.Context) {
+	defer p.wg.Done()
 	t := time.NewTicker(p.keepalive)
 	defer t.Stop()
 	for {
