@@ -68,18 +68,7 @@ const (
 // TestLifecycleSeam drives the proxy against an in-memory lifecycle: each
 // case is one decision the lifecycle owns, and what the proxy does with it.
 func TestLifecycleSeam(t *testing.T) {
-	tests := []struct {
-		name       string
-		life       fakeLifecycle
-		client     []string // sent after initialize and the question
-		server     []string // sent after the client's
-		deliver    *attention.Resolution
-		wantServer []string
-		wantClient []string
-		wantCalls  []string
-		wantOpen   int64
-		wantVia    []string // the question's respond_via, when raised
-	}{
+	tests := []seamCase{
 		{
 			name:       "raise fails: the server gets an error, the client nothing",
 			life:       fakeLifecycle{raiseErr: errors.New("the session is ending")},
@@ -123,39 +112,57 @@ func TestLifecycleSeam(t *testing.T) {
 		},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cl, sv := newMemConn(), newMemConn()
-			life := tt.life
-			p := New(Options{Client: cl, Server: sv, Manager: &life})
-			p.fromClient([]byte(formClientInit))
-			written(sv)
-			p.fromServer([]byte(formQuestion))
-			for _, m := range tt.client {
-				p.fromClient([]byte(m))
-			}
-			for _, m := range tt.server {
-				p.fromServer([]byte(m))
-			}
-			if tt.deliver != nil {
-				life.raised[0].Deliver(*tt.deliver)
-			}
-			if diff := cmp.Diff(tt.wantServer, written(sv)); diff != "" {
-				t.Errorf("the server received (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tt.wantClient, written(cl)); diff != "" {
-				t.Errorf("the client received (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tt.wantCalls, life.calls); diff != "" {
-				t.Errorf("settle calls (-want +got):\n%s", diff)
-			}
-			if tt.wantVia != nil {
-				if diff := cmp.Diff(tt.wantVia, life.raised[0].RespondVia); diff != "" {
-					t.Errorf("respond_via (-want +got):\n%s", diff)
-				}
-			}
-			if got := p.open.Load(); got != tt.wantOpen {
-				t.Errorf("open questions: got %d; want %d", got, tt.wantOpen)
-			}
-		})
+		t.Run(tt.name, tt.run)
+	}
+}
+
+// seamCase is one case of TestLifecycleSeam: the proxy initialized by a
+// client that can elicit, then a form question from the server, then what
+// the case adds.
+type seamCase struct {
+	name       string
+	life       fakeLifecycle
+	client     []string // sent after initialize and the question
+	server     []string // sent after the client's
+	deliver    *attention.Resolution
+	wantServer []string
+	wantClient []string
+	wantCalls  []string
+	wantOpen   int64
+	wantVia    []string // the question's respond_via, when raised
+}
+
+func (tt seamCase) run(t *testing.T) {
+	cl, sv := newMemConn(), newMemConn()
+	life := tt.life
+	p := New(Options{Client: cl, Server: sv, Manager: &life})
+	p.fromClient([]byte(formClientInit))
+	written(sv)
+	p.fromServer([]byte(formQuestion))
+	for _, m := range tt.client {
+		p.fromClient([]byte(m))
+	}
+	for _, m := range tt.server {
+		p.fromServer([]byte(m))
+	}
+	if tt.deliver != nil {
+		life.raised[0].Deliver(*tt.deliver)
+	}
+	if diff := cmp.Diff(tt.wantServer, written(sv)); diff != "" {
+		t.Errorf("the server received (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(tt.wantClient, written(cl)); diff != "" {
+		t.Errorf("the client received (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(tt.wantCalls, life.calls); diff != "" {
+		t.Errorf("settle calls (-want +got):\n%s", diff)
+	}
+	if tt.wantVia != nil {
+		if diff := cmp.Diff(tt.wantVia, life.raised[0].RespondVia); diff != "" {
+			t.Errorf("respond_via (-want +got):\n%s", diff)
+		}
+	}
+	if got := p.open.Load(); got != tt.wantOpen {
+		t.Errorf("open questions: got %d; want %d", got, tt.wantOpen)
 	}
 }

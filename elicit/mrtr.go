@@ -3,7 +3,6 @@ package elicit
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -29,22 +28,16 @@ var mrtrMethods = map[string]bool{
 	string(mcp.MethodResourcesRead): true,
 }
 
-// elicitationModes are the modes the bridge declares for operators: form
-// questions, and URL questions whose link they open themselves.
-var elicitationModes = []string{mcp.ElicitationModeForm, mcp.ElicitationModeURL}
-
-// metaPrefix begins every key MCP reserves in _meta (2026-07-28); a request
-// without it carries no per-request capabilities. mcp-go exports the keys,
-// not the prefix.
-const metaPrefix = "io.modelcontextprotocol/"
-
 // maxRounds bounds the rounds of one exchange.
 const maxRounds = 8
 
-const (
-	metaCapabilities = mcp.MetaKeyClientCapabilities
-	metaVersion      = mcp.MetaKeyProtocolVersion
-)
+// inputRequiredResult is the part of an input_required result the bridge
+// reads.
+type inputRequiredResult struct {
+	ResultType    string                     `json:"resultType"`
+	InputRequests map[string]json.RawMessage `json:"inputRequests"`
+	RequestState  string                     `json:"requestState"`
+}
 
 // round is one multi round-trip exchange in progress.
 type round struct {
@@ -68,93 +61,13 @@ type round struct {
 	qids map[string]string
 }
 
-// injectMetaCapabilities declares elicitation in a modern request's
-// per-request client capabilities, so servers ask (DESIGN decision 2), and
-// reports whether the client declared elicitation itself.
-func (p *Proxy) injectMetaCapabilities(m *message, raw []byte) ([]byte, bool) {
-	if !bytes.Contains(m.Params, []byte(metaPrefix)) {
-		return raw, false // not a 2026-07-28 request: nothing to parse
-	}
-	var params map[string]json.RawMessage
-	if json.Unmarshal(m.Params, &params) != nil || params == nil {
-		return raw, false
-	}
-	var meta map[string]json.RawMessage
-	if json.Unmarshal(params["_meta"], &meta) != nil || meta == nil {
-		return raw, false
-	}
-	if _, modern := meta[metaVersion]; !modern {
-		if _, ok := meta[metaCapabilities]; !ok {
-			return raw, false
-		}
-	}
-	var caps map[string]json.RawMessage
-	json.Unmarshal(meta[metaCapabilities], &caps)
-	if caps == nil {
-		caps = map[string]json.RawMessage{}
-	}
-	_, declared := caps["elicitation"]
-	p.mu.Lock()
-	route := p.route
-	p.mu.Unlock()
-	if route == RouteClient {
-		return raw, declared
-	}
-	var elic map[string]json.RawMessage
-	json.Unmarshal(caps["elicitation"], &elic)
-	if elic == nil {
-		elic = map[string]json.RawMessage{}
-	}
-	for _, mode := range elicitationModes {
-		if _, ok := elic[mode]; !ok {
-			elic[mode] = json.RawMessage("{}")
-		}
-	}
-	out, err := setPath(raw, elic, "params", "_meta", metaCapabilities, "elicitation")
-	if err != nil {
-		return raw, declared
-	}
-	return out, declared
-}
-
-// setPath sets a member deep inside a JSON object, creating objects on the
-// way; only the objects on the path are re-encoded.
-func setPath(raw []byte, v any, path ...string) ([]byte, error) {
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
-		return nil, errors.New("not an object")
-	}
-	if len(path) == 1 {
-		b, err := json.Marshal(v)
-		if err != nil {
-			return nil, err
-		}
-		obj[path[0]] = b
-		return json.Marshal(obj)
-	}
-	inner := obj[path[0]]
-	if len(inner) == 0 || string(inner) == "null" {
-		inner = json.RawMessage("{}")
-	}
-	b, err := setPath(inner, v, path[1:]...)
-	if err != nil {
-		return nil, err
-	}
-	obj[path[0]] = b
-	return json.Marshal(obj)
-}
-
 // inputRequired intercepts a server's input_required answer to a client
 // request. It returns what to forward and whether it handled the message.
 func (p *Proxy) inputRequired(m *message, raw []byte) ([]byte, bool) {
 	if !m.hasID() || len(m.Result) == 0 || !bytes.Contains(m.Result, []byte(mcp.ResultTypeInputRequired)) {
 		return nil, false
 	}
-	var res struct {
-		ResultType    string                     `json:"resultType"`
-		InputRequests map[string]json.RawMessage `json:"inputRequests"`
-		RequestState  string                     `json:"requestState"`
-	}
+	var res inputRequiredResult
 	if json.Unmarshal(m.Result, &res) != nil || res.ResultType != string(mcp.ResultTypeInputRequired) {
 		return nil, false
 	}
@@ -313,11 +226,7 @@ func (p *Proxy) roundResponse(m *message) bool {
 	if !ok {
 		return false
 	}
-	var res struct {
-		ResultType    string                     `json:"resultType"`
-		InputRequests map[string]json.RawMessage `json:"inputRequests"`
-		RequestState  string                     `json:"requestState"`
-	}
+	var res inputRequiredResult
 	if len(m.Result) > 0 && json.Unmarshal(m.Result, &res) == nil && res.ResultType == string(mcp.ResultTypeInputRequired) {
 		p.mu.Lock()
 		spent := rd.n >= maxRounds
@@ -329,7 +238,13 @@ func (p *Proxy) roundResponse(m *message) bool {
 		p.startRound(rd, res.InputRequests, res.RequestState)
 		return true
 	}
-	// The final result (or error) goes to the client under its own id.
+	p.finishRound(rd, m)
+	return true
+}
+
+// finishRound hands the server's final result (or error) for a bridge
+// retry to the client, under the client's own id.
+func (p *Proxy) finishRound(rd *round, m *message) {
 	out := map[string]json.RawMessage{"jsonrpc": json.RawMessage(`"` + mcp.JSONRPC_VERSION + `"`)}
 	if len(m.Result) > 0 {
 		out["result"] = m.Result
@@ -353,85 +268,11 @@ func (p *Proxy) roundResponse(m *message) bool {
 		for _, id := range waiting {
 			p.answerClientRetry(final, id)
 		}
-		return true
+		return
 	}
 	out["id"] = rd.clientID
 	b, _ := json.Marshal(out)
 	p.settleID(rd.clientID)
-	p.writeClient(b)
-	return true
-}
-
-// clientRetry handles a client's own retry of an exchange whose
-// input_required it also got: if the client answered first, its retry
-// passes and the operators' questions are settled; if the operators won,
-// the client's retry is answered with the bridge's final result.
-func (p *Proxy) clientRetry(m *message, raw []byte) ([]byte, bool) {
-	if !mrtrMethods[m.Method] || !bytes.Contains(m.Params, []byte(`"requestState"`)) {
-		return nil, false
-	}
-	var params struct {
-		RequestState string `json:"requestState"`
-	}
-	if json.Unmarshal(m.Params, &params) != nil || params.RequestState == "" {
-		return nil, false
-	}
-	p.mu.Lock()
-	rd, ok := p.states[params.RequestState]
-	if ok {
-		delete(p.states, params.RequestState)
-	}
-	operatorsWon := ok && (rd.done || rd.n > 0)
-	var final json.RawMessage
-	if operatorsWon {
-		final = rd.final
-		if final == nil {
-			rd.clientRt = append(rd.clientRt, m.ID) // the bridge's retry is in flight
-		}
-	}
-	if ok && !operatorsWon {
-		rd.failed = true // the client answered first
-	}
-	p.mu.Unlock()
-	if !ok {
-		return nil, false
-	}
-	if !operatorsWon {
-		// The client won: the bus records its answers as given in the
-		// client (via oob), and its retry goes on to the server.
-		var answers struct {
-			InputResponses map[string]json.RawMessage `json:"inputResponses"`
-		}
-		json.Unmarshal(m.Params, &answers)
-		p.mu.Lock()
-		qids, client := rd.qids, p.clientInfo.Name
-		p.mu.Unlock()
-		if client == "" {
-			client = "mcp-client"
-		}
-		for _, key := range slices.Sorted(maps.Keys(qids)) {
-			qid := qids[key]
-			if r, ok := answers.InputResponses[key]; ok {
-				p.mgr.ClientAnswered(qid, client, r)
-			} else {
-				p.mgr.Dismiss(qid)
-			}
-		}
-		return raw, false // tracked as an ordinary request
-	}
-	if final != nil {
-		p.answerClientRetry(final, m.ID)
-	}
-	return nil, true
-}
-
-// answerClientRetry answers a client's retry with the final result the
-// bridge's own retry got.
-func (p *Proxy) answerClientRetry(final, id json.RawMessage) {
-	b, err := setPath(final, id, "id")
-	if err != nil {
-		return
-	}
 	p.writeClient(b)
 }
 

@@ -360,6 +360,16 @@ func (p *Proxy) ServerName() string {
 	return p.subjectLocked()
 }
 
+// clientName is the name the bus records for the client's answers.
+func (p *Proxy) clientName() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.clientInfo.Name == "" {
+		return "mcp-client"
+	}
+	return p.clientInfo.Name
+}
+
 func (p *Proxy) subjectLocked() string {
 	switch {
 	case p.name != "":
