@@ -18,9 +18,8 @@ type fakeLifecycle struct {
 	scripted  bool
 	clientWon bool
 
-	raised   []attention.Spec
-	calls    []string
-	complete string
+	raised []attention.Spec
+	calls  []string
 }
 
 func (f *fakeLifecycle) Raise(s attention.Spec) (string, error) {
@@ -102,6 +101,13 @@ func TestLifecycleSeam(t *testing.T) {
 			deliver:    &attention.Resolution{Outcome: attention.TimedOut},
 			wantClient: []string{formQuestion, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"reason":"no answer before the bridge's timeout","requestId":"e1"}}`},
 			wantServer: []string{`{"jsonrpc":"2.0","id":"e1","result":{"action":"cancel"}}`},
+		},
+		{
+			name:       "a URL elicitation completes: the lifecycle resolves it; a form-only client is not told",
+			server:     []string{`{"jsonrpc":"2.0","method":"notifications/elicitation/complete","params":{"elicitationId":"el-1"}}`},
+			wantClient: []string{formQuestion},
+			wantCalls:  []string{"complete el-1"},
+			wantOpen:   1,
 		},
 		{
 			name:       "the server cancels: the lifecycle dismisses, the client's copy is cancelled",
