@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -186,7 +185,7 @@ func hasAnyPrefix(s string, prefixes []string) bool {
 type exchange struct {
 	t              *testing.T
 	rec            *recorder
-	client, server *scriptConn
+	client, server *memConn
 	mgr            *attention.Manager
 	px             *Proxy
 	ended          chan Ending
@@ -199,8 +198,9 @@ type exchange struct {
 func playExchange(t *testing.T, cfg exchangeConfig, steps []step) []string {
 	rec := &recorder{}
 	x := &exchange{t: t, rec: rec, ended: make(chan Ending, 1)}
-	x.client = &scriptConn{side: "client", rec: rec, in: make(chan []byte, 1), eof: make(chan struct{})}
-	x.server = &scriptConn{side: "server", rec: rec, in: make(chan []byte, 1), eof: make(chan struct{})}
+	x.client, x.server = newMemConn(), newMemConn()
+	x.client.record = func(b []byte) { rec.wrote("client", b) }
+	x.server.record = func(b []byte) { rec.wrote("server", b) }
 	x.mgr = attention.NewManager(attention.ManagerOptions{Agent: "aep-mcp-bridge", Publisher: rec, Timeout: cfg.timeout})
 	x.px = New(Options{Client: x.client, Server: x.server, Manager: x.mgr, Publisher: rec, Route: cfg.route,
 		Keepalive: cfg.keepalive, Name: cfg.name})
@@ -230,15 +230,15 @@ func (x *exchange) play(line string) []byte {
 	verb, arg, _ := strings.Cut(line, " ")
 	switch verb {
 	case "client>", "server>":
-		c := x.client
+		c, side := x.client, "client"
 		if verb == "server>" {
-			c = x.server
+			c, side = x.server, "server"
 		}
 		if x.closed {
 			t.Fatalf("%q: the session has already ended", line)
 		}
 		if arg == "close" {
-			close(c.eof)
+			c.Close() // the end of the peer's stream
 			x.closed = true
 			return nil
 		}
@@ -246,7 +246,7 @@ func (x *exchange) play(line string) []byte {
 		select {
 		case c.in <- msg:
 		default:
-			t.Fatalf("%q: the proxy has not read the %s's previous message", line, c.side)
+			t.Fatalf("%q: the %s's queue is full; the proxy stopped reading it", line, side)
 		}
 		return msg
 	case "operator>":
@@ -372,39 +372,4 @@ func (r *recorder) take(sent []byte) []string {
 	}
 	r.lines = nil
 	return out
-}
-
-// scriptConn is one peer of a scripted exchange: the script feeds in, and
-// the proxy's writes go to the transcript.
-type scriptConn struct {
-	side string
-	rec  *recorder
-	in   chan []byte
-	eof  chan struct{}
-	once sync.Once
-}
-
-func (c *scriptConn) ReadMessage() ([]byte, error) {
-	select {
-	case b := <-c.in:
-		return b, nil
-	case <-c.eof:
-		return nil, io.EOF
-	}
-}
-
-func (c *scriptConn) WriteMessage(b []byte) error {
-	c.rec.wrote(c.side, b)
-	return nil
-}
-
-func (c *scriptConn) Close() error {
-	c.once.Do(func() {
-		select {
-		case <-c.eof:
-		default:
-			close(c.eof)
-		}
-	})
-	return nil
 }

@@ -147,13 +147,8 @@ func (p *Proxy) startRound(rd *round, requests map[string]json.RawMessage, state
 
 // roundAnswer records one answer; the last one triggers the retry.
 func (p *Proxy) roundAnswer(rd *round, key string, res attention.Resolution) {
-	var result any
-	switch res.Outcome {
-	case attention.Answered:
-		result = res.Decision.Result()
-	case attention.TimedOut:
-		result = translate.CancelResult()
-	default:
+	result, ok := elicitResult(res)
+	if !ok {
 		return // dismissed: the client answered, or the session is ending
 	}
 	b, _ := json.Marshal(result)

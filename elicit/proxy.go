@@ -243,46 +243,42 @@ func (p *Proxy) Close() error {
 // returns.
 func (p *Proxy) clientLoop(ctx context.Context, ended chan<- Ending) {
 	defer p.wg.Done()
-	for ctx.Err() == nil {
-		raw, err := p.client.ReadMessage()
-		if err != nil {
-			var tl *TooLargeError
-			if errors.As(err, &tl) {
-				p.log.Warn("client sent an oversized message; answered with an error", "limit", tl.Limit)
-				p.writeClient(errorResponse(nil, codeInvalidRequest, tl.Error()))
-				continue
-			}
-			if !errors.Is(err, io.EOF) {
-				p.log.Info("reading from the client failed", "err", err)
-			}
-			ended <- Ending{ClientClosed: true}
-			return
-		}
-		p.fromClient(raw)
-		p.flushIfIdle(p.client, p.server)
-	}
+	p.readLoop(ctx, ended, true)
 }
 
 // serverLoop reads the server's messages until its stream ends or Run
 // returns.
 func (p *Proxy) serverLoop(ctx context.Context, ended chan<- Ending) {
 	defer p.wg.Done()
+	p.readLoop(ctx, ended, false)
+}
+
+// readLoop relays one peer's messages; fromClient says which peer.
+func (p *Proxy) readLoop(ctx context.Context, ended chan<- Ending, fromClient bool) {
+	src, dst, handle, peer := p.server, p.client, p.fromServer, "server"
+	if fromClient {
+		src, dst, handle, peer = p.client, p.server, p.fromClient, "client"
+	}
 	for ctx.Err() == nil {
-		raw, err := p.server.ReadMessage()
-		if err != nil {
-			var tl *TooLargeError
-			if errors.As(err, &tl) {
-				p.log.Warn("server sent an oversized message; it was skipped", "limit", tl.Limit)
-				continue
-			}
+		raw, err := src.ReadMessage()
+		var tl *TooLargeError
+		switch {
+		case errors.As(err, &tl) && fromClient:
+			// A request too large to read still gets an answer.
+			p.log.Warn("client sent an oversized message; answered with an error", "limit", tl.Limit)
+			p.writeClient(errorResponse(nil, codeInvalidRequest, tl.Error()))
+		case errors.As(err, &tl):
+			p.log.Warn("server sent an oversized message; it was skipped", "limit", tl.Limit)
+		case err != nil:
 			if !errors.Is(err, io.EOF) {
-				p.log.Info("reading from the server failed", "err", err)
+				p.log.Info("reading from the "+peer+" failed", "err", err)
 			}
-			ended <- Ending{ClientClosed: false}
+			ended <- Ending{ClientClosed: fromClient}
 			return
+		default:
+			handle(raw)
+			p.flushIfIdle(src, dst)
 		}
-		p.fromServer(raw)
-		p.flushIfIdle(p.server, p.client)
 	}
 }
 

@@ -13,8 +13,10 @@ import (
 	"github.com/agenteventprotocol/aep-mcp-bridge/attention"
 )
 
-// memConn is an in-memory Conn: the test feeds in, the proxy writes out.
+// memConn is an in-memory Conn: the test feeds in, the proxy writes out,
+// to out or, when record is set, to record.
 type memConn struct {
+	record func([]byte)
 	in     chan []byte
 	mu     sync.Mutex
 	out    [][]byte
@@ -37,6 +39,10 @@ func (c *memConn) ReadMessage() ([]byte, error) {
 }
 
 func (c *memConn) WriteMessage(b []byte) error {
+	if c.record != nil {
+		c.record(b)
+		return nil
+	}
 	c.mu.Lock()
 	c.out = append(c.out, append([]byte(nil), b...))
 	c.mu.Unlock()

@@ -123,13 +123,8 @@ func (p *Proxy) deliver(q *question, r attention.Resolution) {
 		p.withdrawn[k] = true
 	}
 	p.mu.Unlock()
-	var result any
-	switch r.Outcome {
-	case attention.Answered:
-		result = r.Decision.Result()
-	case attention.TimedOut:
-		result = translate.CancelResult()
-	default:
+	result, ok := elicitResult(r)
+	if !ok {
 		return // dismissed: nothing goes back
 	}
 	b, err := resultResponse(q.serverID, result)
@@ -146,6 +141,18 @@ func (p *Proxy) deliver(q *question, r attention.Resolution) {
 		n, _ := notification(mcp.MethodNotificationCancelled, map[string]any{"requestId": q.serverID, "reason": reason})
 		p.writeClient(n)
 	}
+}
+
+// elicitResult is the ElicitResult a resolution sends back: the answer's,
+// or cancel after a timeout. A dismissed question sends nothing (false).
+func elicitResult(r attention.Resolution) (any, bool) {
+	switch r.Outcome {
+	case attention.Answered:
+		return r.Decision.Result(), true
+	case attention.TimedOut:
+		return translate.CancelResult(), true
+	}
+	return nil, false
 }
 
 // clientAnswer handles the client's response to a question it was given.
