@@ -191,11 +191,11 @@ var ErrClosed = errors.New("the proxy was closed before Run")
 // Run relays messages until the client or the server goes away or ctx is
 // cancelled, and says which. Call it once.
 //
-// When Run returns, the keepalive ticker has stopped and no message read
-// afterwards is handled, but both streams are still open: the caller ends
-// the session in its own order (settle the questions, FailInflight, which
-// writes to the client, record the end) and then calls Close, which closes
-// the streams and waits for the readers.
+// When Run returns, the keepalive ticker has stopped and each reader stops
+// after the message it may be reading, but both streams are still open:
+// the caller ends the session in its own order (settle the questions,
+// FailInflight, which writes to the client, record the end) and then calls
+// Close, which closes the streams and waits for the readers.
 func (p *Proxy) Run(ctx context.Context) Ending {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

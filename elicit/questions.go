@@ -188,7 +188,7 @@ func (p *Proxy) clientAnswer(m *message, raw []byte) ([]byte, bool) {
 		p.log.Info("the client could not answer its copy; operators still can", "question", q.qid)
 		return nil, true
 	}
-	// The manager decides the race under its lock: exactly one of the
+	// The lifecycle decides the race under its lock: exactly one of the
 	// client, an operator and the timeout wins. When the client loses,
 	// the winner's result reaches the server through deliver.
 	if p.mgr.ClientAnswered(q.qid, p.clientName(), m.Result) {
