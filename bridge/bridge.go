@@ -221,7 +221,7 @@ func (b *Bridge) Run(ctx context.Context) error {
 		Keepalive: b.opts.Keepalive, Name: b.opts.Name, OnSession: startSession, Logger: b.log})
 	began := time.Now()
 	end := px.Run(ctx)
-	return b.shutdown(end, px, up, client, began, startSession)
+	return b.shutdown(end, px, up, began, startSession)
 }
 
 // upstreamConn is the session's server side: a spawned process or a remote
@@ -267,7 +267,7 @@ func (b *Bridge) emitStarted(ci elicit.ClientInfo) {
 // shutdown settles the session in order: questions dismissed, in-flight
 // requests failed when the server died, session.ended, the log closed, the
 // server stopped, the streams closed.
-func (b *Bridge) shutdown(end elicit.Ending, px *elicit.Proxy, up upstreamConn, client *elicit.StreamConn, began time.Time, startSession func(elicit.ClientInfo)) error {
+func (b *Bridge) shutdown(end elicit.Ending, px *elicit.Proxy, up upstreamConn, began time.Time, startSession func(elicit.ClientInfo)) error {
 	reason, runErr := "normal", error(nil)
 	var failure string
 	if !end.ClientClosed && end.Err == nil {
@@ -298,9 +298,8 @@ func (b *Bridge) shutdown(end elicit.Ending, px *elicit.Proxy, up upstreamConn, 
 	if up.proc != nil {
 		up.proc.Stop(b.opts.StopGrace, b.opts.KillTimeout)
 	}
-	up.conn.Close()
-	client.Close()
-	px.Wait()
+	px.Close() // closes the server's stream, then the client's, and waits
+
 	return runErr
 }
 

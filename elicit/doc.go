@@ -2,12 +2,17 @@
 // between an MCP client and an MCP server, reading only each message's
 // envelope (id, method, result/error), and intercepts what the bridge has a
 // reason to touch:
-//   - the client's initialize, to declare the elicitation capability so the
-//     server asks even when the client cannot answer;
-//   - the server's elicitation/create requests, which become attention
-//     requests an operator answers;
-//   - the client's responses to the copies of those questions it was given,
-//     and the server's notifications/cancelled for them.
+//   - the client's initialize, and the per-request _meta client
+//     capabilities of MCP 2026-07-28, to declare elicitation so the server
+//     asks even when the client cannot answer;
+//   - the server's elicitation/create requests, form and URL mode, which
+//     become attention requests an operator answers;
+//   - -32042 URLElicitationRequired errors and
+//     notifications/elicitation/complete;
+//   - input_required results (MCP 2026-07-28 multi round-trip requests),
+//     which the bridge answers and retries upstream under ids of its own;
+//   - the client's responses to the copies of questions it was given, and
+//     notifications/cancelled from either side.
 //
 // Everything else passes through byte for byte and in order, in both
 // directions, in every protocol revision. While a question waits, every
@@ -16,8 +21,38 @@
 // a question a human is still reading.
 //
 // It is the first stage of the outbound flow (elicit → translate →
-// attention → bus) and the last of the return flow.
+// attention → bus) and the last of the return flow. It reaches the
+// attention lifecycle only through [Lifecycle], two small role interfaces
+// that *attention.Manager implements: an [Asker] raises questions, a
+// [Settler] settles them from the MCP side; resolutions come back through
+// each question's Deliver callback. The package never imports the bus.
+//
+// A [Proxy] lives New → Run → Close. Run returns when a peer goes away,
+// with both streams still open so the caller can settle questions and fail
+// in-flight requests in its shutdown order; Close closes the streams and
+// waits for every goroutine Run started.
+//
+// Files, one concern each:
+//   - proxy.go: Options, the Proxy and its lifetime, the reader loops;
+//   - route.go: parsing messages and batches, and dispatching each one;
+//   - capabilities.go: declaring elicitation (initialize and _meta);
+//   - questions.go: form elicitation, the race between the client and
+//     operators, server cancellation;
+//   - url.go: URL mode, its completion notification and -32042;
+//   - mrtr.go, mrtr_client.go: multi round-trip exchanges, and the
+//     client's own copy of one;
+//   - keepalive.go: progress while questions wait;
+//   - lifecycle.go: the seam to the attention lifecycle;
+//   - conn.go: Conn and the newline-delimited stdio framing;
+//   - jsonrpc.go: the envelope, ids, error codes and encoders, with the
+//     protocol vocabulary taken from mcp-go.
+//
+// Its behaviour is pinned message by message by the scripted exchanges in
+// testdata/exchanges (see the README there).
 //
 // Spec sections: MCP 2025-06-18 / 2025-11-25 basic/lifecycle (capability
-// negotiation), basic/utilities/cancellation and progress, client/elicitation.
+// negotiation), basic/utilities/cancellation and progress,
+// client/elicitation (form and URL mode, URLElicitationRequiredError);
+// MCP 2026-07-28 basic/patterns/mrtr (multi round-trip requests) and the
+// per-request _meta client capabilities.
 package elicit

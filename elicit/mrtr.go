@@ -3,12 +3,13 @@ package elicit
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
-	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/attention"
 	"github.com/agenteventprotocol/aep-mcp-bridge/translate"
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // Multi round-trip requests (MCP 2026-07-28, basic/patterns/mrtr): a
@@ -21,15 +22,22 @@ import (
 // its own id.
 
 // mrtrMethods are the requests that may end in input_required.
-var mrtrMethods = map[string]bool{"tools/call": true, "prompts/get": true, "resources/read": true}
+var mrtrMethods = map[string]bool{
+	string(mcp.MethodToolsCall):     true,
+	string(mcp.MethodPromptsGet):    true,
+	string(mcp.MethodResourcesRead): true,
+}
 
 // maxRounds bounds the rounds of one exchange.
 const maxRounds = 8
 
-const (
-	metaCapabilities = "io.modelcontextprotocol/clientCapabilities"
-	metaVersion      = "io.modelcontextprotocol/protocolVersion"
-)
+// inputRequiredResult is the part of an input_required result the bridge
+// reads.
+type inputRequiredResult struct {
+	ResultType    string                     `json:"resultType"`
+	InputRequests map[string]json.RawMessage `json:"inputRequests"`
+	RequestState  string                     `json:"requestState"`
+}
 
 // round is one multi round-trip exchange in progress.
 type round struct {
@@ -53,94 +61,14 @@ type round struct {
 	qids map[string]string
 }
 
-// injectMetaCapabilities declares elicitation in a modern request's
-// per-request client capabilities, so servers ask (DESIGN decision 2), and
-// reports whether the client declared elicitation itself.
-func (p *Proxy) injectMetaCapabilities(m *message, raw []byte) ([]byte, bool) {
-	if !bytes.Contains(m.Params, []byte("io.modelcontextprotocol/")) {
-		return raw, false // not a 2026-07-28 request: nothing to parse
-	}
-	var params map[string]json.RawMessage
-	if json.Unmarshal(m.Params, &params) != nil || params == nil {
-		return raw, false
-	}
-	var meta map[string]json.RawMessage
-	if json.Unmarshal(params["_meta"], &meta) != nil || meta == nil {
-		return raw, false
-	}
-	if _, modern := meta[metaVersion]; !modern {
-		if _, ok := meta[metaCapabilities]; !ok {
-			return raw, false
-		}
-	}
-	var caps map[string]json.RawMessage
-	json.Unmarshal(meta[metaCapabilities], &caps)
-	if caps == nil {
-		caps = map[string]json.RawMessage{}
-	}
-	_, declared := caps["elicitation"]
-	p.mu.Lock()
-	route := p.route
-	p.mu.Unlock()
-	if route == RouteClient {
-		return raw, declared
-	}
-	var elic map[string]json.RawMessage
-	json.Unmarshal(caps["elicitation"], &elic)
-	if elic == nil {
-		elic = map[string]json.RawMessage{}
-	}
-	for _, mode := range []string{"form", "url"} {
-		if _, ok := elic[mode]; !ok {
-			elic[mode] = json.RawMessage("{}")
-		}
-	}
-	out, err := setPath(raw, elic, "params", "_meta", metaCapabilities, "elicitation")
-	if err != nil {
-		return raw, declared
-	}
-	return out, declared
-}
-
-// setPath sets a member deep inside a JSON object, creating objects on the
-// way; only the objects on the path are re-encoded.
-func setPath(raw []byte, v any, path ...string) ([]byte, error) {
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
-		return nil, errors.New("not an object")
-	}
-	if len(path) == 1 {
-		b, err := json.Marshal(v)
-		if err != nil {
-			return nil, err
-		}
-		obj[path[0]] = b
-		return json.Marshal(obj)
-	}
-	inner := obj[path[0]]
-	if len(inner) == 0 || string(inner) == "null" {
-		inner = json.RawMessage("{}")
-	}
-	b, err := setPath(inner, v, path[1:]...)
-	if err != nil {
-		return nil, err
-	}
-	obj[path[0]] = b
-	return json.Marshal(obj)
-}
-
 // inputRequired intercepts a server's input_required answer to a client
 // request. It returns what to forward and whether it handled the message.
 func (p *Proxy) inputRequired(m *message, raw []byte) ([]byte, bool) {
-	if !m.hasID() || len(m.Result) == 0 || !bytes.Contains(m.Result, []byte("input_required")) {
+	if !m.hasID() || len(m.Result) == 0 || !bytes.Contains(m.Result, []byte(mcp.ResultTypeInputRequired)) {
 		return nil, false
 	}
-	var res struct {
-		ResultType    string                     `json:"resultType"`
-		InputRequests map[string]json.RawMessage `json:"inputRequests"`
-		RequestState  string                     `json:"requestState"`
-	}
-	if json.Unmarshal(m.Result, &res) != nil || res.ResultType != "input_required" {
+	var res inputRequiredResult
+	if json.Unmarshal(m.Result, &res) != nil || res.ResultType != string(mcp.ResultTypeInputRequired) {
 		return nil, false
 	}
 	p.mu.Lock()
@@ -155,7 +83,7 @@ func (p *Proxy) inputRequired(m *message, raw []byte) ([]byte, bool) {
 			Method string `json:"method"`
 		}
 		json.Unmarshal(req, &ir)
-		if ir.Method != "elicitation/create" {
+		if ir.Method != string(mcp.MethodElicitationCreate) {
 			// Sampling and roots are the client's to answer.
 			return nil, false
 		}
@@ -183,18 +111,20 @@ func (p *Proxy) startRound(rd *round, requests map[string]json.RawMessage, state
 		p.retry(rd) // load shedding: retry with the state alone
 		return
 	}
-	for key, req := range requests {
+	// In key order, so the questions of a round are raised (and their
+	// events numbered) the same way every time.
+	for _, key := range slices.Sorted(maps.Keys(requests)) {
+		req := requests[key]
 		var ir struct {
 			Params elicitParams `json:"params"`
 		}
 		json.Unmarshal(req, &ir)
-		key := key
 		deliver := func(res attention.Resolution) { p.roundAnswer(rd, key, res) }
 		spec := attention.Spec{Subject: subject, RespondVia: []string{"control"}, Deliver: deliver, Message: ir.Params.Message}
 		if rd.clientCopy {
 			spec.RespondVia = []string{"control", "oob"}
 		}
-		if ir.Params.Mode == "url" {
+		if ir.Params.Mode == mcp.ElicitationModeURL {
 			spec.URL, spec.ElicitationID = ir.Params.URL, ir.Params.ElicitationID
 		} else {
 			form, err := translate.Parse(ir.Params.Message, ir.Params.RequestedSchema)
@@ -204,7 +134,7 @@ func (p *Proxy) startRound(rd *round, requests map[string]json.RawMessage, state
 			}
 			spec.Form = form
 		}
-		qid, err := p.mgr.Raise(spec)
+		qid, err := p.raise(spec)
 		if err != nil {
 			p.failRound(rd, "the bridge could not publish the question: "+err.Error())
 			return
@@ -217,13 +147,8 @@ func (p *Proxy) startRound(rd *round, requests map[string]json.RawMessage, state
 
 // roundAnswer records one answer; the last one triggers the retry.
 func (p *Proxy) roundAnswer(rd *round, key string, res attention.Resolution) {
-	var result any
-	switch res.Outcome {
-	case attention.Answered:
-		result = res.Decision.Result()
-	case attention.TimedOut:
-		result = translate.CancelResult()
-	default:
+	result, ok := elicitResult(res)
+	if !ok {
 		return // dismissed: the client answered, or the session is ending
 	}
 	b, _ := json.Marshal(result)
@@ -252,14 +177,14 @@ func (p *Proxy) retry(rd *round) {
 		return
 	}
 	// An id of the bridge's own, never one the client has in flight.
-	id := "aep-mcp-bridge-" + aep.NewID()
+	id := "aep-mcp-bridge-" + p.newID()
 	for p.inflight[idKey(json.RawMessage(`"`+id+`"`))] != nil {
-		id = "aep-mcp-bridge-" + aep.NewID()
+		id = "aep-mcp-bridge-" + p.newID()
 	}
 	p.rounds[idKey(json.RawMessage(`"`+id+`"`))] = rd
 	results, state := rd.results, rd.state
 	p.mu.Unlock()
-	msg := map[string]any{"jsonrpc": "2.0", "id": id, "method": rd.method}
+	msg := map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": id, "method": rd.method}
 	b, _ := json.Marshal(msg)
 	params := rd.params
 	var err error
@@ -270,7 +195,7 @@ func (p *Proxy) retry(rd *round) {
 		params, err = setPath(params, state, "requestState")
 	}
 	if err == nil {
-		params, err = setPath(params, map[string]any{"form": map[string]any{}, "url": map[string]any{}}, "_meta", metaCapabilities, "elicitation")
+		params, err = setPath(params, map[string]any{mcp.ElicitationModeForm: map[string]any{}, mcp.ElicitationModeURL: map[string]any{}}, "_meta", metaCapabilities, "elicitation")
 	}
 	if err == nil {
 		b, err = setPath(b, json.RawMessage(params), "params")
@@ -296,12 +221,8 @@ func (p *Proxy) roundResponse(m *message) bool {
 	if !ok {
 		return false
 	}
-	var res struct {
-		ResultType    string                     `json:"resultType"`
-		InputRequests map[string]json.RawMessage `json:"inputRequests"`
-		RequestState  string                     `json:"requestState"`
-	}
-	if len(m.Result) > 0 && json.Unmarshal(m.Result, &res) == nil && res.ResultType == "input_required" {
+	var res inputRequiredResult
+	if len(m.Result) > 0 && json.Unmarshal(m.Result, &res) == nil && res.ResultType == string(mcp.ResultTypeInputRequired) {
 		p.mu.Lock()
 		spent := rd.n >= maxRounds
 		p.mu.Unlock()
@@ -312,8 +233,14 @@ func (p *Proxy) roundResponse(m *message) bool {
 		p.startRound(rd, res.InputRequests, res.RequestState)
 		return true
 	}
-	// The final result (or error) goes to the client under its own id.
-	out := map[string]json.RawMessage{"jsonrpc": json.RawMessage(`"2.0"`)}
+	p.finishRound(rd, m)
+	return true
+}
+
+// finishRound hands the server's final result (or error) for a bridge
+// retry to the client, under the client's own id.
+func (p *Proxy) finishRound(rd *round, m *message) {
+	out := map[string]json.RawMessage{"jsonrpc": json.RawMessage(`"` + mcp.JSONRPC_VERSION + `"`)}
 	if len(m.Result) > 0 {
 		out["result"] = m.Result
 	} else {
@@ -336,84 +263,11 @@ func (p *Proxy) roundResponse(m *message) bool {
 		for _, id := range waiting {
 			p.answerClientRetry(final, id)
 		}
-		return true
+		return
 	}
 	out["id"] = rd.clientID
 	b, _ := json.Marshal(out)
 	p.settleID(rd.clientID)
-	p.writeClient(b)
-	return true
-}
-
-// clientRetry handles a client's own retry of an exchange whose
-// input_required it also got: if the client answered first, its retry
-// passes and the operators' questions are settled; if the operators won,
-// the client's retry is answered with the bridge's final result.
-func (p *Proxy) clientRetry(m *message, raw []byte) ([]byte, bool) {
-	if !mrtrMethods[m.Method] || !bytes.Contains(m.Params, []byte(`"requestState"`)) {
-		return nil, false
-	}
-	var params struct {
-		RequestState string `json:"requestState"`
-	}
-	if json.Unmarshal(m.Params, &params) != nil || params.RequestState == "" {
-		return nil, false
-	}
-	p.mu.Lock()
-	rd, ok := p.states[params.RequestState]
-	if ok {
-		delete(p.states, params.RequestState)
-	}
-	operatorsWon := ok && (rd.done || rd.n > 0)
-	var final json.RawMessage
-	if operatorsWon {
-		final = rd.final
-		if final == nil {
-			rd.clientRt = append(rd.clientRt, m.ID) // the bridge's retry is in flight
-		}
-	}
-	if ok && !operatorsWon {
-		rd.failed = true // the client answered first
-	}
-	p.mu.Unlock()
-	if !ok {
-		return nil, false
-	}
-	if !operatorsWon {
-		// The client won: the bus records its answers as given in the
-		// client (via oob), and its retry goes on to the server.
-		var answers struct {
-			InputResponses map[string]json.RawMessage `json:"inputResponses"`
-		}
-		json.Unmarshal(m.Params, &answers)
-		p.mu.Lock()
-		qids, client := rd.qids, p.clientInfo.Name
-		p.mu.Unlock()
-		if client == "" {
-			client = "mcp-client"
-		}
-		for key, qid := range qids {
-			if r, ok := answers.InputResponses[key]; ok {
-				p.mgr.ClientAnswered(qid, client, r)
-			} else {
-				p.mgr.Dismiss(qid)
-			}
-		}
-		return raw, false // tracked as an ordinary request
-	}
-	if final != nil {
-		p.answerClientRetry(final, m.ID)
-	}
-	return nil, true
-}
-
-// answerClientRetry answers a client's retry with the final result the
-// bridge's own retry got.
-func (p *Proxy) answerClientRetry(final, id json.RawMessage) {
-	b, err := setPath(final, id, "id")
-	if err != nil {
-		return
-	}
 	p.writeClient(b)
 }
 
@@ -421,8 +275,8 @@ func (p *Proxy) answerClientRetry(final, id json.RawMessage) {
 func (p *Proxy) dismissRound(rd *round) {
 	p.mu.Lock()
 	qids := make([]string, 0, len(rd.qids))
-	for _, q := range rd.qids {
-		qids = append(qids, q)
+	for _, key := range slices.Sorted(maps.Keys(rd.qids)) {
+		qids = append(qids, rd.qids[key])
 	}
 	p.mu.Unlock()
 	for _, q := range qids {

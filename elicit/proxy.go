@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
-	"github.com/agenteventprotocol/aep-mcp-bridge/attention"
 )
 
 // Route says who may answer a question.
@@ -61,8 +63,9 @@ type ClientInfo struct {
 type Options struct {
 	// Client is the MCP client's side; Server the MCP server's. Required.
 	Client, Server Conn
-	// Manager owns the questions. Required.
-	Manager *attention.Manager
+	// Manager owns the questions: the attention lifecycle, an
+	// *attention.Manager outside tests. Required.
+	Manager Lifecycle
 	// Publisher records refused schemas on the bus. Nil skips that.
 	Publisher Publisher
 	// Route says who answers; the zero value is RouteBoth.
@@ -81,21 +84,36 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Proxy relays one MCP session. Create it with New, run it with Run.
+// Proxy relays one MCP session. Create it with New, run it with Run, and
+// end it with Close once the session is settled.
 //
-// Concurrency: Run owns the reader goroutines and the keepalive ticker and
-// stops them before it returns. Deliveries from the attention manager may
-// arrive on any goroutine; all shared state is guarded by mu.
+// Concurrency: Run starts a reader goroutine per stream and the keepalive
+// ticker; the ticker stops when Run returns, the readers when Close closes
+// the streams, and Close waits for all of them. Deliveries from the
+// attention lifecycle may arrive on any goroutine; all shared state is
+// guarded by mu. Inflight and ServerName are safe to call at any time;
+// FailInflight writes to the client, so it belongs before Close.
 type Proxy struct {
 	client, server Conn
-	mgr            *attention.Manager
+	mgr            Lifecycle
 	pub            Publisher
 	route          Route
 	keepalive      time.Duration
 	name           string
 	onSession      func(ClientInfo)
 	log            *slog.Logger
-	wg             sync.WaitGroup
+	// newID makes the ids of the bridge's own requests unique; tests
+	// replace it to make them predictable.
+	newID func() string
+
+	// wg counts the goroutines Run started; Close waits for them.
+	wg sync.WaitGroup
+	// life guards closed, so that Run starts nothing once Close began.
+	life   sync.Mutex
+	closed bool
+
+	// open counts the questions raised and not yet resolved.
+	open atomic.Int64
 
 	// mu guards the fields below.
 	mu sync.Mutex
@@ -151,7 +169,7 @@ func New(o Options) *Proxy {
 		keepalive: o.Keepalive, name: o.Name, onSession: o.OnSession, log: o.Logger,
 		inflight: map[string]*inflight{}, progress: map[string]float64{},
 		questions: map[string]*question{}, withdrawn: map[string]bool{},
-		rounds: map[string]*round{}, states: map[string]*round{},
+		rounds: map[string]*round{}, states: map[string]*round{}, newID: aep.NewID,
 	}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
@@ -167,84 +185,100 @@ type Ending struct {
 	Err          error
 }
 
+// ErrClosed is the Err of the Ending Run returns when Close came first.
+var ErrClosed = errors.New("the proxy was closed before Run")
+
 // Run relays messages until the client or the server goes away or ctx is
-// cancelled. It does not close the connections; the caller does, in its
-// shutdown order.
+// cancelled, and says which. Call it once.
+//
+// When Run returns, the keepalive ticker has stopped and each reader stops
+// after the message it may be reading, but both streams are still open:
+// the caller ends the session in its own order (settle the questions,
+// FailInflight, which writes to the client, record the end) and then calls
+// Close, which closes the streams and waits for the readers.
 func (p *Proxy) Run(ctx context.Context) Ending {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ended := make(chan Ending, 2)
-	wg := &p.wg
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		p.clientLoop(ctx, ended)
-	}()
-	go func() {
-		defer wg.Done()
-		p.serverLoop(ctx, ended)
-	}()
+	p.life.Lock()
+	if p.closed {
+		p.life.Unlock()
+		return Ending{Err: ErrClosed}
+	}
+	p.wg.Add(2)
+	go p.clientLoop(ctx, ended)
+	go p.serverLoop(ctx, ended)
 	if p.keepalive > 0 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			p.keepaliveLoop(ctx)
-		}()
+		p.wg.Add(1)
+		go p.keepaliveLoop(ctx)
 	}
-	var e Ending
+	p.life.Unlock()
 	select {
-	case e = <-ended:
+	case e := <-ended:
+		return e
 	case <-ctx.Done():
-		e = Ending{Err: ctx.Err()}
+		return Ending{Err: ctx.Err()}
 	}
-	cancel()
-	// The readers may still block in ReadMessage; the caller's shutdown
-	// closes the streams, which ends them, and then calls Wait.
-	return e
 }
 
-// Wait waits for the goroutines Run started. Call it after closing both
-// connections.
-func (p *Proxy) Wait() { p.wg.Wait() }
+// Close closes the server's stream, then the client's, and waits for every
+// goroutine Run started. It is the last call on a Proxy: call it after Run
+// returns, or from another goroutine to stop a running proxy (Run then
+// returns as if the peer had gone). Later calls only wait. It returns the
+// streams' Close errors.
+func (p *Proxy) Close() error {
+	p.life.Lock()
+	first := !p.closed
+	p.closed = true
+	p.life.Unlock()
+	var err error
+	if first {
+		err = errors.Join(p.server.Close(), p.client.Close())
+	}
+	p.wg.Wait()
+	return err
+}
 
+// clientLoop reads the client's messages until its stream ends or Run
+// returns.
 func (p *Proxy) clientLoop(ctx context.Context, ended chan<- Ending) {
-	for ctx.Err() == nil {
-		raw, err := p.client.ReadMessage()
-		if err != nil {
-			var tl *TooLargeError
-			if errors.As(err, &tl) {
-				p.log.Warn("client sent an oversized message; answered with an error", "limit", tl.Limit)
-				p.writeClient(errorResponse(nil, codeInvalidRequest, tl.Error()))
-				continue
-			}
-			if !errors.Is(err, io.EOF) {
-				p.log.Info("reading from the client failed", "err", err)
-			}
-			ended <- Ending{ClientClosed: true}
-			return
-		}
-		p.fromClient(raw)
-		p.flushIfIdle(p.client, p.server)
-	}
+	defer p.wg.Done()
+	p.readLoop(ctx, ended, true)
 }
 
+// serverLoop reads the server's messages until its stream ends or Run
+// returns.
 func (p *Proxy) serverLoop(ctx context.Context, ended chan<- Ending) {
+	defer p.wg.Done()
+	p.readLoop(ctx, ended, false)
+}
+
+// readLoop relays one peer's messages; fromClient says which peer.
+func (p *Proxy) readLoop(ctx context.Context, ended chan<- Ending, fromClient bool) {
+	src, dst, handle, peer := p.server, p.client, p.fromServer, "server"
+	if fromClient {
+		src, dst, handle, peer = p.client, p.server, p.fromClient, "client"
+	}
 	for ctx.Err() == nil {
-		raw, err := p.server.ReadMessage()
-		if err != nil {
-			var tl *TooLargeError
-			if errors.As(err, &tl) {
-				p.log.Warn("server sent an oversized message; it was skipped", "limit", tl.Limit)
-				continue
-			}
+		raw, err := src.ReadMessage()
+		var tl *TooLargeError
+		switch {
+		case errors.As(err, &tl) && fromClient:
+			// A request too large to read still gets an answer.
+			p.log.Warn("client sent an oversized message; answered with an error", "limit", tl.Limit)
+			p.writeClient(errorResponse(nil, codeInvalidRequest, tl.Error()))
+		case errors.As(err, &tl):
+			p.log.Warn("server sent an oversized message; it was skipped", "limit", tl.Limit)
+		case err != nil:
 			if !errors.Is(err, io.EOF) {
-				p.log.Info("reading from the server failed", "err", err)
+				p.log.Info("reading from the "+peer+" failed", "err", err)
 			}
-			ended <- Ending{ClientClosed: false}
+			ended <- Ending{ClientClosed: fromClient}
 			return
+		default:
+			handle(raw)
+			p.flushIfIdle(src, dst)
 		}
-		p.fromServer(raw)
-		p.flushIfIdle(p.server, p.client)
 	}
 }
 
@@ -298,8 +332,8 @@ func (p *Proxy) writeServer(b []byte) {
 func (p *Proxy) FailInflight(reason string) {
 	p.mu.Lock()
 	reqs := make([]*inflight, 0, len(p.inflight))
-	for k, r := range p.inflight {
-		reqs = append(reqs, r)
+	for _, k := range slices.Sorted(maps.Keys(p.inflight)) {
+		reqs = append(reqs, p.inflight[k])
 		delete(p.inflight, k)
 	}
 	p.mu.Unlock()
@@ -320,6 +354,16 @@ func (p *Proxy) ServerName() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.subjectLocked()
+}
+
+// clientName is the name the bus records for the client's answers.
+func (p *Proxy) clientName() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.clientInfo.Name == "" {
+		return "mcp-client"
+	}
+	return p.clientInfo.Name
 }
 
 func (p *Proxy) subjectLocked() string {

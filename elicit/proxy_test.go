@@ -13,8 +13,10 @@ import (
 	"github.com/agenteventprotocol/aep-mcp-bridge/attention"
 )
 
-// memConn is an in-memory Conn: the test feeds in, the proxy writes out.
+// memConn is an in-memory Conn: the test feeds in, the proxy writes out,
+// to out or, when record is set, to record.
 type memConn struct {
+	record func([]byte)
 	in     chan []byte
 	mu     sync.Mutex
 	out    [][]byte
@@ -37,6 +39,10 @@ func (c *memConn) ReadMessage() ([]byte, error) {
 }
 
 func (c *memConn) WriteMessage(b []byte) error {
+	if c.record != nil {
+		c.record(b)
+		return nil
+	}
 	c.mu.Lock()
 	c.out = append(c.out, append([]byte(nil), b...))
 	c.mu.Unlock()
@@ -76,11 +82,11 @@ func (p nopPublisher) Emit(d aep.Draft) (aep.Event, []byte, error) {
 
 func startProxy(t *testing.T, route Route) (*Proxy, *memConn, *memConn) {
 	t.Helper()
-	p, cl, sv, _ := startProxyEvents(t, route)
+	p, cl, sv, _, _ := startProxyEvents(t, route)
 	return p, cl, sv
 }
 
-func startProxyEvents(t *testing.T, route Route) (*Proxy, *memConn, *memConn, <-chan string) {
+func startProxyEvents(t *testing.T, route Route) (*Proxy, *memConn, *memConn, *attention.Manager, <-chan string) {
 	t.Helper()
 	cl, sv := newMemConn(), newMemConn()
 	seen := make(chan string, 64)
@@ -92,12 +98,10 @@ func startProxyEvents(t *testing.T, route Route) (*Proxy, *memConn, *memConn, <-
 	t.Cleanup(func() {
 		cancel()
 		<-done
-		cl.Close()
-		sv.Close()
-		p.Wait()
+		p.Close()
 		mgr.Close()
 	})
-	return p, cl, sv, seen
+	return p, cl, sv, mgr, seen
 }
 
 func TestPassThroughIsByteExact(t *testing.T) {
@@ -202,7 +206,7 @@ func compactJSON(b []byte) string {
 }
 
 func TestElicitationIsInterceptedAndAnswered(t *testing.T) {
-	p, cl, sv, seen := startProxyEvents(t, RouteRemote)
+	_, cl, sv, mgr, seen := startProxyEvents(t, RouteRemote)
 	cl.in <- []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`)
 	sv.next(t)
 	sv.in <- []byte(`{"jsonrpc":"2.0","id":"e1","method":"elicitation/create","params":{"message":"n?","requestedSchema":{"type":"object","properties":{"n":{"type":"integer","maximum":5}},"required":["n"]}}}`)
@@ -214,7 +218,7 @@ func TestElicitationIsInterceptedAndAnswered(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("question not raised")
 	}
-	pending := p.mgr.Pending()
+	pending := mgr.Pending()
 	if len(pending) != 1 {
 		t.Fatalf("%d pending; want 1", len(pending))
 	}
@@ -224,7 +228,7 @@ func TestElicitationIsInterceptedAndAnswered(t *testing.T) {
 	default:
 	}
 	var ackReason string
-	p.mgr.Respond(aep.Event{ID: "c1", Subject: pending[0].ID, Agent: "op"}, aep.Answer{Values: map[string]any{"n": json.Number("4")}},
+	mgr.Respond(aep.Event{ID: "c1", Subject: pending[0].ID, Agent: "op"}, aep.Answer{Values: map[string]any{"n": json.Number("4")}},
 		func(reason, detail string) error { ackReason = reason; return nil })
 	if ackReason != "" {
 		t.Fatalf("nacked: %s", ackReason)

@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/attention"
 	"github.com/agenteventprotocol/aep-mcp-bridge/translate"
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // elicitParams is the part of elicitation/create params the bridge reads.
@@ -34,12 +34,12 @@ func (p *Proxy) elicit(m *message, raw []byte) []byte {
 
 	mode := params.Mode
 	if mode == "" {
-		mode = "form"
+		mode = mcp.ElicitationModeForm
 	}
-	if mode == "url" {
+	if mode == mcp.ElicitationModeURL {
 		return p.elicitURL(m, raw, params, clientURL, route, subject)
 	}
-	if mode != "form" {
+	if mode != mcp.ElicitationModeForm {
 		p.writeServer(errorResponse(m.ID, codeInvalidParams, fmt.Sprintf("Invalid params: unknown elicitation mode %q; MCP defines form and url", mode)))
 		return nil
 	}
@@ -86,7 +86,7 @@ func (p *Proxy) ask(m *message, raw []byte, spec attention.Spec, toClient, clien
 	delete(p.withdrawn, k)
 	p.mu.Unlock()
 	spec.Deliver = func(r attention.Resolution) { p.deliver(q, r) }
-	qid, err := p.mgr.Raise(spec)
+	qid, err := p.raise(spec)
 	if err != nil {
 		p.mu.Lock()
 		delete(p.questions, k)
@@ -123,13 +123,8 @@ func (p *Proxy) deliver(q *question, r attention.Resolution) {
 		p.withdrawn[k] = true
 	}
 	p.mu.Unlock()
-	var result any
-	switch r.Outcome {
-	case attention.Answered:
-		result = r.Decision.Result()
-	case attention.TimedOut:
-		result = translate.CancelResult()
-	default:
+	result, ok := elicitResult(r)
+	if !ok {
 		return // dismissed: nothing goes back
 	}
 	b, err := resultResponse(q.serverID, result)
@@ -143,9 +138,21 @@ func (p *Proxy) deliver(q *question, r attention.Resolution) {
 		if r.Outcome == attention.TimedOut {
 			reason = "no answer before the bridge's timeout"
 		}
-		n, _ := notification("notifications/cancelled", map[string]any{"requestId": q.serverID, "reason": reason})
+		n, _ := notification(mcp.MethodNotificationCancelled, map[string]any{"requestId": q.serverID, "reason": reason})
 		p.writeClient(n)
 	}
+}
+
+// elicitResult is the ElicitResult a resolution sends back: the answer's,
+// or cancel after a timeout. A dismissed question sends nothing (false).
+func elicitResult(r attention.Resolution) (any, bool) {
+	switch r.Outcome {
+	case attention.Answered:
+		return r.Decision.Result(), true
+	case attention.TimedOut:
+		return translate.CancelResult(), true
+	}
+	return nil, false
 }
 
 // clientAnswer handles the client's response to a question it was given.
@@ -164,7 +171,6 @@ func (p *Proxy) clientAnswer(m *message, raw []byte) ([]byte, bool) {
 		return nil, true
 	}
 	q, ok := p.questions[k]
-	client := p.clientInfo.Name
 	p.mu.Unlock()
 	if !ok {
 		return nil, false
@@ -182,13 +188,10 @@ func (p *Proxy) clientAnswer(m *message, raw []byte) ([]byte, bool) {
 		p.log.Info("the client could not answer its copy; operators still can", "question", q.qid)
 		return nil, true
 	}
-	if client == "" {
-		client = "mcp-client"
-	}
-	// The manager decides the race under its lock: exactly one of the
+	// The lifecycle decides the race under its lock: exactly one of the
 	// client, an operator and the timeout wins. When the client loses,
 	// the winner's result reaches the server through deliver.
-	if p.mgr.ClientAnswered(q.qid, client, m.Result) {
+	if p.mgr.ClientAnswered(q.qid, p.clientName(), m.Result) {
 		return raw, true
 	}
 	return nil, true
@@ -226,121 +229,6 @@ func (p *Proxy) refuse(ue *translate.UnsupportedError, subject string) {
 		Data: map[string]any{"code": "unsupported_schema", "error": map[string]any{"type": "UnsupportedSchema", "message": ue.Error()}}})
 	if err != nil {
 		p.log.Warn("recording the refused schema", "err", err)
-	}
-}
-
-// keepaliveLoop sends progress to in-flight client requests that carry a
-// progressToken while any question is pending.
-func (p *Proxy) keepaliveLoop(ctx interface{ Done() <-chan struct{} }) {
-	t := time.NewTicker(p.keepalive)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			p.keepaliveTick()
-		}
-	}
-}
-
-func (p *Proxy) keepaliveTick() {
-	n := p.mgr.Len()
-	if n == 0 {
-		return
-	}
-	msg := fmt.Sprintf("waiting for an answer to %d question(s) from a human operator", n)
-	p.mu.Lock()
-	var out [][]byte
-	for _, r := range p.inflight {
-		if r.token == nil {
-			continue
-		}
-		tk := idKey(r.token)
-		v := p.progress[tk] + 1
-		p.progress[tk] = v
-		b, err := notification("notifications/progress", map[string]any{"progressToken": r.token, "progress": v, "message": msg})
-		if err == nil {
-			out = append(out, b)
-		}
-	}
-	p.mu.Unlock()
-	for _, b := range out {
-		p.writeClient(b)
-	}
-}
-
-// elicitURL handles a URL-mode elicitation/create (MCP 2025-11-25): the
-// question becomes attention.requested(kind:"auth"); an operator consents
-// to open the URL themselves (the bridge never fetches it), declines or
-// cancels. A client that declared URL mode gets the question too under
-// route both, and alone under route client.
-func (p *Proxy) elicitURL(m *message, raw []byte, params elicitParams, clientURL bool, route Route, subject string) []byte {
-	if params.URL == "" || params.ElicitationID == "" {
-		p.writeServer(errorResponse(m.ID, codeInvalidParams, "Invalid params: URL-mode elicitation needs url and elicitationId"))
-		return nil
-	}
-	if route == RouteClient && !clientURL {
-		p.writeServer(errorResponse(m.ID, codeMethodNotFound, "Method not found: the MCP client does not support URL-mode elicitation (bridge route: client)"))
-		return nil
-	}
-	spec := attention.Spec{Message: params.Message, Subject: subject, URL: params.URL, ElicitationID: params.ElicitationID}
-	toClient := clientURL && route != RouteRemote
-	spec.RespondVia = respondVia(route, toClient)
-	return p.ask(m, raw, spec, toClient, route == RouteClient)
-}
-
-// elicitationComplete handles notifications/elicitation/complete: the
-// matching URL question is resolved. The notification reaches the client
-// only when it declared URL mode.
-func (p *Proxy) elicitationComplete(m *message, raw []byte) []byte {
-	var params struct {
-		ElicitationID string `json:"elicitationId"`
-	}
-	json.Unmarshal(m.Params, &params)
-	if p.mgr.Complete(params.ElicitationID) {
-		p.log.Info("URL elicitation completed", "elicitation", params.ElicitationID)
-	}
-	p.mu.Lock()
-	clientURL := p.clientURL
-	p.mu.Unlock()
-	if clientURL {
-		return raw
-	}
-	return nil
-}
-
-// urlRequired raises a question for each URL elicitation a -32042 error
-// lists (URLElicitationRequiredError). The error itself still reaches the
-// client, which may retry once the operator completed the flow.
-func (p *Proxy) urlRequired(m *message) {
-	var e struct {
-		Code int `json:"code"`
-		Data struct {
-			Elicitations []elicitParams `json:"elicitations"`
-		} `json:"data"`
-	}
-	if json.Unmarshal(m.Error, &e) != nil || e.Code != codeURLElicitationRequired {
-		return
-	}
-	p.mu.Lock()
-	subject, clientURL := p.subjectLocked(), p.clientURL
-	p.mu.Unlock()
-	via := []string{"control"}
-	if clientURL {
-		via = append(via, "oob")
-	}
-	for _, el := range e.Data.Elicitations {
-		if el.URL == "" {
-			continue
-		}
-		id, err := p.mgr.Raise(attention.Spec{Message: el.Message, Subject: subject, URL: el.URL, ElicitationID: el.ElicitationID,
-			RespondVia: via, Deliver: func(attention.Resolution) {}})
-		if err != nil {
-			p.log.Warn("could not raise a URL question from a -32042 error", "err", err)
-			continue
-		}
-		p.log.Info("question raised from a URL-elicitation-required error", "question", id)
 	}
 }
 

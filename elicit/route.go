@@ -3,7 +3,6 @@ package elicit
 import (
 	"bytes"
 	"encoding/json"
-	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -32,41 +31,7 @@ func (p *Proxy) fromServer(raw []byte) {
 func (p *Proxy) each(raw []byte, handle func(*message, []byte) []byte, reply func([]byte)) ([]byte, bool) {
 	t := bytes.TrimLeft(raw, " \t\r\n")
 	if len(t) > 0 && t[0] == '[' {
-		var elems []json.RawMessage
-		if err := json.Unmarshal(t, &elems); err != nil {
-			p.log.Warn("malformed JSON-RPC batch; answered with a parse error", "err", err)
-			reply(errorResponse(nil, codeParseError, "Parse error: the batch is not valid JSON"))
-			return nil, false
-		}
-		if len(elems) == 0 {
-			reply(errorResponse(nil, codeInvalidRequest, "Invalid Request: empty batch"))
-			return nil, false
-		}
-		kept := make([]json.RawMessage, 0, len(elems))
-		changed := false
-		for _, e := range elems {
-			var m message
-			if err := json.Unmarshal(e, &m); err != nil {
-				reply(errorResponse(nil, codeInvalidRequest, "Invalid Request: a batch element is not a JSON-RPC message"))
-				changed = true
-				continue
-			}
-			out := handle(&m, e)
-			if out == nil || !bytes.Equal(out, e) {
-				changed = true
-			}
-			if out != nil {
-				kept = append(kept, out)
-			}
-		}
-		if !changed {
-			return raw, true
-		}
-		if len(kept) == 0 {
-			return nil, true
-		}
-		b, _ := json.Marshal(kept)
-		return b, true
+		return p.eachInBatch(raw, t, handle, reply)
 	}
 	var m message
 	if err := json.Unmarshal(t, &m); err != nil {
@@ -80,6 +45,46 @@ func (p *Proxy) each(raw []byte, handle func(*message, []byte) []byte, reply fun
 		return nil, false
 	}
 	return handle(&m, raw), true
+}
+
+// eachInBatch is each for a batch (t is raw without leading space): raw
+// itself when no element changed, otherwise the kept elements re-joined.
+func (p *Proxy) eachInBatch(raw, t []byte, handle func(*message, []byte) []byte, reply func([]byte)) ([]byte, bool) {
+	var elems []json.RawMessage
+	if err := json.Unmarshal(t, &elems); err != nil {
+		p.log.Warn("malformed JSON-RPC batch; answered with a parse error", "err", err)
+		reply(errorResponse(nil, codeParseError, "Parse error: the batch is not valid JSON"))
+		return nil, false
+	}
+	if len(elems) == 0 {
+		reply(errorResponse(nil, codeInvalidRequest, "Invalid Request: empty batch"))
+		return nil, false
+	}
+	kept := make([]json.RawMessage, 0, len(elems))
+	changed := false
+	for _, e := range elems {
+		var m message
+		if err := json.Unmarshal(e, &m); err != nil {
+			reply(errorResponse(nil, codeInvalidRequest, "Invalid Request: a batch element is not a JSON-RPC message"))
+			changed = true
+			continue
+		}
+		out := handle(&m, e)
+		if out == nil || !bytes.Equal(out, e) {
+			changed = true
+		}
+		if out != nil {
+			kept = append(kept, out)
+		}
+	}
+	if !changed {
+		return raw, true
+	}
+	if len(kept) == 0 {
+		return nil, true
+	}
+	b, _ := json.Marshal(kept)
+	return b, true
 }
 
 // clientMessage handles one client message and returns what to forward.
@@ -108,7 +113,7 @@ func (p *Proxy) clientMessage(m *message, raw []byte) []byte {
 		if out, handled := p.clientAnswer(m, raw); handled {
 			return out
 		}
-	case m.isNotification() && m.Method == "notifications/cancelled":
+	case m.isNotification() && m.Method == string(mcp.MethodNotificationCancelled):
 		// The client gave up on a request: the server will not answer
 		// it, so stop tracking it (no keepalive, no error at shutdown).
 		var params struct {
@@ -143,11 +148,11 @@ func (p *Proxy) serverMessage(m *message, raw []byte) []byte {
 		}
 	case m.isNotification():
 		switch m.Method {
-		case "notifications/cancelled":
+		case string(mcp.MethodNotificationCancelled):
 			return p.serverCancelled(m, raw)
-		case "notifications/progress":
+		case string(mcp.MethodNotificationProgress):
 			p.noteProgress(m)
-		case "notifications/elicitation/complete":
+		case string(mcp.MethodNotificationElicitationComplete):
 			return p.elicitationComplete(m, raw)
 		}
 	}
@@ -201,24 +206,6 @@ func (p *Proxy) settle(m *message) {
 	}
 }
 
-// noteProgress keeps the high-water mark of a token's progress, so
-// keepalive progress always increases.
-func (p *Proxy) noteProgress(m *message) {
-	var params struct {
-		ProgressToken json.RawMessage `json:"progressToken"`
-		Progress      float64         `json:"progress"`
-	}
-	if json.Unmarshal(m.Params, &params) != nil || len(params.ProgressToken) == 0 {
-		return
-	}
-	k := idKey(params.ProgressToken)
-	p.mu.Lock()
-	if params.Progress > p.progress[k] {
-		p.progress[k] = params.Progress
-	}
-	p.mu.Unlock()
-}
-
 // startSession reports the client once, on its first message.
 func (p *Proxy) startSession(m *message) {
 	p.mu.Lock()
@@ -244,82 +231,4 @@ func (p *Proxy) startSession(m *message) {
 	if p.onSession != nil {
 		p.onSession(info)
 	}
-}
-
-// rewriteInitialize records the client's own elicitation capability and
-// declares form elicitation to the server, so servers elicit even when the
-// client cannot answer (DESIGN decision 2). With route client the
-// capabilities pass unchanged: only the client answers then.
-func (p *Proxy) rewriteInitialize(m *message, raw []byte) []byte {
-	var params map[string]json.RawMessage
-	if json.Unmarshal(m.Params, &params) != nil || params == nil {
-		return raw
-	}
-	var caps map[string]json.RawMessage
-	if c, ok := params["capabilities"]; ok {
-		if json.Unmarshal(c, &caps) != nil {
-			return raw
-		}
-	}
-	if caps == nil {
-		caps = map[string]json.RawMessage{}
-	}
-	var version string
-	_ = json.Unmarshal(params["protocolVersion"], &version)
-	var elic map[string]json.RawMessage
-	declared := false
-	if e, ok := caps["elicitation"]; ok && string(e) != "null" {
-		declared = json.Unmarshal(e, &elic) == nil
-	}
-	p.mu.Lock()
-	p.initID = idKey(m.ID)
-	p.clientElicit = declared
-	if declared {
-		_, hasForm := elic["form"]
-		_, hasURL := elic["url"]
-		// An empty elicitation object means form mode (MCP 2025-11-25).
-		p.clientForm = hasForm || !hasURL
-		p.clientURL = hasURL
-	}
-	route := p.route
-	p.mu.Unlock()
-	if route == RouteClient {
-		return raw
-	}
-	if elic == nil {
-		elic = map[string]json.RawMessage{}
-	}
-	if supportsModes(version) {
-		// Operators answer both modes: form questions, and URL questions
-		// whose link they open themselves.
-		for _, mode := range []string{"form", "url"} {
-			if _, ok := elic[mode]; !ok {
-				elic[mode] = json.RawMessage("{}")
-			}
-		}
-	}
-	eb, _ := json.Marshal(elic)
-	caps["elicitation"] = eb
-	cb, _ := json.Marshal(caps)
-	params["capabilities"] = cb
-	pb, err := json.Marshal(params)
-	if err != nil {
-		return raw
-	}
-	var full map[string]json.RawMessage
-	if json.Unmarshal(raw, &full) != nil {
-		return raw
-	}
-	full["params"] = pb
-	out, err := json.Marshal(full)
-	if err != nil {
-		return raw
-	}
-	return out
-}
-
-// supportsModes reports whether a protocol revision knows elicitation modes
-// (2025-11-25 and later); earlier ones declare elicitation as {}.
-func supportsModes(version string) bool {
-	return version != "" && strings.Compare(version, "2025-11-25") >= 0
 }

@@ -3,7 +3,6 @@ package elicit
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -184,82 +183,4 @@ func (c *StreamConn) Close() error {
 		return nil
 	}
 	return c.close()
-}
-
-// message is the JSON-RPC envelope the proxy reads. Params, Result and
-// Error stay raw: the proxy forwards bytes, never re-encoded messages.
-type message struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id,omitempty"`
-	Method  string          `json:"method,omitempty"`
-	Params  json.RawMessage `json:"params,omitempty"`
-	Result  json.RawMessage `json:"result,omitempty"`
-	Error   json.RawMessage `json:"error,omitempty"`
-}
-
-func (m *message) hasID() bool { return len(m.ID) > 0 && string(m.ID) != "null" }
-
-func (m *message) isRequest() bool      { return m.Method != "" && m.hasID() }
-func (m *message) isNotification() bool { return m.Method != "" && !m.hasID() }
-func (m *message) isResponse() bool     { return m.Method == "" && (m.hasID() || m.Error != nil) }
-
-// idKey is a map key for a JSON-RPC id: its compact JSON text, so 1 and
-// "1" stay distinct as JSON-RPC requires.
-func idKey(id json.RawMessage) string {
-	var b bytes.Buffer
-	if json.Compact(&b, id) != nil {
-		return string(id)
-	}
-	return b.String()
-}
-
-// JSON-RPC error codes.
-const (
-	codeParseError     = -32700
-	codeInvalidRequest = -32600
-	codeMethodNotFound = -32601
-	codeInvalidParams  = -32602
-	codeInternal       = -32603
-	// codeConnectionClosed is the code MCP SDKs use for a peer that went
-	// away with requests in flight.
-	codeConnectionClosed = -32000
-	// codeURLElicitationRequired is MCP's URLElicitationRequiredError.
-	codeURLElicitationRequired = -32042
-)
-
-// errorResponse encodes a JSON-RPC error response. id may be nil (null).
-func errorResponse(id json.RawMessage, code int, msg string) []byte {
-	if len(id) == 0 {
-		id = json.RawMessage("null")
-	}
-	b, _ := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   struct {
-			Code    int    `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}{JSONRPC: "2.0", ID: id, Error: struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	}{code, msg}})
-	return b
-}
-
-// resultResponse encodes a JSON-RPC result response.
-func resultResponse(id json.RawMessage, result any) ([]byte, error) {
-	return json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Result  any             `json:"result"`
-	}{"2.0", id, result})
-}
-
-// notification encodes a JSON-RPC notification.
-func notification(method string, params any) ([]byte, error) {
-	return json.Marshal(struct {
-		JSONRPC string `json:"jsonrpc"`
-		Method  string `json:"method"`
-		Params  any    `json:"params"`
-	}{"2.0", method, params})
 }

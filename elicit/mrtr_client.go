@@ -1,0 +1,84 @@
+package elicit
+
+import (
+	"bytes"
+	"encoding/json"
+	"maps"
+	"slices"
+)
+
+// clientRetry handles a client's own retry of an exchange whose
+// input_required it also got: if the client answered first, its retry
+// passes and the operators' questions are settled; if the operators won,
+// the client's retry is answered with the bridge's final result.
+func (p *Proxy) clientRetry(m *message, raw []byte) ([]byte, bool) {
+	if !mrtrMethods[m.Method] || !bytes.Contains(m.Params, []byte(`"requestState"`)) {
+		return nil, false
+	}
+	var params struct {
+		RequestState string `json:"requestState"`
+	}
+	if json.Unmarshal(m.Params, &params) != nil || params.RequestState == "" {
+		return nil, false
+	}
+	p.mu.Lock()
+	rd, ok := p.states[params.RequestState]
+	if ok {
+		delete(p.states, params.RequestState)
+	}
+	operatorsWon := ok && (rd.done || rd.n > 0)
+	var final json.RawMessage
+	if operatorsWon {
+		final = rd.final
+		if final == nil {
+			rd.clientRt = append(rd.clientRt, m.ID) // the bridge's retry is in flight
+		}
+	}
+	if ok && !operatorsWon {
+		rd.failed = true // the client answered first
+	}
+	p.mu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	if !operatorsWon {
+		p.clientWonRound(rd, m)
+		return raw, false // tracked as an ordinary request
+	}
+	if final != nil {
+		p.answerClientRetry(final, m.ID)
+	}
+	return nil, true
+}
+
+// clientWonRound settles the questions of an exchange the client answered
+// first: the bus records its answers as given in the client (via oob), and
+// the questions it left unanswered are dismissed.
+func (p *Proxy) clientWonRound(rd *round, m *message) {
+	var answers struct {
+		InputResponses map[string]json.RawMessage `json:"inputResponses"`
+	}
+	json.Unmarshal(m.Params, &answers)
+	p.mu.Lock()
+	qids := rd.qids
+	p.mu.Unlock()
+	client := p.clientName()
+	for _, key := range slices.Sorted(maps.Keys(qids)) {
+		qid := qids[key]
+		if r, ok := answers.InputResponses[key]; ok {
+			p.mgr.ClientAnswered(qid, client, r)
+		} else {
+			p.mgr.Dismiss(qid)
+		}
+	}
+}
+
+// answerClientRetry answers a client's retry with the final result the
+// bridge's own retry got.
+func (p *Proxy) answerClientRetry(final, id json.RawMessage) {
+	b, err := setPath(final, id, "id")
+	if err != nil {
+		return
+	}
+	p.writeClient(b)
+}

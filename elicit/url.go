@@ -1,0 +1,81 @@
+package elicit
+
+import (
+	"encoding/json"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/attention"
+)
+
+// elicitURL handles a URL-mode elicitation/create (MCP 2025-11-25): the
+// question becomes attention.requested(kind:"auth"); an operator consents
+// to open the URL themselves (the bridge never fetches it), declines or
+// cancels. A client that declared URL mode gets the question too under
+// route both, and alone under route client.
+func (p *Proxy) elicitURL(m *message, raw []byte, params elicitParams, clientURL bool, route Route, subject string) []byte {
+	if params.URL == "" || params.ElicitationID == "" {
+		p.writeServer(errorResponse(m.ID, codeInvalidParams, "Invalid params: URL-mode elicitation needs url and elicitationId"))
+		return nil
+	}
+	if route == RouteClient && !clientURL {
+		p.writeServer(errorResponse(m.ID, codeMethodNotFound, "Method not found: the MCP client does not support URL-mode elicitation (bridge route: client)"))
+		return nil
+	}
+	spec := attention.Spec{Message: params.Message, Subject: subject, URL: params.URL, ElicitationID: params.ElicitationID}
+	toClient := clientURL && route != RouteRemote
+	spec.RespondVia = respondVia(route, toClient)
+	return p.ask(m, raw, spec, toClient, route == RouteClient)
+}
+
+// elicitationComplete handles notifications/elicitation/complete: the
+// matching URL question is resolved. The notification reaches the client
+// only when it declared URL mode.
+func (p *Proxy) elicitationComplete(m *message, raw []byte) []byte {
+	var params struct {
+		ElicitationID string `json:"elicitationId"`
+	}
+	json.Unmarshal(m.Params, &params)
+	if p.mgr.Complete(params.ElicitationID) {
+		p.log.Info("URL elicitation completed", "elicitation", params.ElicitationID)
+	}
+	p.mu.Lock()
+	clientURL := p.clientURL
+	p.mu.Unlock()
+	if clientURL {
+		return raw
+	}
+	return nil
+}
+
+// urlRequired raises a question for each URL elicitation a -32042 error
+// lists (URLElicitationRequiredError). The error itself still reaches the
+// client, which may retry once the operator completed the flow.
+func (p *Proxy) urlRequired(m *message) {
+	var e struct {
+		Code int `json:"code"`
+		Data struct {
+			Elicitations []elicitParams `json:"elicitations"`
+		} `json:"data"`
+	}
+	if json.Unmarshal(m.Error, &e) != nil || e.Code != codeURLElicitationRequired {
+		return
+	}
+	p.mu.Lock()
+	subject, clientURL := p.subjectLocked(), p.clientURL
+	p.mu.Unlock()
+	via := []string{"control"}
+	if clientURL {
+		via = append(via, "oob")
+	}
+	for _, el := range e.Data.Elicitations {
+		if el.URL == "" {
+			continue
+		}
+		id, err := p.raise(attention.Spec{Message: el.Message, Subject: subject, URL: el.URL, ElicitationID: el.ElicitationID,
+			RespondVia: via, Deliver: func(attention.Resolution) {}})
+		if err != nil {
+			p.log.Warn("could not raise a URL question from a -32042 error", "err", err)
+			continue
+		}
+		p.log.Info("question raised from a URL-elicitation-required error", "question", id)
+	}
+}
