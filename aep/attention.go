@@ -12,17 +12,17 @@ type Choice struct {
 // FieldSpec is one typed field of a kind:"form" attention request
 // (AEP-0002 §5.2 field_spec, AEP-0006). Required, Multi and Other are always
 // written when true; Required is also written when false, as the pinned
-// mapping does.
+// mapping does. Min and Max keep the schema's numbers exactly as written.
 type FieldSpec struct {
-	ID       string   `json:"id"`
-	Type     string   `json:"type"`
-	Label    string   `json:"label"`
-	Required bool     `json:"required"`
-	Multi    bool     `json:"multi,omitempty"`
-	Other    bool     `json:"other,omitempty"`
-	Choices  []Choice `json:"choices,omitempty"`
-	Min      *float64 `json:"min,omitempty"`
-	Max      *float64 `json:"max,omitempty"`
+	ID       string      `json:"id"`
+	Type     string      `json:"type"`
+	Label    string      `json:"label"`
+	Required bool        `json:"required"`
+	Multi    bool        `json:"multi,omitempty"`
+	Other    bool        `json:"other,omitempty"`
+	Choices  []Choice    `json:"choices,omitempty"`
+	Min      json.Number `json:"min,omitempty"`
+	Max      json.Number `json:"max,omitempty"`
 }
 
 // AttentionRequested is the data of attention.requested (AEP-0002 §5.3).

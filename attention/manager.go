@@ -1,6 +1,7 @@
 package attention
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -438,7 +439,11 @@ func (m *Manager) ClientAnswered(id, client string, result json.RawMessage) bool
 		Action  string         `json:"action"`
 		Content map[string]any `json:"content"`
 	}
-	_ = json.Unmarshal(result, &r)
+	// Numbers stay json.Number, so the bus records the client's answer
+	// exactly as the server receives it.
+	dec := json.NewDecoder(bytes.NewReader(result))
+	dec.UseNumber()
+	_ = dec.Decode(&r)
 	applied := aep.Answer{Values: r.Content}
 	if r.Action != "accept" {
 		applied = aep.Answer{Option: r.Action}

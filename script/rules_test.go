@@ -123,3 +123,31 @@ func TestFromLogsNeverInventsValues(t *testing.T) {
 		t.Fatalf("warnings %q", warnings)
 	}
 }
+
+// TestScriptedNumbersStayExact: a rule's values reach the server exactly
+// as the answers file writes them, through the same validation.
+func TestScriptedNumbersStayExact(t *testing.T) {
+	f, err := translate.Parse("m", json.RawMessage(`{"type":"object","properties":{
+		"big":{"type":"integer","maximum":9223372036854775807},"huge":{"type":"integer"},"e":{"type":"integer"},"ratio":{"type":"number"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules, err := Load("a.json", []byte(`{"rules":[{"name":"r","outcome":"values","values":
+		{"big":9223372036854775807,"huge":18446744073709551616,"e":1e18,"ratio":9007199254740993.5}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, ok, err := rules.Answer("srv", f)
+	if !ok || err != nil {
+		t.Fatalf("got %v %v", ok, err)
+	}
+	b, _ := json.Marshal(d.Answer.Result())
+	want := `{"action":"accept","content":{"big":9223372036854775807,"e":1000000000000000000,"huge":18446744073709551616,"ratio":9007199254740993.5}}`
+	if string(b) != want {
+		t.Fatalf("got %s; want %s", b, want)
+	}
+	over, _ := Load("a.json", []byte(`{"rules":[{"name":"r","outcome":"values","values":{"big":9223372036854775808}}]}`))
+	if _, _, err := over.Answer("srv", f); err == nil || !strings.Contains(err.Error(), `field "big": maximum: must be at most 9223372036854775807`) {
+		t.Fatalf("got %v; want the maximum violated", err)
+	}
+}

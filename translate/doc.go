@@ -14,7 +14,18 @@
 // object, an array of objects, a $ref, an unknown type) is refused whole with
 // an *UnsupportedError naming the property, never half-rendered.
 //
+// Numbers are exact (number.go): answers and bounds are compared as exact
+// rationals, never through a float64; an integer field sends the canonical
+// digits of the answer's value and a number field the number as written.
+//
+// Validation is written here rather than delegated to a general JSON Schema
+// validator: Parse admits only MCP's closed, flat subset, and each violation
+// becomes one InvalidAnswer (field, keyword, a reason with the bound) in
+// field order, worded for operators and never quoting the answer.
+//
 // Spec sections: MCP 2025-06-18 and 2025-11-25 client/elicitation (form
-// mode); AEP-0002 §5.2 field_spec and §5.3 attention.answered values (the
+// mode; URL mode results carry no content); JSON Schema 2020-12 validation
+// §6.2 (numeric keywords, integers as numbers with a zero fractional part);
+// RFC 8259 §6 (numbers, the interoperable double range); AEP-0002 §5.2 field_spec and §5.3 attention.answered values (the
 // MUST-reject rule); AEP-0006; AEP-0008 (text answers).
 package translate

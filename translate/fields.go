@@ -20,7 +20,12 @@ func (f *Form) FieldSpecs() []aep.FieldSpec {
 			spec.Type = "string"
 		case KindNumber, KindInteger:
 			spec.Type = "number"
-			spec.Min, spec.Max = fld.Minimum, fld.Maximum
+			if fld.Minimum != nil {
+				spec.Min = fld.Minimum.Text
+			}
+			if fld.Maximum != nil {
+				spec.Max = fld.Maximum.Text
+			}
 		case KindBoolean:
 			spec.Type = "boolean"
 		case KindSelect, KindMultiSelect:

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
 	"regexp"
 	"strings"
 )
@@ -63,10 +62,10 @@ type Field struct {
 	Format               string
 	Pattern              *regexp.Regexp
 
-	// Number constraints.
-	Minimum, Maximum                   *float64
-	ExclusiveMinimum, ExclusiveMaximum *float64
-	MultipleOf                         *float64
+	// Number constraints, kept exactly.
+	Minimum, Maximum                   *Number
+	ExclusiveMinimum, ExclusiveMaximum *Number
+	MultipleOf                         *Number
 
 	// Multi-select constraints.
 	MinItems, MaxItems *int
@@ -283,9 +282,9 @@ func parseField(id string, raw json.RawMessage) (*Field, error) {
 			if !ok {
 				continue
 			}
-			var v float64
-			if json.Unmarshal(raw, &v) != nil || math.IsInf(v, 0) {
-				return nil, unsupported(k + " must be a number")
+			v, err := schemaNumber(raw)
+			if err != nil {
+				return nil, unsupported(k + " " + err.Error())
 			}
 			switch k {
 			case "minimum":
@@ -297,13 +296,13 @@ func parseField(id string, raw json.RawMessage) (*Field, error) {
 			case "exclusiveMaximum":
 				fld.ExclusiveMaximum = &v
 			case "multipleOf":
-				if v <= 0 {
+				if v.val.Sign() <= 0 {
 					return nil, unsupported("multipleOf must be greater than 0")
 				}
 				fld.MultipleOf = &v
 			}
 		}
-		if fld.Minimum != nil && fld.Maximum != nil && *fld.Minimum > *fld.Maximum {
+		if fld.Minimum != nil && fld.Maximum != nil && fld.Minimum.Cmp(*fld.Maximum) > 0 {
 			return nil, unsupported("minimum is greater than maximum; no answer could satisfy it")
 		}
 	case "boolean":
