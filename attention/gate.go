@@ -58,16 +58,32 @@ func FormRequest(form *translate.Form, o RequestOptions) (*aep.AttentionRequeste
 		r := o.redactor()
 		d.Prompt = r.Text(form.Message)
 		for i := range d.Fields {
-			d.Fields[i].Label = r.Text(d.Fields[i].Label)
-			for j := range d.Fields[i].Choices {
-				d.Fields[i].Choices[j].Label = r.Text(d.Fields[i].Choices[j].Label)
+			f := &d.Fields[i]
+			f.Label = r.Text(f.Label)
+			for j := range f.Choices {
+				f.Choices[j].Label = r.Text(f.Choices[j].Label)
+			}
+			f.Description = r.Text(f.Description)
+			if f.Default != nil {
+				f.Default = r.Value(f.Default)
 			}
 		}
 	default:
 		d.Prompt = MetadataPrompt(o.Agent, len(d.Fields))
 		DegradeLabels(d.Fields)
+		DropContent(d.Fields)
 	}
 	return d, ceiling
+}
+
+// DropContent removes the content members of field specs that have no
+// structural placeholder, the description and the default, for a level
+// below redacted (AEP-0003 §9.2).
+func DropContent(fields []aep.FieldSpec) {
+	for i := range fields {
+		fields[i].Description = ""
+		fields[i].Default = nil
+	}
 }
 
 // MetadataPrompt is the structural prompt of a form question at the

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 )
 
 // Kind is the kind of value a form field takes.
@@ -73,6 +75,14 @@ type Field struct {
 
 	// Default is the schema's default value, as raw JSON, or nil.
 	Default json.RawMessage
+
+	// Secret marks a field whose value never reaches the bus or a log
+	// (DESIGN decision 10): the schema says so (format "password",
+	// writeOnly), or the key or title of a string or number field names a
+	// credential (aep.IsCredentialName). Selects and booleans carry
+	// server-defined ids and flags, never a credential, so only their
+	// schema can make them secret.
+	Secret bool
 }
 
 // Form is a parsed elicitation: the message and the fields in the order the
@@ -327,11 +337,28 @@ func parseField(id string, raw json.RawMessage) (*Field, error) {
 			return nil, unsupported(fmt.Sprintf("the keyword %q is not supported for a %s property", k, typ))
 		}
 	}
+	if raw, ok := m.vals["writeOnly"]; ok {
+		var w bool
+		if json.Unmarshal(raw, &w) != nil {
+			return nil, unsupported("writeOnly must be a boolean")
+		}
+		fld.Secret = w
+	}
+	fld.Secret = fld.Secret || fld.Format == FormatPassword
+	switch fld.Kind {
+	case KindString, KindNumber, KindInteger:
+		fld.Secret = fld.Secret || aep.IsCredentialName(id) || aep.IsCredentialName(fld.Title)
+	}
 	return fld, nil
 }
 
-// Formats are the string formats MCP elicitation defines.
-var Formats = []string{"email", "uri", "date", "date-time"}
+// FormatPassword marks a secret string (OpenAPI's format, which servers
+// use for password inputs): any string passes, and the field is secret.
+const FormatPassword = "password"
+
+// Formats are the string formats a requestedSchema may use: the four MCP
+// elicitation defines, and FormatPassword.
+var Formats = []string{"email", "uri", "date", "date-time", FormatPassword}
 
 func parseString(fld *Field, m *members, unsupported func(string) error) error {
 	var err error
@@ -350,7 +377,7 @@ func parseString(fld *Field, m *members, unsupported func(string) error) error {
 			known = known || f == fld.Format
 		}
 		if !known {
-			return unsupported(fmt.Sprintf("format %q is not one MCP elicitation defines (%s)", fld.Format, strings.Join(Formats, ", ")))
+			return unsupported(fmt.Sprintf("format %q is not one a form can enforce (%s)", fld.Format, strings.Join(Formats, ", ")))
 		}
 	}
 	if raw, ok := m.vals["pattern"]; ok {
