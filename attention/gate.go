@@ -110,6 +110,9 @@ func DegradeLabels(fields []aep.FieldSpec) {
 // GateValues returns the part of a form answer's values that the bus may
 // carry at the ceiling (AEP-0002 §5.3, AEP-0006):
 //   - keys without a matching field_spec are dropped;
+//   - a secret field's value, whatever its type, never appears: it is the
+//     §9.4 secret placeholder at redacted and full, and absent below, like
+//     free text;
 //   - string fields and free "other" text on a select are user-authored
 //     text: dropped below redacted, redacted at redacted, verbatim at full;
 //   - numbers, booleans and closed choice ids are structural and kept.
@@ -137,6 +140,12 @@ func GateValues(fields []aep.FieldSpec, values map[string]any, ceiling aep.Captu
 	for k, v := range values {
 		f, ok := byID[k]
 		if !ok {
+			continue
+		}
+		if f.Secret {
+			if ceiling >= aep.CaptureRedacted {
+				out[k] = aep.RedactedSecret
+			}
 			continue
 		}
 		switch f.Type {

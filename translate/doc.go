@@ -20,7 +20,8 @@
 // rationals, never through a float64; an integer field sends the canonical
 // digits of the answer's value and a number field the number as written. A
 // field is secret (Field.Secret) when its schema says so (format "password",
-// writeOnly) or its key or title names a credential.
+// writeOnly) or its key or title names a credential; the attention gating
+// core keeps secret values off the bus, while the server gets them.
 //
 // Validation is written here rather than delegated to a general JSON Schema
 // validator: Parse admits only MCP's closed, flat subset, and each violation
