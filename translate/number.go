@@ -202,3 +202,39 @@ func schemaNumber(raw json.RawMessage) (Number, error) {
 	}
 	return n, nil
 }
+
+// numberKeywords are the keywords of a number or integer property.
+var numberKeywords = []string{"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}
+
+// parseNumberBounds reads a number property's bounds exactly.
+func parseNumberBounds(fld *Field, m *members, unsupported func(string) error) error {
+	for _, k := range numberKeywords {
+		raw, ok := m.vals[k]
+		if !ok {
+			continue
+		}
+		v, err := schemaNumber(raw)
+		if err != nil {
+			return unsupported(k + " " + err.Error())
+		}
+		switch k {
+		case "minimum":
+			fld.Minimum = &v
+		case "maximum":
+			fld.Maximum = &v
+		case "exclusiveMinimum":
+			fld.ExclusiveMinimum = &v
+		case "exclusiveMaximum":
+			fld.ExclusiveMaximum = &v
+		case "multipleOf":
+			if v.val.Sign() <= 0 {
+				return unsupported("multipleOf must be greater than 0")
+			}
+			fld.MultipleOf = &v
+		}
+	}
+	if fld.Minimum != nil && fld.Maximum != nil && fld.Minimum.Cmp(*fld.Maximum) > 0 {
+		return unsupported("minimum is greater than maximum; no answer could satisfy it")
+	}
+	return nil
+}

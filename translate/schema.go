@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-
-	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 )
 
 // Kind is the kind of value a form field takes.
@@ -221,6 +219,50 @@ func objectMembers(raw json.RawMessage) (*members, error) {
 	return m, nil
 }
 
+// parseKind sets the field's kind from its type and reads the keywords of
+// that kind. It returns the keywords the property may use.
+func parseKind(fld *Field, typ string, m *members, unsupported func(string) error) (map[string]bool, error) {
+	allowed := map[string]bool{"type": true}
+	switch typ {
+	case "string":
+		fld.Kind = KindString
+		for _, k := range []string{"minLength", "maxLength", "format", "pattern", "enum", "enumNames", "oneOf", "anyOf"} {
+			allowed[k] = true
+		}
+		if err := parseString(fld, m, unsupported); err != nil {
+			return nil, err
+		}
+	case "number", "integer":
+		fld.Kind = KindNumber
+		if typ == "integer" {
+			fld.Kind = KindInteger
+		}
+		for _, k := range numberKeywords {
+			allowed[k] = true
+		}
+		if err := parseNumberBounds(fld, m, unsupported); err != nil {
+			return nil, err
+		}
+	case "boolean":
+		fld.Kind = KindBoolean
+	case "array":
+		fld.Kind = KindMultiSelect
+		for _, k := range []string{"items", "minItems", "maxItems", "uniqueItems"} {
+			allowed[k] = true
+		}
+		if err := parseArray(fld, m, unsupported); err != nil {
+			return nil, err
+		}
+	case "object":
+		return nil, unsupported("nested objects are not supported; elicitation schemas are flat")
+	case "null":
+		return nil, unsupported(`type "null" carries no answer`)
+	default:
+		return nil, unsupported(fmt.Sprintf("unknown type %q", typ))
+	}
+	return allowed, nil
+}
+
 // annotationKeys are keywords that never constrain a value.
 var annotationKeys = map[string]bool{
 	"title": true, "description": true, "default": true, "$comment": true,
@@ -271,90 +313,20 @@ func parseField(id string, raw json.RawMessage) (*Field, error) {
 			return nil, unsupported("the property has no type")
 		}
 	}
-	allowed := map[string]bool{"type": true}
-	switch typ {
-	case "string":
-		fld.Kind = KindString
-		for _, k := range []string{"minLength", "maxLength", "format", "pattern", "enum", "enumNames", "oneOf", "anyOf"} {
-			allowed[k] = true
-		}
-		if err := parseString(fld, m, unsupported); err != nil {
-			return nil, err
-		}
-	case "number", "integer":
-		fld.Kind = KindNumber
-		if typ == "integer" {
-			fld.Kind = KindInteger
-		}
-		for _, k := range []string{"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"} {
-			allowed[k] = true
-			raw, ok := m.vals[k]
-			if !ok {
-				continue
-			}
-			v, err := schemaNumber(raw)
-			if err != nil {
-				return nil, unsupported(k + " " + err.Error())
-			}
-			switch k {
-			case "minimum":
-				fld.Minimum = &v
-			case "maximum":
-				fld.Maximum = &v
-			case "exclusiveMinimum":
-				fld.ExclusiveMinimum = &v
-			case "exclusiveMaximum":
-				fld.ExclusiveMaximum = &v
-			case "multipleOf":
-				if v.val.Sign() <= 0 {
-					return nil, unsupported("multipleOf must be greater than 0")
-				}
-				fld.MultipleOf = &v
-			}
-		}
-		if fld.Minimum != nil && fld.Maximum != nil && fld.Minimum.Cmp(*fld.Maximum) > 0 {
-			return nil, unsupported("minimum is greater than maximum; no answer could satisfy it")
-		}
-	case "boolean":
-		fld.Kind = KindBoolean
-	case "array":
-		fld.Kind = KindMultiSelect
-		for _, k := range []string{"items", "minItems", "maxItems", "uniqueItems"} {
-			allowed[k] = true
-		}
-		if err := parseArray(fld, m, unsupported); err != nil {
-			return nil, err
-		}
-	case "object":
-		return nil, unsupported("nested objects are not supported; elicitation schemas are flat")
-	case "null":
-		return nil, unsupported(`type "null" carries no answer`)
-	default:
-		return nil, unsupported(fmt.Sprintf("unknown type %q", typ))
+	allowed, err := parseKind(fld, typ, m, unsupported)
+	if err != nil {
+		return nil, err
 	}
 	for _, k := range m.keys {
 		if !allowed[k] && !annotationKeys[k] {
 			return nil, unsupported(fmt.Sprintf("the keyword %q is not supported for a %s property", k, typ))
 		}
 	}
-	if raw, ok := m.vals["writeOnly"]; ok {
-		var w bool
-		if json.Unmarshal(raw, &w) != nil {
-			return nil, unsupported("writeOnly must be a boolean")
-		}
-		fld.Secret = w
-	}
-	fld.Secret = fld.Secret || fld.Format == FormatPassword
-	switch fld.Kind {
-	case KindString, KindNumber, KindInteger:
-		fld.Secret = fld.Secret || aep.IsCredentialName(id) || aep.IsCredentialName(fld.Title)
+	if err := fld.classifySecret(m, unsupported); err != nil {
+		return nil, err
 	}
 	return fld, nil
 }
-
-// FormatPassword marks a secret string (OpenAPI's format, which servers
-// use for password inputs): any string passes, and the field is secret.
-const FormatPassword = "password"
 
 // Formats are the string formats a requestedSchema may use: the four MCP
 // elicitation defines, and FormatPassword.
