@@ -20,6 +20,7 @@ require (
 )
 
 require (
+	github.com/google/go-cmp v0.7.0
 	github.com/google/jsonschema-go v0.4.2 // indirect
 	github.com/mark3labs/mcp-go v1.2.1
 	github.com/spf13/cast v1.7.1 // indirect

@@ -12,17 +12,38 @@ type Choice struct {
 // FieldSpec is one typed field of a kind:"form" attention request
 // (AEP-0002 §5.2 field_spec, AEP-0006). Required, Multi and Other are always
 // written when true; Required is also written when false, as the pinned
-// mapping does.
+// mapping does. Min and Max keep the schema's numbers exactly as written.
+//
+// The members after Max carry the rest of an MCP requestedSchema property,
+// so operators answer right the first time. They are extension members,
+// which AEP consumers tolerate (AEP-0001 §6), written only when the schema
+// has them, under the JSON Schema keyword's own name:
+//   - Format, Pattern, MinLength/MaxLength and MinItems/MaxItems are
+//     structural, present at metadata;
+//   - Description and Default are content: present at redacted (through
+//     the AEP-0003 §9.4 pipeline) and full, absent below;
+//   - Secret marks a field whose value never reaches the bus or a log; a
+//     secret field never carries its Default.
 type FieldSpec struct {
-	ID       string   `json:"id"`
-	Type     string   `json:"type"`
-	Label    string   `json:"label"`
-	Required bool     `json:"required"`
-	Multi    bool     `json:"multi,omitempty"`
-	Other    bool     `json:"other,omitempty"`
-	Choices  []Choice `json:"choices,omitempty"`
-	Min      *float64 `json:"min,omitempty"`
-	Max      *float64 `json:"max,omitempty"`
+	ID       string      `json:"id"`
+	Type     string      `json:"type"`
+	Label    string      `json:"label"`
+	Required bool        `json:"required"`
+	Multi    bool        `json:"multi,omitempty"`
+	Other    bool        `json:"other,omitempty"`
+	Choices  []Choice    `json:"choices,omitempty"`
+	Min      json.Number `json:"min,omitempty"`
+	Max      json.Number `json:"max,omitempty"`
+
+	Description string `json:"description,omitempty"`
+	Default     any    `json:"default,omitempty"`
+	Format      string `json:"format,omitempty"`
+	Pattern     string `json:"pattern,omitempty"`
+	MinLength   *int   `json:"minLength,omitempty"`
+	MaxLength   *int   `json:"maxLength,omitempty"`
+	MinItems    *int   `json:"minItems,omitempty"`
+	MaxItems    *int   `json:"maxItems,omitempty"`
+	Secret      bool   `json:"secret,omitempty"`
 }
 
 // AttentionRequested is the data of attention.requested (AEP-0002 §5.3).

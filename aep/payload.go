@@ -94,11 +94,18 @@ func answer() *shape {
 // FieldTypes are the field_spec types of AEP-0006.
 var FieldTypes = []string{"string", "number", "boolean", "select"}
 
+// fieldSpec is the field_spec shape. Of the bridge's extension members
+// (FieldSpec), only the content ones are named: description and default
+// are gated at redacted so a hop down-leveling to metadata drops them,
+// while unnamed members default to metadata (AEP-0002 §5.1 rule 4). They
+// take any JSON type, since other emitters' members are tolerated
+// (AEP-0001 §6).
 func fieldSpec() *shape {
 	choice := obj(req("id", str()), req("label", str().exception()))
 	return obj(req("id", str()), req("type", enum(FieldTypes...)), req("label", str().exception()),
 		opt("required", boolean()), opt("multi", boolean()), opt("other", boolean()),
-		opt("choices", arr(choice)), opt("min", number()), opt("max", number()))
+		opt("choices", arr(choice)), opt("min", number()), opt("max", number()),
+		opt("description", (&shape{}).at(CaptureRedacted)), opt("default", (&shape{}).at(CaptureRedacted)))
 }
 
 var usageMembers = []member{opt("gen_ai.usage.input_tokens", integer()), opt("gen_ai.usage.output_tokens", integer())}

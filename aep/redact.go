@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"unicode"
 )
 
 // Redaction markers (AEP-0003 §9.4).
@@ -155,4 +156,101 @@ func (r *Redactor) Value(v any) any {
 		return out
 	}
 	return v
+}
+
+// IsCredentialName reports whether a name or title (a form field's key or
+// label) names a credential in the vocabulary of the §9.4 pipeline:
+// password (passwd, pwd, pass), passphrase, passcode, secret, token, API
+// key, private key (and access, signing and encryption keys), PIN,
+// credentials, and one-time codes (OTP, TOTP, MFA or 2FA code, verification
+// code).
+//
+// It matches whole words, so "spinner", "shipping" and "tokenizer" are not
+// credentials, while "userPIN", "db_pass", "X-API-Key" and "githubToken"
+// are. A name that ends in a word about the credential rather than the
+// credential itself ("token_count", "password length", "api key name",
+// "token URL") is not one. Words glued together in lower case are found
+// for the unambiguous compounds only ("newpassword", "apikey").
+func IsCredentialName(s string) bool {
+	words := nameWords(s)
+	if len(words) == 0 {
+		return false
+	}
+	if len(words) > 1 && aboutWords[words[len(words)-1]] {
+		return false
+	}
+	for i, w := range words {
+		if credentialWords[w] {
+			return true
+		}
+		for _, c := range credentialCompounds {
+			if strings.Contains(w, c) {
+				return true
+			}
+		}
+		if i+1 < len(words) && credentialPairs[w+" "+words[i+1]] {
+			return true
+		}
+		if i+2 < len(words) && w == "one" && words[i+1] == "time" && (words[i+2] == "code" || words[i+2] == "pin") {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	credentialWords = wordSet("password", "passwd", "pwd", "pass", "passphrase", "passcode", "secret", "secrets",
+		"token", "pin", "apikey", "privatekey", "credential", "credentials", "otp", "totp", "hotp")
+	// credentialCompounds are found inside a word: no ordinary word
+	// contains them.
+	credentialCompounds = []string{"password", "passwd", "passphrase", "passcode", "apikey", "privatekey",
+		"accesstoken", "authtoken", "refreshtoken", "secretkey"}
+	credentialPairs = wordSet("api key", "private key", "access key", "signing key", "encryption key",
+		"mfa code", "2fa code", "verification code", "onetime code", "onetime pin")
+	// aboutWords, last in a name, make it name something about a
+	// credential: its size, kind, name or location.
+	aboutWords = wordSet("count", "counts", "length", "len", "limit", "limits", "size", "total", "budget",
+		"usage", "used", "type", "kind", "policy", "hint", "expiry", "expires", "expiration", "ttl", "strength",
+		"format", "name", "label", "id", "ids", "description", "url", "uri", "endpoint", "path", "file")
+)
+
+func wordSet(ws ...string) map[string]bool {
+	m := make(map[string]bool, len(ws))
+	for _, w := range ws {
+		m[w] = true
+	}
+	return m
+}
+
+// nameWords splits a key or title into lower-case words at every
+// character that is not a letter or digit and at camelCase boundaries
+// ("userPIN" → user pin, "APIKey" → api key).
+func nameWords(s string) []string {
+	var words []string
+	rs := []rune(s)
+	start := -1
+	flush := func(end int) {
+		if start >= 0 && end > start {
+			words = append(words, strings.ToLower(string(rs[start:end])))
+		}
+		start = -1
+	}
+	for i, r := range rs {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+			flush(i)
+			continue
+		}
+		if start >= 0 && unicode.IsUpper(r) {
+			prev := rs[i-1]
+			nextLower := i+1 < len(rs) && unicode.IsLower(rs[i+1])
+			if unicode.IsLower(prev) || (unicode.IsUpper(prev) && nextLower) {
+				flush(i)
+			}
+		}
+		if start < 0 {
+			start = i
+		}
+	}
+	flush(len(rs))
+	return words
 }

@@ -58,16 +58,32 @@ func FormRequest(form *translate.Form, o RequestOptions) (*aep.AttentionRequeste
 		r := o.redactor()
 		d.Prompt = r.Text(form.Message)
 		for i := range d.Fields {
-			d.Fields[i].Label = r.Text(d.Fields[i].Label)
-			for j := range d.Fields[i].Choices {
-				d.Fields[i].Choices[j].Label = r.Text(d.Fields[i].Choices[j].Label)
+			f := &d.Fields[i]
+			f.Label = r.Text(f.Label)
+			for j := range f.Choices {
+				f.Choices[j].Label = r.Text(f.Choices[j].Label)
+			}
+			f.Description = r.Text(f.Description)
+			if f.Default != nil {
+				f.Default = r.Value(f.Default)
 			}
 		}
 	default:
 		d.Prompt = MetadataPrompt(o.Agent, len(d.Fields))
 		DegradeLabels(d.Fields)
+		DropContent(d.Fields)
 	}
 	return d, ceiling
+}
+
+// DropContent removes the content members of field specs that have no
+// structural placeholder, the description and the default, for a level
+// below redacted (AEP-0003 §9.2).
+func DropContent(fields []aep.FieldSpec) {
+	for i := range fields {
+		fields[i].Description = ""
+		fields[i].Default = nil
+	}
 }
 
 // MetadataPrompt is the structural prompt of a form question at the
@@ -94,6 +110,9 @@ func DegradeLabels(fields []aep.FieldSpec) {
 // GateValues returns the part of a form answer's values that the bus may
 // carry at the ceiling (AEP-0002 §5.3, AEP-0006):
 //   - keys without a matching field_spec are dropped;
+//   - a secret field's value, whatever its type, never appears: it is the
+//     §9.4 secret placeholder at redacted and full, and absent below, like
+//     free text;
 //   - string fields and free "other" text on a select are user-authored
 //     text: dropped below redacted, redacted at redacted, verbatim at full;
 //   - numbers, booleans and closed choice ids are structural and kept.
@@ -121,6 +140,12 @@ func GateValues(fields []aep.FieldSpec, values map[string]any, ceiling aep.Captu
 	for k, v := range values {
 		f, ok := byID[k]
 		if !ok {
+			continue
+		}
+		if f.Secret {
+			if ceiling >= aep.CaptureRedacted {
+				out[k] = aep.RedactedSecret
+			}
 			continue
 		}
 		switch f.Type {

@@ -1,6 +1,7 @@
 package attention
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -144,16 +145,21 @@ type Manager struct {
 	policy  Policy
 	only    bool
 
-	// mu guards pending and closed, and orders each question's events.
+	// mu guards pending, closed and secrets, and orders each question's
+	// events.
 	mu      sync.Mutex
 	pending map[string]*question
 	closed  bool
+	// secrets holds the secret field ids of the last maxSecretQuestions
+	// questions that have any, pending or settled, in secretOrder.
+	secrets     map[string][]string
+	secretOrder []string
 }
 
 // NewManager returns a Manager.
 func NewManager(o ManagerOptions) *Manager {
 	m := &Manager{agent: o.Agent, pub: o.Publisher, timeout: o.Timeout, ceiling: o.Ceiling, red: o.Redactor, log: o.Logger,
-		policy: o.Policy, only: o.PolicyOnly, pending: map[string]*question{}}
+		policy: o.Policy, only: o.PolicyOnly, pending: map[string]*question{}, secrets: map[string][]string{}}
 	if m.timeout <= 0 {
 		m.timeout = DefaultTimeout
 	}
@@ -237,6 +243,7 @@ func (m *Manager) Raise(s Spec) (string, error) {
 	}
 	q.id = ev.ID
 	m.pending[q.id] = q
+	m.rememberSecretsLocked(q)
 	q.timer = time.AfterFunc(m.timeout, func() { m.expire(q.id) })
 	m.schedulePolicyLocked(q)
 	return q.id, nil
@@ -438,7 +445,11 @@ func (m *Manager) ClientAnswered(id, client string, result json.RawMessage) bool
 		Action  string         `json:"action"`
 		Content map[string]any `json:"content"`
 	}
-	_ = json.Unmarshal(result, &r)
+	// Numbers stay json.Number, so the bus records the client's answer
+	// exactly as the server receives it.
+	dec := json.NewDecoder(bytes.NewReader(result))
+	dec.UseNumber()
+	_ = dec.Decode(&r)
 	applied := aep.Answer{Values: r.Content}
 	if r.Action != "accept" {
 		applied = aep.Answer{Option: r.Action}

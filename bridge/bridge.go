@@ -150,7 +150,7 @@ func New(o Options) (*Bridge, error) {
 		mo.Policy = o.Answers
 	}
 	b.mgr = attention.NewManager(mo)
-	b.intake = control.NewIntake(control.IntakeOptions{Emitter: em, Target: b.mgr, Redactor: red, Logger: b.log})
+	b.intake = control.NewIntake(control.IntakeOptions{Emitter: em, Target: b.mgr, Logger: b.log})
 	return b, nil
 }
 

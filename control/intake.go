@@ -31,8 +31,16 @@ type AckFunc = func(reason, detail string) error
 // implements it.
 type Target interface {
 	// Respond decides a control.attention.respond and calls ack exactly
-	// once, synchronously, before it emits the outcome events.
+	// once, synchronously, before it emits the outcome events. The
+	// details it rejects with are built from structural parts only (field
+	// id, rule, bound) and never contain the answer: the intake records
+	// them as they are.
 	Respond(cmd aep.Event, answer aep.Answer, ack AckFunc)
+	// SecretKeys returns which of keys, the value keys of a command's
+	// answer to question subject, hold secret values. The session history
+	// records the command with those values replaced by the AEP-0003 §9.4
+	// secret placeholder; Respond still gets the real answer.
+	SecretKeys(subject string, keys []string) []string
 }
 
 // Sender describes the binding a command arrived on.
@@ -71,9 +79,6 @@ const DefaultDedupe = 4096
 type IntakeOptions struct {
 	Emitter Emitter
 	Target  Target
-	// Redactor redacts nack details at the redacted level. Nil means the
-	// default pipeline.
-	Redactor *aep.Redactor
 	// Dedupe bounds the remembered commands; 0 means DefaultDedupe. The
 	// recorded ack is kept exactly as long as the dedupe state (AEP-0004 §3).
 	Dedupe int
@@ -92,7 +97,6 @@ type record struct {
 type Intake struct {
 	em     Emitter
 	target Target
-	red    *aep.Redactor
 	limit  int
 	log    *slog.Logger
 
@@ -104,10 +108,7 @@ type Intake struct {
 
 // NewIntake returns an intake.
 func NewIntake(o IntakeOptions) *Intake {
-	in := &Intake{em: o.Emitter, target: o.Target, red: o.Redactor, limit: o.Dedupe, log: o.Logger, done: map[key]record{}}
-	if in.red == nil {
-		in.red = aep.NewRedactor(aep.RedactOptions{})
-	}
+	in := &Intake{em: o.Emitter, target: o.Target, limit: o.Dedupe, log: o.Logger, done: map[key]record{}}
 	if in.limit <= 0 {
 		in.limit = DefaultDedupe
 	}
@@ -139,7 +140,7 @@ func (in *Intake) Submit(cmd aep.Event, from Sender) (Result, error) {
 		in.em.Resend(r.ack, r.raw)
 		return Result{Ack: r.ack, Raw: r.raw, Duplicate: true}, nil
 	}
-	if _, _, err := in.em.Record(cmd); err != nil {
+	if _, _, err := in.em.Record(in.scrub(cmd)); err != nil {
 		in.log.Warn("recording a command in the session history", "cmd", cmd.ID, "type", cmd.Type, "err", err)
 	}
 	var (
@@ -183,8 +184,10 @@ func (in *Intake) Submit(cmd aep.Event, from Sender) (Result, error) {
 func (in *Intake) ack(k key, cmd aep.Event, reason, detail string) (Result, error) {
 	d := aep.Draft{Type: "control.accepted", Cause: cmd.ID, Capture: aep.CaptureMetadata}
 	if reason != "" {
+		// The detail is structural (Target.Respond) and never passes
+		// through redaction, which would mangle ids and rule names.
 		d = aep.Draft{Type: "control.rejected", Cause: cmd.ID, Capture: aep.CaptureRedacted,
-			Data: aep.Rejected{Reason: reason, Detail: in.red.Text(detail)}}
+			Data: aep.Rejected{Reason: reason, Detail: detail}}
 	}
 	ev, raw, err := in.em.Emit(d)
 	if err != nil {
@@ -197,4 +200,47 @@ func (in *Intake) ack(k key, cmd aep.Event, reason, detail string) (Result, erro
 		in.order = in.order[1:]
 	}
 	return Result{Ack: ev, Raw: raw}, nil
+}
+
+// scrub returns cmd as the session history may record it: the values its
+// answer gives for secret keys (Target.SecretKeys) become the AEP-0003
+// §9.4 secret placeholder, at every capture level. A command whose data
+// is not an object with an answer object is recorded as it came, since it
+// carries no answer values.
+func (in *Intake) scrub(cmd aep.Event) aep.Event {
+	if cmd.Type != "control.attention.respond" {
+		return cmd
+	}
+	dec := json.NewDecoder(bytes.NewReader(cmd.Data))
+	dec.UseNumber()
+	var data map[string]any
+	if dec.Decode(&data) != nil {
+		return cmd
+	}
+	answer, _ := data["answer"].(map[string]any)
+	values, _ := answer["values"].(map[string]any)
+	if len(values) == 0 {
+		return cmd
+	}
+	keys := make([]string, 0, len(values))
+	for k := range values {
+		keys = append(keys, k)
+	}
+	secret := in.target.SecretKeys(cmd.Subject, keys)
+	if len(secret) == 0 {
+		return cmd
+	}
+	for _, k := range secret {
+		if _, ok := values[k]; ok {
+			values[k] = aep.RedactedSecret
+		}
+	}
+	b, err := json.Marshal(data)
+	if err != nil {
+		// Unreachable for decoded JSON. Without data the command fails
+		// validation and is not recorded, which keeps the secret out.
+		b = nil
+	}
+	cmd.Data = b
+	return cmd
 }

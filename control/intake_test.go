@@ -3,7 +3,6 @@ package control
 import (
 	"encoding/json"
 	"errors"
-	"strings"
 	"sync"
 	"testing"
 
@@ -50,16 +49,34 @@ func (m *memEmitter) Resend(ev aep.Event, raw []byte) {
 
 func (m *memEmitter) Session() string { return "s1" }
 
-// target accepts option "yes", rejects everything else as invalid.
-type target struct{ calls int }
+// target accepts option "yes" and any values, rejects everything else as
+// invalid, and holds the secret keys it is told.
+type target struct {
+	calls   int
+	secret  []string
+	answers []aep.Answer
+}
 
 func (t *target) Respond(cmd aep.Event, a aep.Answer, ack AckFunc) {
 	t.calls++
-	if a.Option == "yes" {
+	t.answers = append(t.answers, a)
+	if a.Option == "yes" || a.Values != nil {
 		ack("", "")
 		return
 	}
-	ack(aep.ReasonInvalid, "option must be yes; token=abcd1234secret")
+	ack(aep.ReasonInvalid, "no pending attention request "+cmd.Subject+` in this session; field "password": minLength: must be at least 8 characters`)
+}
+
+func (t *target) SecretKeys(subject string, keys []string) []string {
+	var out []string
+	for _, k := range keys {
+		for _, s := range t.secret {
+			if k == s {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
 }
 
 func cmd(id, typ, session string, answer aep.Answer) aep.Event {
@@ -110,9 +127,6 @@ func TestIntake(t *testing.T) {
 			if rej.Reason != tt.wantReason {
 				t.Fatalf("reason %q; want %q", rej.Reason, tt.wantReason)
 			}
-			if strings.Contains(rej.Detail, "abcd1234secret") {
-				t.Errorf("nack detail not redacted: %q", rej.Detail)
-			}
 			if len(em.recorded) != 1 {
 				t.Errorf("the command was recorded %d times; want once", len(em.recorded))
 			}
@@ -142,5 +156,84 @@ func TestIntakeDedupeReAcksByteIdentically(t *testing.T) {
 	in.Submit(cmd("c2", "control.attention.respond", "s1", aep.Answer{Option: "yes"}), Sender{true})
 	if r, _ := in.Submit(c, Sender{true}); r.Duplicate {
 		t.Fatalf("dedupe state kept beyond its bound")
+	}
+}
+
+// TestRejectionDetailIsRecordedVerbatim: a detail is structural, so the
+// intake records it as the target wrote it. Run through the redaction
+// pipeline, the id below became "01NOPE000000000[REDACTED:pii]" and the
+// field name "password" swallowed its rule as "[REDACTED:secret]".
+func TestRejectionDetailIsRecordedVerbatim(t *testing.T) {
+	em, tg := &memEmitter{}, &target{}
+	in := NewIntake(IntakeOptions{Emitter: em, Target: tg})
+	c := cmd("c1", "control.attention.respond", "s1", aep.Answer{Option: "no"})
+	c.Subject = "01NOPE0000000000000000000"
+	res, err := in.Submit(c, Sender{true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rej aep.Rejected
+	if err := json.Unmarshal(res.Ack.Data, &rej); err != nil {
+		t.Fatal(err)
+	}
+	want := `no pending attention request 01NOPE0000000000000000000 in this session; field "password": minLength: must be at least 8 characters`
+	if rej.Detail != want {
+		t.Fatalf("detail:\n got %q\nwant %q", rej.Detail, want)
+	}
+}
+
+// TestSecretValuesNeverRecorded: the history records the command with its
+// secret values replaced; the target decides on the real answer; a
+// redelivery still gets the recorded ack byte for byte.
+func TestSecretValuesNeverRecorded(t *testing.T) {
+	em, tg := &memEmitter{}, &target{secret: []string{"password", "pin"}}
+	in := NewIntake(IntakeOptions{Emitter: em, Target: tg})
+	c := cmd("c1", "control.attention.respond", "s1", aep.Answer{Values: map[string]any{
+		"user": "ada", "password": "s3cretpass", "pin": json.Number("1234")}})
+	first, err := in.Submit(c, Sender{true})
+	if err != nil || !first.Accepted() {
+		t.Fatalf("got %+v, %v; want accepted", first.Ack, err)
+	}
+	if len(em.recorded) != 1 {
+		t.Fatalf("recorded %d commands; want 1", len(em.recorded))
+	}
+	rec := em.recorded[0]
+	want := `{"answer":{"values":{"password":"[REDACTED:secret]","pin":"[REDACTED:secret]","user":"ada"}}}`
+	if string(rec.Data) != want {
+		t.Fatalf("recorded data:\n got %s\nwant %s", rec.Data, want)
+	}
+	if rec.ID != c.ID || rec.Source != c.Source || rec.Subject != c.Subject {
+		t.Errorf("the recorded command lost its identity: %+v", rec)
+	}
+	got := tg.answers[0].Values
+	if got["password"] != "s3cretpass" || got["pin"] != json.Number("1234") {
+		t.Errorf("the target did not get the real answer: %v", got)
+	}
+	second, _ := in.Submit(c, Sender{true})
+	if !second.Duplicate || string(second.Raw) != string(first.Raw) || tg.calls != 1 || len(em.recorded) != 1 {
+		t.Fatalf("redelivery: duplicate=%v calls=%d recorded=%d", second.Duplicate, tg.calls, len(em.recorded))
+	}
+}
+
+func TestCommandsWithoutSecretsRecordedAsSent(t *testing.T) {
+	tests := []struct {
+		name string
+		data string
+	}{
+		{"no secret keys", `{"answer":{"values":{"user":"ada","n":1e18}}}`},
+		{"option only", `{"answer":{"option":"decline"}}`},
+		{"not an answer object", `{"answer":"yes"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			em, tg := &memEmitter{}, &target{secret: []string{"password"}}
+			in := NewIntake(IntakeOptions{Emitter: em, Target: tg})
+			c := cmd("c1", "control.attention.respond", "s1", aep.Answer{})
+			c.Data = json.RawMessage(tt.data)
+			in.Submit(c, Sender{true})
+			if len(em.recorded) != 1 || string(em.recorded[0].Data) != tt.data {
+				t.Fatalf("recorded %v; want the command's own data %s", em.recorded, tt.data)
+			}
+		})
 	}
 }

@@ -7,6 +7,11 @@
 // does; a rule that does not satisfy the schema is a configuration error
 // that names the rule, the field and the violated rule.
 //
+// Numbers in rules are read exactly (json.Number) and validated like an
+// operator's. FromLogs replays recorded answers and lists as incomplete the
+// fields a log cannot give back: secret fields, redacted text, and free text
+// below redacted; it never prints a placeholder as a value.
+//
 // It is pure: Load parses and validates a file's bytes, Rules.Answer
 // decides. The attention manager applies the decision and records it on the
 // bus as answered by "policy:<rule name>".

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 )
@@ -86,23 +87,52 @@ func FromLogs(logs map[string]io.Reader, order []string, warn func(string)) (*Fi
 				r.Outcome = opt
 			default:
 				r.Outcome = OutcomeValues
-				r.Values = map[string]any{}
-				for k, v := range ans.a.Answer.Values {
-					r.Values[k] = v
-				}
-				if ans.capture < aep.CaptureRedacted {
-					for _, fs := range q.fields {
-						if _, have := r.Values[fs.ID]; !have && (fs.Type == "string" || fs.Other) {
-							r.Incomplete = append(r.Incomplete, fs.ID)
-						}
-					}
-				}
+				r.Values, r.Incomplete = recoveredValues(q.fields, ans.a.Answer.Values, ans.capture)
 			}
 			if len(r.Incomplete) > 0 {
-				warn(fmt.Sprintf("rule %q is incomplete: the log was written below redacted, so field(s) %v have no recorded value; add them to its values before use", r.Name, r.Incomplete))
+				warn(fmt.Sprintf("rule %q is incomplete: field(s) %v have no usable recorded value (secret fields are never recorded, "+
+					"redacted text is not the answer, and logs below redacted hold no free text); add them to its values before use", r.Name, r.Incomplete))
 			}
 			f.Rules = append(f.Rules, r)
 		}
 	}
 	return f, nil
+}
+
+// recoveredValues returns the recorded values a rule can replay, and the
+// fields whose values the log cannot give back: a secret field (its value
+// is never recorded), a value the redaction pipeline rewrote (it holds a
+// [REDACTED:…] marker, which is not what the operator answered), and,
+// below redacted, a free-text field with no value (AEP-0002 §5.3 drops
+// it). A placeholder is never emitted as a value.
+func recoveredValues(fields []aep.FieldSpec, recorded map[string]any, capture aep.Capture) (map[string]any, []string) {
+	values := map[string]any{}
+	var incomplete []string
+	for _, fs := range fields {
+		v, answered := recorded[fs.ID]
+		switch {
+		case answered && !fs.Secret && !redactedValue(v):
+			values[fs.ID] = v
+		case answered:
+			incomplete = append(incomplete, fs.ID)
+		case capture < aep.CaptureRedacted && (fs.Type == "string" || fs.Other || fs.Secret):
+			incomplete = append(incomplete, fs.ID)
+		}
+	}
+	return values, incomplete
+}
+
+// redactedValue reports whether v holds text the redaction pipeline wrote.
+func redactedValue(v any) bool {
+	switch t := v.(type) {
+	case string:
+		return strings.Contains(t, "[REDACTED:")
+	case []any:
+		for _, it := range t {
+			if redactedValue(it) {
+				return true
+			}
+		}
+	}
+	return false
 }

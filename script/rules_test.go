@@ -123,3 +123,74 @@ func TestFromLogsNeverInventsValues(t *testing.T) {
 		t.Fatalf("warnings %q", warnings)
 	}
 }
+
+// TestScriptedNumbersStayExact: a rule's values reach the server exactly
+// as the answers file writes them, through the same validation.
+func TestScriptedNumbersStayExact(t *testing.T) {
+	f, err := translate.Parse("m", json.RawMessage(`{"type":"object","properties":{
+		"big":{"type":"integer","maximum":9223372036854775807},"huge":{"type":"integer"},"e":{"type":"integer"},"ratio":{"type":"number"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules, err := Load("a.json", []byte(`{"rules":[{"name":"r","outcome":"values","values":
+		{"big":9223372036854775807,"huge":18446744073709551616,"e":1e18,"ratio":9007199254740993.5}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, ok, err := rules.Answer("srv", f)
+	if !ok || err != nil {
+		t.Fatalf("got %v %v", ok, err)
+	}
+	b, _ := json.Marshal(d.Answer.Result())
+	want := `{"action":"accept","content":{"big":9223372036854775807,"e":1000000000000000000,"huge":18446744073709551616,"ratio":9007199254740993.5}}`
+	if string(b) != want {
+		t.Fatalf("got %s; want %s", b, want)
+	}
+	over, _ := Load("a.json", []byte(`{"rules":[{"name":"r","outcome":"values","values":{"big":9223372036854775808}}]}`))
+	if _, _, err := over.Answer("srv", f); err == nil || !strings.Contains(err.Error(), `field "big": maximum: must be at most 9223372036854775807`) {
+		t.Fatalf("got %v; want the maximum violated", err)
+	}
+}
+
+// TestFromLogsNeverPrintsSecrets: a secret field's placeholder, and text
+// the redaction pipeline rewrote, are never replayed as values; the rule
+// lists those fields as incomplete. Exact numbers are replayed exactly.
+func TestFromLogsNeverPrintsSecrets(t *testing.T) {
+	tests := []struct {
+		name, capture, values string
+		wantValues            string
+		wantIncomplete        string
+	}{
+		{"redacted", "redacted", `{"user":"[REDACTED:pii]","password":"[REDACTED:secret]","n":9007199254740993}`, `{"n":9007199254740993}`, "user,password"},
+		{"full", "full", `{"user":"ada","password":"[REDACTED:secret]","n":1}`, `{"n":1,"user":"ada"}`, "password"},
+		{"metadata", "metadata", `{"n":1}`, `{"n":1}`, "user,password"},
+		{"full, secret not answered", "full", `{"user":"ada","n":1}`, `{"n":1,"user":"ada"}`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			log := strings.Join([]string{
+				`{"aep":"0.1","id":"Q1","type":"attention.requested","subject":"srv","time":"2026-01-01T00:00:00Z","source":"aep://h/agent/b/session/s","agent":"b","session":"s","seq":0,"capture":"metadata","data":{"kind":"form","prompt":"b requests input (3 fields)","fields":[{"id":"user","type":"string","label":"user","required":true},{"id":"password","type":"string","label":"password","required":false,"secret":true},{"id":"n","type":"number","label":"n","required":false}]}}`,
+				`{"aep":"0.1","id":"A1","type":"attention.answered","subject":"Q1","time":"2026-01-01T00:00:01Z","source":"aep://h/agent/b/session/s","agent":"b","session":"s","seq":1,"capture":"` + tt.capture + `","data":{"answer":{"values":` + tt.values + `},"by":"op","via":"control"}}`,
+			}, "\n")
+			var warnings []string
+			f, err := FromLogs(map[string]io.Reader{"s.jsonl": strings.NewReader(log)}, []string{"s.jsonl"}, func(s string) { warnings = append(warnings, s) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, _ := json.Marshal(f)
+			if strings.Contains(string(out), "REDACTED") {
+				t.Fatalf("answers-from printed a placeholder: %s", out)
+			}
+			if len(f.Rules) != 1 {
+				t.Fatalf("rules: %s", out)
+			}
+			vals, _ := json.Marshal(f.Rules[0].Values)
+			if string(vals) != tt.wantValues || strings.Join(f.Rules[0].Incomplete, ",") != tt.wantIncomplete {
+				t.Fatalf("values %s incomplete %v; want %s and %q", vals, f.Rules[0].Incomplete, tt.wantValues, tt.wantIncomplete)
+			}
+			if (len(warnings) == 1) != (tt.wantIncomplete != "") {
+				t.Fatalf("warnings %q", warnings)
+			}
+		})
+	}
+}

@@ -1,9 +1,8 @@
 package translate
 
 import (
-	"encoding/json"
 	"fmt"
-	"math"
+	"maps"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -12,9 +11,14 @@ import (
 )
 
 // Content converts validated values into the typed content of an accepted
-// ElicitResult: integers stay integers (int64), numbers keep the precision
-// they were written with, multi-selects become []string, and keys outside
-// the schema never reach the server. Call Validate first.
+// ElicitResult, and keys outside the schema never reach the server. Call
+// Validate first. Numbers never pass through a float64:
+//   - an integer field gets the canonical digits of the answer's exact
+//     value (1e18 → 1000000000000000000, -0 → 0, 1.0 → 1), because servers
+//     decode integer fields into integer types, which read plain digits;
+//   - a number field gets the number as the operator wrote it (a Go float
+//     as its shortest round-tripping text);
+//   - a multi-select becomes []string.
 func (f *Form) Content(values map[string]any) map[string]any {
 	out := make(map[string]any, len(values))
 	for _, fld := range f.Fields {
@@ -24,15 +28,11 @@ func (f *Form) Content(values map[string]any) map[string]any {
 		}
 		switch fld.Kind {
 		case KindInteger:
-			x, _, _ := numberValue(v)
-			out[fld.ID] = int64(math.Round(x))
+			x, _ := exactNumber(v)
+			out[fld.ID] = x.IntegerText()
 		case KindNumber:
-			if n, ok := v.(json.Number); ok {
-				out[fld.ID] = n
-			} else {
-				x, _, _ := numberValue(v)
-				out[fld.ID] = x
-			}
+			x, _ := exactNumber(v)
+			out[fld.ID] = x.Text
 		case KindMultiSelect:
 			items, _ := stringItems(v)
 			out[fld.ID] = append([]string{}, items...)
@@ -75,10 +75,13 @@ type Decision struct {
 	Applied aep.Answer
 }
 
-// Result returns the ElicitResult for the decision.
+// Result returns the ElicitResult for the decision. Content is present
+// only for an accepted form answer: MCP 2025-11-25 omits it for URL mode
+// (and for decline and cancel), so an accept without content (a URL
+// question) encodes as {"action":"accept"}, never "content":null.
 func (d Decision) Result() *mcp.ElicitationResult {
 	r := &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: d.Outcome.Action()}}
-	if d.Outcome == OutcomeAccept {
+	if d.Outcome == OutcomeAccept && d.Content != nil {
 		r.Content = d.Content
 	}
 	return r
@@ -127,7 +130,10 @@ func (f *Form) Decide(a aep.Answer) (Decision, error) {
 		if err := f.Validate(values); err != nil {
 			return Decision{}, err
 		}
-		return Decision{Outcome: OutcomeAccept, Content: f.Content(values), Applied: aep.Answer{Values: values}}, nil
+		// AEP-0002 §5.3: the recorded answer states what was applied,
+		// which is the content the server receives.
+		content := f.Content(values)
+		return Decision{Outcome: OutcomeAccept, Content: content, Applied: aep.Answer{Values: maps.Clone(content)}}, nil
 	case "decline", "cancel":
 		if a.Values != nil {
 			return Decision{}, &InvalidAnswer{Rule: "answer", Reason: fmt.Sprintf("option %q takes no values", option)}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
@@ -19,6 +20,9 @@ func FuzzParse(f *testing.F) {
 	f.Add(`{"type":"object","properties":{"a":{"type":"string","enum":["x"]}}}`)
 	f.Add(`{"type":"object","properties":{"a":{"type":"array","items":{"anyOf":[{"const":"x","title":"X"}]}}},"required":["a"]}`)
 	f.Add(`{"type":"object","properties":{"a":{"type":"object"}}}`)
+	// Extension members, secrets and exact bounds.
+	f.Add(`{"type":"object","properties":{"p":{"type":"string","format":"password","description":"d","default":"x","pattern":"^a+$"},"pin":{"type":"integer","writeOnly":true,"default":1}}}`)
+	f.Add(`{"type":"object","properties":{"i":{"type":"integer","minimum":-9223372036854775808,"maximum":1e30,"multipleOf":1e-3},"n":{"type":"number","exclusiveMinimum":1e400}}}`)
 	f.Fuzz(func(t *testing.T, s string) {
 		form, err := Parse("m", json.RawMessage(s))
 		if err != nil {
@@ -39,12 +43,33 @@ func FuzzParse(f *testing.F) {
 		if err := ev.Validate(); err != nil {
 			t.Fatalf("projection of %s is not a valid event: %v", s, err)
 		}
+		for i, spec := range specs {
+			if spec.Secret && spec.Default != nil {
+				t.Fatalf("secret field %q carries its default", spec.ID)
+			}
+			if spec.ID != form.Fields[i].ID {
+				t.Fatalf("field %d is %q; the schema declares %q there", i, spec.ID, form.Fields[i].ID)
+			}
+		}
 	})
 }
 
+// numbersSchema has exact bounds around the int64 and float64 limits and
+// secret fields, for FuzzValidate.
+const numbersSchema = `{"type":"object","properties":{
+	"i":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},
+	"big":{"type":"integer","exclusiveMinimum":9007199254740992},
+	"n":{"type":"number","multipleOf":0.1,"maximum":1e300},
+	"password":{"type":"string","minLength":8},
+	"pin":{"type":"integer","writeOnly":true}}}`
+
 func FuzzValidate(f *testing.F) {
 	msg, schema := kitchenSink(f)
-	form, err := Parse(msg, schema)
+	sink, err := Parse(msg, schema)
+	if err != nil {
+		f.Fatal(err)
+	}
+	numbers, err := Parse("m", json.RawMessage(numbersSchema))
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -52,6 +77,9 @@ func FuzzValidate(f *testing.F) {
 	f.Add(string(b))
 	f.Add(`{"name":"x","integer":1e400}`)
 	f.Add(`{"name":"x","untitledMultipleSelectEnum":["Guitar","Guitar"]}`)
+	f.Add(`{"i":9223372036854775807,"big":9007199254740993,"n":0.3,"password":"s3cretpass","pin":1e3}`)
+	f.Add(`{"i":-9223372036854775809,"big":1e18,"n":-0,"pin":1.0}`)
+	f.Add(`{"i":1e999999999,"n":1e-400,"pin":18446744073709551616}`)
 	f.Fuzz(func(t *testing.T, s string) {
 		dec := json.NewDecoder(bytes.NewReader([]byte(s)))
 		dec.UseNumber()
@@ -59,24 +87,51 @@ func FuzzValidate(f *testing.F) {
 		if dec.Decode(&values) != nil || values == nil {
 			return
 		}
-		d, err := form.Decide(aep.Answer{Values: values})
-		if err != nil {
-			var ia *InvalidAnswer
-			if !errors.As(err, &ia) {
-				t.Fatalf("Decide returned %T: %v", err, err)
-			}
-			return
-		}
-		// Accepted content re-validates and encodes.
-		if _, err := json.Marshal(d.Result()); err != nil {
-			t.Fatalf("encoding accepted content: %v", err)
-		}
-		for k := range d.Content {
-			if _, ok := form.Field(k); !ok {
-				t.Fatalf("content carries key %q outside the schema", k)
-			}
+		for _, form := range []*Form{sink, numbers} {
+			checkDecision(t, form, values)
 		}
 	})
+}
+
+// checkDecision decides values and checks what an accepted answer sends:
+// only schema keys, integers as plain digits, and content that decodes
+// back to an answer that validates and sends the same bytes.
+func checkDecision(t *testing.T, form *Form, values map[string]any) {
+	d, err := form.Decide(aep.Answer{Values: values})
+	if err != nil {
+		var ia *InvalidAnswer
+		if !errors.As(err, &ia) {
+			t.Fatalf("Decide returned %T: %v", err, err)
+		}
+		return
+	}
+	first, err := json.Marshal(d.Result())
+	if err != nil {
+		t.Fatalf("encoding accepted content: %v", err)
+	}
+	for k, v := range d.Content {
+		fld, ok := form.Field(k)
+		if !ok {
+			t.Fatalf("content carries key %q outside the schema", k)
+		}
+		if n, ok := v.(json.Number); fld.Kind == KindInteger && (!ok || strings.Trim(string(n), "-0123456789") != "") {
+			t.Fatalf("integer field %q sends %v, not plain digits", k, v)
+		}
+	}
+	content, _ := json.Marshal(d.Content)
+	dec := json.NewDecoder(bytes.NewReader(content))
+	dec.UseNumber()
+	var again map[string]any
+	if err := dec.Decode(&again); err != nil {
+		t.Fatal(err)
+	}
+	d2, err := form.Decide(aep.Answer{Values: again})
+	if err != nil {
+		t.Fatalf("the content sent for an accepted answer does not validate: %v", err)
+	}
+	if second, _ := json.Marshal(d2.Result()); !bytes.Equal(first, second) {
+		t.Fatalf("content is not stable:\n %s\n %s", first, second)
+	}
 }
 
 func BenchmarkParseKitchenSink(b *testing.B) {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
 	"regexp"
 	"strings"
 )
@@ -63,10 +62,10 @@ type Field struct {
 	Format               string
 	Pattern              *regexp.Regexp
 
-	// Number constraints.
-	Minimum, Maximum                   *float64
-	ExclusiveMinimum, ExclusiveMaximum *float64
-	MultipleOf                         *float64
+	// Number constraints, kept exactly.
+	Minimum, Maximum                   *Number
+	ExclusiveMinimum, ExclusiveMaximum *Number
+	MultipleOf                         *Number
 
 	// Multi-select constraints.
 	MinItems, MaxItems *int
@@ -74,6 +73,14 @@ type Field struct {
 
 	// Default is the schema's default value, as raw JSON, or nil.
 	Default json.RawMessage
+
+	// Secret marks a field whose value never reaches the bus or a log
+	// (DESIGN decision 10): the schema says so (format "password",
+	// writeOnly), or the key or title of a string or number field names a
+	// credential (aep.IsCredentialName). Selects and booleans carry
+	// server-defined ids and flags, never a credential, so only their
+	// schema can make them secret.
+	Secret bool
 }
 
 // Form is a parsed elicitation: the message and the fields in the order the
@@ -212,6 +219,50 @@ func objectMembers(raw json.RawMessage) (*members, error) {
 	return m, nil
 }
 
+// parseKind sets the field's kind from its type and reads the keywords of
+// that kind. It returns the keywords the property may use.
+func parseKind(fld *Field, typ string, m *members, unsupported func(string) error) (map[string]bool, error) {
+	allowed := map[string]bool{"type": true}
+	switch typ {
+	case "string":
+		fld.Kind = KindString
+		for _, k := range []string{"minLength", "maxLength", "format", "pattern", "enum", "enumNames", "oneOf", "anyOf"} {
+			allowed[k] = true
+		}
+		if err := parseString(fld, m, unsupported); err != nil {
+			return nil, err
+		}
+	case "number", "integer":
+		fld.Kind = KindNumber
+		if typ == "integer" {
+			fld.Kind = KindInteger
+		}
+		for _, k := range numberKeywords {
+			allowed[k] = true
+		}
+		if err := parseNumberBounds(fld, m, unsupported); err != nil {
+			return nil, err
+		}
+	case "boolean":
+		fld.Kind = KindBoolean
+	case "array":
+		fld.Kind = KindMultiSelect
+		for _, k := range []string{"items", "minItems", "maxItems", "uniqueItems"} {
+			allowed[k] = true
+		}
+		if err := parseArray(fld, m, unsupported); err != nil {
+			return nil, err
+		}
+	case "object":
+		return nil, unsupported("nested objects are not supported; elicitation schemas are flat")
+	case "null":
+		return nil, unsupported(`type "null" carries no answer`)
+	default:
+		return nil, unsupported(fmt.Sprintf("unknown type %q", typ))
+	}
+	return allowed, nil
+}
+
 // annotationKeys are keywords that never constrain a value.
 var annotationKeys = map[string]bool{
 	"title": true, "description": true, "default": true, "$comment": true,
@@ -262,77 +313,24 @@ func parseField(id string, raw json.RawMessage) (*Field, error) {
 			return nil, unsupported("the property has no type")
 		}
 	}
-	allowed := map[string]bool{"type": true}
-	switch typ {
-	case "string":
-		fld.Kind = KindString
-		for _, k := range []string{"minLength", "maxLength", "format", "pattern", "enum", "enumNames", "oneOf", "anyOf"} {
-			allowed[k] = true
-		}
-		if err := parseString(fld, m, unsupported); err != nil {
-			return nil, err
-		}
-	case "number", "integer":
-		fld.Kind = KindNumber
-		if typ == "integer" {
-			fld.Kind = KindInteger
-		}
-		for _, k := range []string{"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"} {
-			allowed[k] = true
-			raw, ok := m.vals[k]
-			if !ok {
-				continue
-			}
-			var v float64
-			if json.Unmarshal(raw, &v) != nil || math.IsInf(v, 0) {
-				return nil, unsupported(k + " must be a number")
-			}
-			switch k {
-			case "minimum":
-				fld.Minimum = &v
-			case "maximum":
-				fld.Maximum = &v
-			case "exclusiveMinimum":
-				fld.ExclusiveMinimum = &v
-			case "exclusiveMaximum":
-				fld.ExclusiveMaximum = &v
-			case "multipleOf":
-				if v <= 0 {
-					return nil, unsupported("multipleOf must be greater than 0")
-				}
-				fld.MultipleOf = &v
-			}
-		}
-		if fld.Minimum != nil && fld.Maximum != nil && *fld.Minimum > *fld.Maximum {
-			return nil, unsupported("minimum is greater than maximum; no answer could satisfy it")
-		}
-	case "boolean":
-		fld.Kind = KindBoolean
-	case "array":
-		fld.Kind = KindMultiSelect
-		for _, k := range []string{"items", "minItems", "maxItems", "uniqueItems"} {
-			allowed[k] = true
-		}
-		if err := parseArray(fld, m, unsupported); err != nil {
-			return nil, err
-		}
-	case "object":
-		return nil, unsupported("nested objects are not supported; elicitation schemas are flat")
-	case "null":
-		return nil, unsupported(`type "null" carries no answer`)
-	default:
-		return nil, unsupported(fmt.Sprintf("unknown type %q", typ))
+	allowed, err := parseKind(fld, typ, m, unsupported)
+	if err != nil {
+		return nil, err
 	}
 	for _, k := range m.keys {
 		if !allowed[k] && !annotationKeys[k] {
 			return nil, unsupported(fmt.Sprintf("the keyword %q is not supported for a %s property", k, typ))
 		}
 	}
+	if err := fld.classifySecret(m, unsupported); err != nil {
+		return nil, err
+	}
 	return fld, nil
 }
 
-// Formats are the string formats MCP elicitation defines.
-var Formats = []string{"email", "uri", "date", "date-time"}
+// Formats are the string formats a requestedSchema may use: the four MCP
+// elicitation defines, and FormatPassword.
+var Formats = []string{"email", "uri", "date", "date-time", FormatPassword}
 
 func parseString(fld *Field, m *members, unsupported func(string) error) error {
 	var err error
@@ -351,7 +349,7 @@ func parseString(fld *Field, m *members, unsupported func(string) error) error {
 			known = known || f == fld.Format
 		}
 		if !known {
-			return unsupported(fmt.Sprintf("format %q is not one MCP elicitation defines (%s)", fld.Format, strings.Join(Formats, ", ")))
+			return unsupported(fmt.Sprintf("format %q is not one a form can enforce (%s)", fld.Format, strings.Join(Formats, ", ")))
 		}
 	}
 	if raw, ok := m.vals["pattern"]; ok {

@@ -307,3 +307,28 @@ func TestContentIsTyped(t *testing.T) {
 		t.Errorf("cancel result: %s", b)
 	}
 }
+
+// TestURLAcceptOmitsContent: MCP 2025-11-25 omits content for URL mode; a
+// form accept with no values still sends an empty object.
+func TestURLAcceptOmitsContent(t *testing.T) {
+	tests := []struct {
+		name string
+		d    Decision
+		want string
+	}{
+		{"URL accept", Decision{Outcome: OutcomeAccept, Applied: aep.Answer{Option: "accept"}}, `{"action":"accept"}`},
+		{"decline", Decision{Outcome: OutcomeDecline}, `{"action":"decline"}`},
+		{"form accept with no values", Decision{Outcome: OutcomeAccept, Content: map[string]any{}}, `{"action":"accept","content":{}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := json.Marshal(tt.d.Result())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(b) != tt.want {
+				t.Fatalf("got %s; want %s", b, tt.want)
+			}
+		})
+	}
+}

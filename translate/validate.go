@@ -3,7 +3,6 @@ package translate
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"net/mail"
 	"net/url"
 	"sort"
@@ -129,31 +128,7 @@ func (fld *Field) check(v any) error {
 			return fld.invalid("pattern", "does not match the required pattern")
 		}
 	case KindNumber, KindInteger:
-		x, isInt, ok := numberValue(v)
-		if !ok {
-			return fld.invalid("type", "must be a number, not "+jsonTypeName(v))
-		}
-		if fld.Kind == KindInteger && !isInt {
-			return fld.invalid("type", "must be an integer")
-		}
-		if fld.Minimum != nil && x < *fld.Minimum {
-			return fld.invalid("minimum", "must be at least "+fmtNum(*fld.Minimum))
-		}
-		if fld.Maximum != nil && x > *fld.Maximum {
-			return fld.invalid("maximum", "must be at most "+fmtNum(*fld.Maximum))
-		}
-		if fld.ExclusiveMinimum != nil && x <= *fld.ExclusiveMinimum {
-			return fld.invalid("exclusiveMinimum", "must be greater than "+fmtNum(*fld.ExclusiveMinimum))
-		}
-		if fld.ExclusiveMaximum != nil && x >= *fld.ExclusiveMaximum {
-			return fld.invalid("exclusiveMaximum", "must be less than "+fmtNum(*fld.ExclusiveMaximum))
-		}
-		if fld.MultipleOf != nil {
-			q := x / *fld.MultipleOf
-			if math.Abs(q-math.Round(q)) > 1e-9 {
-				return fld.invalid("multipleOf", "must be a multiple of "+fmtNum(*fld.MultipleOf))
-			}
-		}
+		return fld.checkNumber(v)
 	case KindBoolean:
 		if _, ok := v.(bool); !ok {
 			return fld.invalid("type", "must be a boolean, not "+jsonTypeName(v))
@@ -219,45 +194,36 @@ func stringItems(v any) ([]string, bool) {
 	return nil, false
 }
 
-// numberValue returns v as a float64 and whether it is integral.
-func numberValue(v any) (float64, bool, bool) {
-	switch t := v.(type) {
-	case json.Number:
-		if _, err := t.Int64(); err == nil {
-			f, _ := t.Float64()
-			return f, true, true
-		}
-		f, err := t.Float64()
-		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-			return 0, false, false
-		}
-		return f, f == math.Trunc(f) && math.Abs(f) < 1<<53, true
-	case float64:
-		if math.IsInf(t, 0) || math.IsNaN(t) {
-			return 0, false, false
-		}
-		return t, t == math.Trunc(t) && math.Abs(t) < 1<<53, true
-	case float32:
-		return numberValue(float64(t))
-	case int:
-		return float64(t), true, true
-	case int64:
-		return float64(t), true, true
-	case int32:
-		return float64(t), true, true
-	case uint:
-		return float64(t), true, true
-	case uint64:
-		return float64(t), true, true
+// checkNumber applies the number constraints exactly (JSON Schema
+// 2020-12 §6.2): no float64 ever stands between the answer and its bounds.
+func (fld *Field) checkNumber(v any) error {
+	x, problem := exactNumber(v)
+	switch problem {
+	case "":
+	case notANumber:
+		return fld.invalid("type", "must be a number, not "+jsonTypeName(v))
+	default:
+		return fld.invalid("type", string(problem))
 	}
-	return 0, false, false
-}
-
-func fmtNum(f float64) string {
-	if f == math.Trunc(f) && math.Abs(f) < 1e15 {
-		return fmt.Sprintf("%d", int64(f))
+	if fld.Kind == KindInteger && !x.IsInt() {
+		return fld.invalid("type", "must be an integer")
 	}
-	return fmt.Sprintf("%g", f)
+	if b := fld.Minimum; b != nil && x.Cmp(*b) < 0 {
+		return fld.invalid("minimum", "must be at least "+b.String())
+	}
+	if b := fld.Maximum; b != nil && x.Cmp(*b) > 0 {
+		return fld.invalid("maximum", "must be at most "+b.String())
+	}
+	if b := fld.ExclusiveMinimum; b != nil && x.Cmp(*b) <= 0 {
+		return fld.invalid("exclusiveMinimum", "must be greater than "+b.String())
+	}
+	if b := fld.ExclusiveMaximum; b != nil && x.Cmp(*b) >= 0 {
+		return fld.invalid("exclusiveMaximum", "must be less than "+b.String())
+	}
+	if b := fld.MultipleOf; b != nil && !x.multipleOf(*b) {
+		return fld.invalid("multipleOf", "must be a multiple of "+b.String())
+	}
+	return nil
 }
 
 func jsonTypeName(v any) string {
@@ -268,7 +234,7 @@ func jsonTypeName(v any) string {
 		return "a string"
 	case bool:
 		return "a boolean"
-	case json.Number, float64, float32, int, int64, int32, uint, uint64:
+	case json.Number, float64, float32, int, int64, int32, uint, uint64, uint32:
 		return "a number"
 	case []any, []string:
 		return "an array"
