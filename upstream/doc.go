@@ -9,8 +9,22 @@
 // operator answers, bounded only by the bridge's --timeout, never by a
 // transport's own request timeout.
 //
+// One file per concern:
+//   - conn.go: the Conn, its options, the order of POSTs, DELETE on Close;
+//   - post.go: a streamable POST and its answer (202, JSON, an event
+//     stream, or an error status), the session id and protocol version an
+//     initialize answer sets, and the fall-back to HTTP+SSE;
+//   - stream.go: event streams, a POST's and the standing GET stream, and
+//     their resumption with Last-Event-ID;
+//   - legacy.go: the HTTP+SSE transport's stream and endpoint POSTs;
+//   - errors.go: what the transport says when a request fails.
+//
+// Every event stream is read by internal/sse, which follows the WHATWG
+// HTML event-stream rules (CR, LF and CRLF line ends, the last event ID
+// persisting across events) and bounds each event's size.
+//
 // Spec sections: MCP basic/transports (streamable HTTP: POST with Accept,
 // JSON and SSE responses, Mcp-Session-Id, MCP-Protocol-Version, the GET
-// stream, resumption with Last-Event-ID, DELETE; and the backwards
-// compatibility section for HTTP+SSE servers).
+// stream, resumability and redelivery with Last-Event-ID, DELETE; and the
+// backwards compatibility section for HTTP+SSE servers).
 package upstream
