@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // Options configure a remote upstream.
@@ -115,13 +117,31 @@ type envelope struct {
 
 func (e envelope) isRequest() bool { return e.Method != "" && len(e.ID) > 0 && string(e.ID) != "null" }
 
+// codeTransport is the JSON-RPC error code of a request the transport
+// could not carry to the server or back. JSON-RPC 2.0 §5.1 leaves
+// -32000 to -32099 to implementations; the TypeScript SDK names -32000
+// ConnectionClosed, and mcp-go exports no constant for it.
+const codeTransport = -32000
+
+// rpcError is a JSON-RPC error response.
+type rpcError struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Error   struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
 // fail answers a client request with a JSON-RPC error, so nothing hangs.
 func (c *Conn) fail(id json.RawMessage, msg string) {
 	if len(id) == 0 || string(id) == "null" {
 		c.log.Warn("upstream error on a message that takes no response", "err", msg)
 		return
 	}
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": -32000, "message": msg}})
+	e := rpcError{JSONRPC: mcp.JSONRPC_VERSION, ID: id}
+	e.Error.Code, e.Error.Message = codeTransport, msg
+	b, _ := json.Marshal(e)
 	c.deliver(b)
 }
 
@@ -163,10 +183,10 @@ func (c *Conn) headers(h http.Header) {
 	}
 	c.mu.Lock()
 	if c.session != "" {
-		h.Set("Mcp-Session-Id", c.session)
+		h.Set(mcp.HeaderSessionID, c.session)
 	}
 	if c.version != "" {
-		h.Set("MCP-Protocol-Version", c.version)
+		h.Set(mcp.HeaderProtocolVersion, c.version)
 	}
 	c.mu.Unlock()
 }

@@ -21,7 +21,7 @@ type legacy struct {
 }
 
 // Event types of the HTTP+SSE transport (MCP 2024-11-05, "HTTP with
-// SSE").
+// SSE"); mcp-go exports no constants for them.
 const (
 	// eventEndpoint is the first event: its data is the URL to POST to.
 	eventEndpoint = "endpoint"

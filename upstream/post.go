@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // maxJSONResponse bounds a POST's application/json response.
@@ -40,7 +42,7 @@ func (c *Conn) post(msg []byte, env envelope, wrote chan struct{}) {
 		return
 	}
 	defer resp.Body.Close()
-	isInit := env.Method == "initialize"
+	isInit := env.Method == string(mcp.MethodInitialize)
 	if isInit && resp.StatusCode < 300 {
 		c.startSession(resp)
 	}
@@ -55,7 +57,7 @@ func (c *Conn) post(msg []byte, env envelope, wrote chan struct{}) {
 // the server sends right after the client's initialized notification (a
 // tools/list_changed, say) must have a stream to arrive on.
 func (c *Conn) startSession(resp *http.Response) {
-	sid := resp.Header.Get("Mcp-Session-Id")
+	sid := resp.Header.Get(mcp.HeaderSessionID)
 	if sid == "" {
 		return
 	}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/agenteventprotocol/aep-mcp-bridge/internal/sse"
 )
 
@@ -105,7 +107,7 @@ func (c *Conn) get(lastID string) (*http.Response, error) {
 	}
 	req.Header.Set("Accept", "text/event-stream")
 	if lastID != "" {
-		req.Header.Set("Last-Event-ID", lastID)
+		req.Header.Set(mcp.HeaderLastEventID, lastID)
 	}
 	c.headers(req.Header)
 	resp, err := c.hc.Do(req)
