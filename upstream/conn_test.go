@@ -67,6 +67,49 @@ func decode(t *testing.T, s string) rpcMessage {
 
 const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`
 
+// TestErrorStatusFailsTheRequest checks that a status the transport cannot
+// go on from answers the client's request with a JSON-RPC error that
+// says what happened, so the client never waits for nothing.
+func TestErrorStatusFailsTheRequest(t *testing.T) {
+	tests := []struct {
+		name   string
+		status int
+		body   string
+		want   []string
+	}{
+		{name: "401 says to pass the header", status: 401, want: []string{"the server wants credentials", "HTTP 401", "--header 'Authorization: …'"}},
+		{name: "403 says to pass the header", status: 403, want: []string{"HTTP 403", "--header"}},
+		{name: "500 quotes the body", status: 500, body: "  database down\n", want: []string{"the server answered POST with HTTP 500: database down"}},
+		{name: "418 without a body", status: 418, want: []string{"the server answered POST with HTTP 418"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(tt.status)
+				io.WriteString(w, tt.body)
+			}))
+			t.Cleanup(srv.Close) // after the Conn's Close, which dial registers later
+			c := dial(t, Options{URL: srv.URL, Transport: "streamable"})
+			c.WriteMessage([]byte(`{"jsonrpc":"2.0","id":"a-1","method":"tools/list"}`))
+			m := decode(t, next(t, c))
+			if m.Error == nil {
+				t.Fatalf("got %+v; want an error response", m)
+			}
+			if diff := cmp.Diff(rpcMessage{JSONRPC: "2.0", ID: json.RawMessage(`"a-1"`), Error: m.Error}, m); diff != "" {
+				t.Errorf("envelope (-want +got):\n%s", diff)
+			}
+			if m.Error.Code != -32000 {
+				t.Errorf("got code %d; want -32000", m.Error.Code)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(m.Error.Message, w) {
+					t.Errorf("got message %q; want it to contain %q", m.Error.Message, w)
+				}
+			}
+		})
+	}
+}
+
 // TestResponseStreamResumesAfterPriming drives the resumability section
 // of the streamable HTTP transport with a server that ends its lines with
 // CR alone: the POST's stream carries only a priming event (an id and no

@@ -17,7 +17,9 @@
 //   - stream.go: event streams, a POST's and the standing GET stream, and
 //     their resumption with Last-Event-ID;
 //   - legacy.go: the HTTP+SSE transport's stream and endpoint POSTs;
-//   - errors.go: what the transport says when a request fails.
+//   - errors.go: typed errors (*HTTPStatusError, ErrUnauthorized) and the
+//     advice a failed request carries (DNS, TLS, connection refused),
+//     chosen with errors.As on the cause, never on its text.
 //
 // Every event stream is read by internal/sse, which follows the WHATWG
 // HTML event-stream rules (CR, LF and CRLF line ends, the last event ID

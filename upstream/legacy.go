@@ -43,15 +43,15 @@ func (c *Conn) startLegacy() error {
 	c.headers(req.Header)
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("opening the HTTP+SSE stream: %s", describeNetErr(c.opts.URL, err))
-	}
-	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
-		resp.Body.Close()
-		return fmt.Errorf("%v (HTTP %d from %s); pass --header 'Authorization: …' with the server's credentials", ErrUnauthorized, resp.StatusCode, c.opts.URL)
+		return fmt.Errorf("opening the HTTP+SSE stream: %w", describeNetErr(c.opts.URL, err))
 	}
 	if resp.StatusCode != http.StatusOK {
-		resp.Body.Close()
-		return fmt.Errorf("the server answered the HTTP+SSE stream with HTTP %d; is --url right?", resp.StatusCode)
+		defer resp.Body.Close()
+		se := newHTTPStatusError(req, resp)
+		if se.Unauthorized() {
+			return se
+		}
+		return fmt.Errorf("opening the HTTP+SSE stream: %w; is --url right?", se)
 	}
 	endpoint := make(chan string, 1)
 	c.wg.Add(1)
@@ -119,17 +119,12 @@ func (l *legacy) post(msg []byte) error {
 	l.c.headers(req.Header)
 	resp, err := l.c.hc.Do(req)
 	if err != nil {
-		l.c.fail(env.ID, describeNetErr(l.endpoint, err))
+		l.c.fail(env.ID, describeNetErr(l.endpoint, err).Error())
 		return nil
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 300 {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 2048))
-		msg := fmt.Sprintf("the server answered HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(body)))
-		if resp.StatusCode == 401 || resp.StatusCode == 403 {
-			msg = fmt.Sprintf("%v (HTTP %d); pass --header 'Authorization: …' with the server's credentials", ErrUnauthorized, resp.StatusCode)
-		}
-		l.c.fail(env.ID, msg)
+		l.c.fail(env.ID, newHTTPStatusError(req, resp).Error())
 	}
 	return nil
 }

@@ -8,7 +8,6 @@ import (
 	"mime"
 	"net/http"
 	"net/http/httptrace"
-	"strings"
 	"sync"
 	"time"
 
@@ -37,7 +36,7 @@ func (c *Conn) post(msg []byte, env envelope, wrote chan struct{}) {
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		if c.ctx.Err() == nil {
-			c.fail(env.ID, describeNetErr(c.opts.URL, err))
+			c.fail(env.ID, describeNetErr(c.opts.URL, err).Error())
 		}
 		return
 	}
@@ -46,7 +45,7 @@ func (c *Conn) post(msg []byte, env envelope, wrote chan struct{}) {
 	if isInit && resp.StatusCode < 300 {
 		c.startSession(resp)
 	}
-	if c.handleStatus(resp, msg, env, isInit) {
+	if c.handleStatus(req, resp, msg, env, isInit) {
 		return
 	}
 	c.handleBody(resp, env, isInit)
@@ -74,11 +73,9 @@ func (c *Conn) startSession(resp *http.Response) {
 // handleStatus deals with a response that has no body to read: 202, an
 // error status, or the answer of an HTTP+SSE server to a streamable
 // initialize. It reports whether it handled the response.
-func (c *Conn) handleStatus(resp *http.Response, msg []byte, env envelope, isInit bool) bool {
+func (c *Conn) handleStatus(req *http.Request, resp *http.Response, msg []byte, env envelope, isInit bool) bool {
 	switch code := resp.StatusCode; {
 	case code == http.StatusAccepted:
-	case code == http.StatusUnauthorized || code == http.StatusForbidden:
-		c.fail(env.ID, fmt.Sprintf("%v (HTTP %d from %s); pass --header 'Authorization: …' with the server's credentials", ErrUnauthorized, code, c.opts.URL))
 	case code == http.StatusNotFound && c.hasSession() && !isInit:
 		c.mu.Lock()
 		c.session = ""
@@ -98,8 +95,7 @@ func (c *Conn) handleStatus(resp *http.Response, msg []byte, env envelope, isIni
 			c.fail(env.ID, err.Error())
 		}
 	case code >= 300:
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 2048))
-		c.fail(env.ID, fmt.Sprintf("the server answered HTTP %d: %s", code, strings.TrimSpace(string(body))))
+		c.fail(env.ID, newHTTPStatusError(req, resp).Error())
 	default:
 		return false
 	}

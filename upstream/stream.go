@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -99,7 +98,7 @@ func (c *Conn) readResponseStream(body io.Reader, env envelope, isInit bool) {
 }
 
 // get opens a GET event stream, resuming after lastID when set. A status
-// other than 200 is an error.
+// other than 200 is an *HTTPStatusError.
 func (c *Conn) get(lastID string) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(c.ctx, "GET", c.opts.URL, nil)
 	if err != nil {
@@ -115,8 +114,8 @@ func (c *Conn) get(lastID string) (*http.Response, error) {
 		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		resp.Body.Close()
-		return nil, fmt.Errorf("GET stream: HTTP %d", resp.StatusCode)
+		defer resp.Body.Close()
+		return nil, fmt.Errorf("GET stream: %w", newHTTPStatusError(req, resp))
 	}
 	return resp, nil
 }
@@ -154,7 +153,7 @@ func (c *Conn) keepGetStream(ready chan struct{}) {
 		resp, err := c.get(lastID)
 		first()
 		if err != nil {
-			if strings.Contains(err.Error(), "HTTP 405") {
+			if hasStatus(err, http.StatusMethodNotAllowed) {
 				c.log.Debug("the server offers no GET stream")
 				return
 			}
