@@ -78,6 +78,7 @@ type Reader struct {
 
 	data      []byte // the data buffer
 	eventType string // the event type buffer
+	lastType  string // the last event type read, kept to reuse its string
 	idBuf     string // the last event ID buffer
 	lastID    string // the last event ID, set at each dispatch
 	retry     time.Duration
@@ -156,7 +157,10 @@ func (r *Reader) processLine(line []byte) error {
 	}
 	switch string(field) {
 	case "event":
-		r.eventType = string(value)
+		if string(value) != r.lastType { // a stream's types repeat: reuse the string
+			r.lastType = string(value)
+		}
+		r.eventType = r.lastType
 	case "data":
 		if len(r.data)+len(value)+1 > r.max {
 			return &TooLargeError{Limit: r.max}
@@ -166,7 +170,7 @@ func (r *Reader) processLine(line []byte) error {
 		}
 		r.data = append(append(r.data, value...), '\n')
 	case "id":
-		if bytes.IndexByte(value, 0) < 0 {
+		if bytes.IndexByte(value, 0) < 0 && string(value) != r.idBuf {
 			r.idBuf = string(value)
 		}
 	case "retry":
@@ -215,7 +219,7 @@ func (r *Reader) readLine() ([]byte, error) {
 			}
 		}
 		buf, _ := r.br.Peek(r.br.Buffered())
-		i := bytes.IndexAny(buf, "\r\n")
+		i := lineEnd(buf)
 		n := len(buf)
 		if i >= 0 {
 			n = i
@@ -240,6 +244,21 @@ func (r *Reader) readLine() ([]byte, error) {
 		}
 		return line, nil
 	}
+}
+
+// lineEnd returns the index of the first CR or LF in b, or -1.
+func lineEnd(b []byte) int {
+	lf := bytes.IndexByte(b, '\n')
+	if lf < 0 {
+		lf = len(b)
+	}
+	if cr := bytes.IndexByte(b[:lf], '\r'); cr >= 0 {
+		return cr
+	}
+	if lf == len(b) {
+		return -1
+	}
+	return lf
 }
 
 // start drops the one byte order mark a stream may begin with, and the LF

@@ -228,3 +228,21 @@ func TestEventDataIsTheCallers(t *testing.T) {
 		t.Fatalf("got %q and %q; want first and second", a.Data, b.Data)
 	}
 }
+
+// BenchmarkReader reads a stream of AEP-sized events as the endpoint
+// writes them (id, event, one data line).
+func BenchmarkReader(b *testing.B) {
+	event := "id: s1:0:42\nevent: progress.status\ndata: {\"aep\":\"0.1\",\"id\":\"01J\",\"type\":\"progress.status\",\"data\":{\"phase\":\"" +
+		strings.Repeat("x", 300) + "\"}}\n\n"
+	stream := strings.Repeat(event, 1000)
+	b.SetBytes(int64(len(stream)))
+	b.ReportAllocs()
+	for b.Loop() {
+		r := NewReader(strings.NewReader(stream), Options{})
+		for {
+			if _, err := r.Next(); err != nil {
+				break
+			}
+		}
+	}
+}
