@@ -329,26 +329,32 @@ func toValidUTF8(b []byte) []byte {
 
 // invalidPrefix returns the length of the maximal subpart at the start of
 // b, which does not begin a valid UTF-8 sequence: a lead byte followed by
-// the continuation bytes that could still have completed it.
+// the continuation bytes that could still have completed it. The bounds
+// are the Encoding Standard's UTF-8 decoder's: E0 and F0 narrow the lower
+// bound of the second byte (no overlong forms), ED and F4 its upper bound
+// (no surrogates, nothing past U+10FFFF).
 func invalidPrefix(b []byte) int {
-	need, lo, hi := 0, byte(0x80), byte(0xBF)
+	var need int
 	switch c := b[0]; {
 	case c >= 0xC2 && c <= 0xDF:
 		need = 1
-	case c == 0xE0:
-		need, lo = 2, 0xA0
-	case c == 0xED:
-		need, hi = 2, 0x9F
-	case c >= 0xE1 && c <= 0xEF:
+	case c >= 0xE0 && c <= 0xEF:
 		need = 2
-	case c == 0xF0:
-		need, lo = 3, 0x90
-	case c == 0xF4:
-		need, hi = 3, 0x8F
-	case c >= 0xF1 && c <= 0xF3:
+	case c >= 0xF0 && c <= 0xF4:
 		need = 3
 	default:
 		return 1
+	}
+	lo, hi := byte(0x80), byte(0xBF)
+	switch b[0] {
+	case 0xE0:
+		lo = 0xA0
+	case 0xED:
+		hi = 0x9F
+	case 0xF0:
+		lo = 0x90
+	case 0xF4:
+		hi = 0x8F
 	}
 	n := 1
 	for ; n <= need && n < len(b); n++ {

@@ -65,6 +65,9 @@ func TestReader(t *testing.T) {
 			want: []ev{{"e4", "message", "a"}}, lastID: "e4"},
 		{name: "invalid UTF-8 becomes U+FFFD per maximal subpart", in: "data: a\xE2\x82b\xC0\xAFc\xED\xA0\x80\xF0\x90\x80\n\n",
 			want: []ev{{"", "message", "a\uFFFDb\uFFFD\uFFFDc\uFFFD\uFFFD\uFFFD\uFFFD"}}},
+		// The expected strings were checked against Node 20's TextDecoder.
+		{name: "UTF-8 lead bytes bound the second byte", in: "data: \xE0\x80|\xF4\x90\x80\x80|\xF0\x80A|\xF0\x90\x80A|\xED\x9FA|\xED\xA0A|\xC2|\xE0\xA0\n\n",
+			want: []ev{{"", "message", "\uFFFD\uFFFD|\uFFFD\uFFFD\uFFFD\uFFFD|\uFFFD\uFFFDA|\uFFFDA|\uFFFDA|\uFFFD\uFFFDA|\uFFFD|\uFFFD"}}},
 		{name: "a literal U+FFFD stays one", in: "data: \uFFFD\n\n", want: []ev{{"", "message", "\uFFFD"}}},
 		{name: "an event as large as the limit", in: "data: 12345\n\n", opts: Options{MaxEventSize: 11}, want: []ev{{"", "message", "12345"}}},
 	}
