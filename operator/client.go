@@ -1,7 +1,6 @@
 package operator
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +15,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/sse"
 )
 
 // Client talks to one AEP endpoint.
@@ -80,26 +80,23 @@ func (c *Client) Stream(ctx context.Context, q url.Values, fn func(ev *aep.Event
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		return fmt.Errorf("GET /stream: %s: %s", resp.Status, strings.TrimSpace(string(b)))
 	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	for sc.Scan() {
-		line := sc.Bytes()
-		if len(line) < 6 || string(line[:6]) != "data: " {
-			continue
-		}
-		raw := append([]byte(nil), line[6:]...)
-		ev, err := aep.Parse(raw)
+	r := sse.NewReader(resp.Body, sse.Options{})
+	for {
+		e, err := r.Next()
 		if err != nil {
-			continue
+			if err == io.EOF || ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("reading the event stream of %s: %w", c.Endpoint, err)
 		}
-		if !fn(ev, raw) {
+		ev, err := aep.Parse(e.Data)
+		if err != nil {
+			continue // AEP-0003 §3.3: an event's data is one envelope; skip anything else
+		}
+		if !fn(ev, e.Data) {
 			return nil
 		}
 	}
-	if err := sc.Err(); err != nil && ctx.Err() == nil {
-		return err
-	}
-	return nil
 }
 
 // Pending lists the questions the endpoint holds that have no terminal yet,
