@@ -93,3 +93,41 @@ func TestStreamCannotBeInjected(t *testing.T) {
 		t.Errorf("comments %q; want one saying the id was left out", comments)
 	}
 }
+
+// TestIngestAndSocketRefuseControlCharacters: an event whose session holds
+// a line break is refused on POST and on the WebSocket, naming the field,
+// and never reaches the hub.
+func TestIngestAndSocketRefuseControlCharacters(t *testing.T) {
+	srv, hub, _, _ := newTestEndpoint(t)
+	sub := hub.Subscribe(func(ev *aep.Event) bool { return strings.HasPrefix(ev.Session, "evil") }, 8)
+	defer sub.Close()
+	ev := `{"aep":"0.1","id":"H1","type":"session.started","time":"2026-01-01T00:00:00Z","source":"aep://x/agent/x","agent":"x","session":"evil\nid: 9","seq":0}`
+	req, _ := http.NewRequest("POST", srv.URL+"/events", strings.NewReader(ev))
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("AEP-Version", "0.1")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var herr httpError
+	json.NewDecoder(resp.Body).Decode(&herr)
+	resp.Body.Close()
+	if resp.StatusCode != 400 || !strings.Contains(herr.Detail, "session: holds the control character U+000A") {
+		t.Errorf("POST: %d %+v; want 400 naming session and the character", resp.StatusCode, herr)
+	}
+	c := dial(t, srv)
+	c.send(`{"type":"hello","versions":["0.1"],"role":"emitter","identity":{"agent":"x"}}`)
+	c.read()
+	c.send(strings.Replace(ev, "H1", "H2", 1))
+	if f := c.read(); f["type"] != "error" || f["code"] != "invalid-event" || !strings.Contains(f["detail"].(string), "session: holds the control character") {
+		t.Errorf("WebSocket: %v; want an invalid-event frame naming session", f)
+	}
+	c.send(`{"type":"ping","t":1}`)
+	c.read() // the pong: the refused event was handled before it
+	select {
+	case d := <-sub.C:
+		t.Fatalf("the hub received %s", d.Raw)
+	default:
+	}
+}
