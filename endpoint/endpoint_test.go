@@ -63,9 +63,11 @@ func emit(t *testing.T, em *bus.Emitter, typ string, data any) aep.Event {
 	return ev
 }
 
+// TestAuthIsRequiredEverywhereButHealthz checks every data surface; discovery
+// without credentials is only its public part (see TestDiscoveryWithoutToken).
 func TestAuthIsRequiredEverywhereButHealthz(t *testing.T) {
 	srv, _, _, _ := newTestEndpoint(t)
-	for _, path := range []string{"/events", "/.well-known/aep", "/stream", "/socket"} {
+	for _, path := range []string{"/stream", "/socket"} {
 		resp, err := http.Get(srv.URL + path)
 		if err != nil {
 			t.Fatal(err)

@@ -19,8 +19,9 @@ const (
 )
 
 var upgrader = websocket.Upgrader{
-	// The bearer token, not the Origin, authenticates a connection; the
-	// inbox is served from this endpoint and browsers send their origin.
+	// The endpoint's guard (guard.go) has already refused a foreign Origin
+	// before the upgrade, and it allows the --allow-origin list that the
+	// upgrader's own same-host check would refuse.
 	CheckOrigin: func(r *http.Request) bool { return true },
 }
 
@@ -58,6 +59,12 @@ func (e *Endpoint) serveSocket(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // the upgrader already answered
 	}
+	e.runSocket(conn)
+}
+
+// runSocket serves an upgraded connection, from its hello to its close:
+// one from /socket, or one from /join whose peer proved the token.
+func (e *Endpoint) runSocket(conn *websocket.Conn) {
 	conn.SetReadLimit(e.opts.MaxBody)
 	s := &socket{e: e, conn: conn, out: make(chan []byte, socketQueue), bye: make(chan string, 1),
 		done: make(chan struct{}), subs: map[string]*socketSub{}}

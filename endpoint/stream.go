@@ -1,9 +1,11 @@
 package endpoint
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -80,16 +82,46 @@ type sseStream struct {
 }
 
 // event writes one delivery, down-leveled to the stream's ceiling; its id
-// is {session}:{epoch}:{seq} when it has a position.
+// is {session}:{epoch}:{seq} when it has a position. Whatever the event
+// holds, it cannot end a field early or start another (AEP-0003 §3.3):
+// id and event fields that would hold a line break or NUL are left out
+// (with a comment saying so), and every line of the data gets its own
+// "data:" prefix.
 func (st *sseStream) event(d *bus.Delivery) {
 	b, err := downlevel(d, st.ceiling)
 	if err != nil {
 		return
 	}
 	if d.Event.Seq != nil {
-		fmt.Fprintf(st.w, "id: %s:%d:%d\n", d.Event.Session, d.Event.EpochOrZero(), *d.Event.Seq)
+		writeField(st.w, "id", fmt.Sprintf("%s:%d:%d", d.Event.Session, d.Event.EpochOrZero(), *d.Event.Seq))
 	}
-	fmt.Fprintf(st.w, "event: %s\ndata: %s\n\n", d.Event.Type, b)
+	writeField(st.w, "event", d.Event.Type)
+	for len(b) > 0 {
+		i := bytes.IndexAny(b, "\r\n")
+		if i < 0 {
+			i = len(b)
+		}
+		io.WriteString(st.w, "data: ")
+		st.w.Write(b[:i])
+		io.WriteString(st.w, "\n")
+		b = b[i:]
+		if bytes.HasPrefix(b, []byte("\r\n")) {
+			b = b[2:]
+		} else if len(b) > 0 {
+			b = b[1:]
+		}
+	}
+	io.WriteString(st.w, "\n")
+}
+
+// writeField writes one SSE field, or a comment in its place when the value
+// holds a character that would break the framing.
+func writeField(w io.Writer, name, value string) {
+	if strings.ContainsAny(value, "\r\n\x00") {
+		fmt.Fprintf(w, ": %s left out: it holds a line break or NUL\n", name)
+		return
+	}
+	fmt.Fprintf(w, "%s: %s\n", name, value)
 }
 
 // replay writes what the subscription already holds, then a marker

@@ -47,6 +47,8 @@ type config struct {
 	answersOnly        bool
 	url, transport     string
 	headers            headerFlag
+	allowHosts         listFlag
+	allowOrigins       listFlag
 	stateDir           string
 	command            []string
 
@@ -89,6 +91,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level on stderr: debug, info, warn or error")
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:8787", "the embedded AEP endpoint's address; \"off\" disables it")
 	fs.StringVar(&c.token, "token", "", "bearer token for the AEP endpoint (or env AEP_TOKEN); default: generated once and stored in the state folder")
+	fs.Var(&c.allowHosts, "allow-host", "a further Host the endpoint serves (name, or name:port), besides its listen address, localhost and loopback IPs; repeatable")
+	fs.Var(&c.allowOrigins, "allow-origin", "a further browser origin (scheme://host[:port]) that may use the endpoint, besides its own; repeatable")
 	fs.StringVar(&c.relay, "relay", "", "also connect out to the AEP relay at this URL (its /socket) as an emitter that accepts control.attention.respond")
 	fs.StringVar(&c.url, "url", "", "a remote MCP server's endpoint (streamable HTTP, or HTTP+SSE) instead of a command")
 	fs.Var(&c.headers, "header", "a header for a remote server, 'Name: value'; repeatable")
