@@ -144,9 +144,14 @@ func (e *Endpoint) capabilities() *aep.Capabilities {
 		Capture:      []string{"none", "metadata", "redacted", "full"},
 		Control:      aep.NewControlCaps(e.accepts()).Raw(),
 		Roster:       json.RawMessage("{}"),
-		Experimental: json.RawMessage("{}"),
+		Experimental: experimental,
 	}
 }
+
+// experimental advertises what this endpoint adds to AEP 0.1 (AEP-0003 §4
+// rule 6): every subscription starts with the open questions it matches,
+// counted in the subscribed frame (see subscribe).
+var experimental = json.RawMessage(`{"open-questions":{"snapshot":true}}`)
 
 // discoveryDoc is the discovery document (AEP-0003 §3.4).
 type discoveryDoc struct {

@@ -34,7 +34,7 @@ func (r *recordingTarget) Submit(cmd aep.Event, authenticated bool) (string, str
 
 func newTestEndpoint(t *testing.T) (*httptest.Server, *bus.Hub, *bus.Emitter, *recordingTarget) {
 	t.Helper()
-	hub := bus.NewHubSize(4, 8)
+	hub := bus.NewHubWith(bus.HubOptions{ReplayPerSession: 4, ReplaySessions: 8})
 	em, err := bus.NewEmitter(bus.EmitterOptions{Agent: "bridge", Session: "s1", Host: "h", Sinks: []bus.Sink{hub}, AttentionCapture: aep.CaptureRedacted})
 	if err != nil {
 		t.Fatal(err)
@@ -156,7 +156,7 @@ func TestSocketHelloRules(t *testing.T) {
 func TestSocketSubscribeReplayLiveAndErrors(t *testing.T) {
 	srv, _, em, tg := newTestEndpoint(t)
 	first := emit(t, em, "session.started", nil)
-	emit(t, em, "attention.requested", aep.AttentionRequested{Kind: "input", Prompt: "mail ops@example.com?"})
+	asked := emit(t, em, "attention.requested", aep.AttentionRequested{Kind: "input", Prompt: "mail ops@example.com?"})
 	c := dial(t, srv)
 	c.hello()
 	// An invalid filter is refused in-band; the connection survives.
@@ -174,15 +174,17 @@ func TestSocketSubscribeReplayLiveAndErrors(t *testing.T) {
 		t.Fatalf("ping: %v", f)
 	}
 	c.send(`{"type":"subscribe","id":"a","filter":{"type":["attention.*","session.*"]},"from":"all","capture":"metadata"}`)
-	if f := c.read(); f["type"] != "subscribed" {
-		t.Fatalf("got %v", f)
+	if f := c.read(); f["type"] != "subscribed" || f["open"] != float64(1) || f["replay"] != float64(1) {
+		t.Fatalf("got %v; want subscribed with one open question and one replayed event", f)
+	}
+	// The open question comes first, down-leveled like any event; the
+	// replay follows without it.
+	req := c.read()
+	if req["id"] != asked.ID || req["capture"] != "metadata" || strings.Contains(req["data"].(map[string]any)["prompt"].(string), "ops@") {
+		t.Fatalf("got %v; want the open question first, at the metadata ceiling", req)
 	}
 	if ev := c.read(); ev["id"] != first.ID {
-		t.Fatalf("replay did not start with the first buffered event: %v", ev)
-	}
-	req := c.read()
-	if req["capture"] != "metadata" || strings.Contains(req["data"].(map[string]any)["prompt"].(string), "ops@") {
-		t.Fatalf("the capture ceiling was not applied: %v", req)
+		t.Fatalf("replay did not follow with the first buffered event: %v", ev)
 	}
 	live := emit(t, em, "attention.timeout", aep.AttentionTimeout{AfterMS: 5})
 	if ev := c.read(); ev["id"] != live.ID {
@@ -252,7 +254,7 @@ func TestStreamReplayAndResume(t *testing.T) {
 		return lines
 	}
 	lines := get("live=0&from=all", nil)
-	want := []string{"id: s1:0:0", "event: session.started", "data: ", "id: s1:0:1", "event: attention.timeout", "data: ", ": replay-complete"}
+	want := []string{": subscribed open=0 replay=2", "id: s1:0:0", "event: session.started", "data: ", "id: s1:0:1", "event: attention.timeout", "data: ", ": replay-complete"}
 	if len(lines) != len(want) {
 		t.Fatalf("got %q", lines)
 	}
@@ -261,11 +263,11 @@ func TestStreamReplayAndResume(t *testing.T) {
 			t.Errorf("line %d: %q; want prefix %q", i, lines[i], w)
 		}
 	}
-	if !strings.Contains(lines[2], a.ID) || !strings.Contains(lines[5], b.ID) {
+	if !strings.Contains(lines[3], a.ID) || !strings.Contains(lines[6], b.ID) {
 		t.Errorf("wrong events: %q", lines)
 	}
 	lines = get("live=0", map[string]string{"Last-Event-ID": "s1:0:0"})
-	if len(lines) != 4 || lines[0] != "id: s1:0:1" {
+	if len(lines) != 5 || lines[1] != "id: s1:0:1" {
 		t.Fatalf("resume after s1:0:0: %q", lines)
 	}
 	if lines := get("filter="+url.QueryEscape(`{"time":"x"}`), nil); len(lines) == 0 || !strings.Contains(lines[0], "invalid-filter") {

@@ -102,39 +102,40 @@ func (c *Client) Stream(ctx context.Context, q url.Values, fn func(ev *aep.Event
 	return nil
 }
 
-// Pending lists the questions the endpoint holds that have no terminal yet,
-// oldest first.
+// Pending lists the open questions the endpoint holds, oldest first. It
+// reads the open-question snapshot every subscription of this bridge's
+// endpoint starts with (live=0 and no from: the snapshot, then the end of
+// the stream), so every open question is listed whatever the endpoint's
+// replay has evicted, each once.
 func (c *Client) Pending(ctx context.Context) ([]Question, error) {
-	q := url.Values{"live": {"0"}, "from": {"all"}, "filter": {`{"type":["attention.*"]}`}}
-	open := map[string]*Question{}
-	var order []string
+	q := url.Values{"live": {"0"}, "filter": {`{"type":["attention.requested"]}`}}
+	var out []Question
+	seen := map[string]bool{}
 	err := c.Stream(ctx, q, func(ev *aep.Event, _ []byte) bool {
-		switch ev.Type {
-		case "attention.requested":
-			var d aep.AttentionRequested
-			json.Unmarshal(ev.Data, &d)
-			t, _ := time.Parse(time.RFC3339Nano, ev.Time)
-			if _, dup := open[ev.ID]; !dup {
-				order = append(order, ev.ID)
-			}
-			open[ev.ID] = &Question{ID: ev.ID, Session: ev.Session, Agent: ev.Agent, Server: ev.Subject, Prompt: d.Prompt,
-				Kind: d.Kind, Asked: t, ExpiresAt: d.ExpiresAt, RespondVia: d.RespondVia, Fields: d.Fields}
-		case "attention.resolved", "attention.timeout":
-			delete(open, ev.Subject)
+		if ev.Type != "attention.requested" || seen[ev.Source+"\x00"+ev.ID] {
+			return true
 		}
+		seen[ev.Source+"\x00"+ev.ID] = true
+		out = append(out, question(ev))
 		return true
 	})
 	if err != nil {
 		return nil, err
 	}
-	out := []Question{}
-	for _, id := range order {
-		if q, ok := open[id]; ok {
-			out = append(out, *q)
-		}
+	if out == nil {
+		out = []Question{}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Asked.Before(out[j].Asked) })
 	return out, nil
+}
+
+// question reads a Question from its attention.requested.
+func question(ev *aep.Event) Question {
+	var d aep.AttentionRequested
+	json.Unmarshal(ev.Data, &d)
+	t, _ := time.Parse(time.RFC3339Nano, ev.Time)
+	return Question{ID: ev.ID, Session: ev.Session, Agent: ev.Agent, Server: ev.Subject, Prompt: d.Prompt,
+		Kind: d.Kind, Asked: t, ExpiresAt: d.ExpiresAt, RespondVia: d.RespondVia, Fields: d.Fields}
 }
 
 // Ack is the outcome of sending a command.
