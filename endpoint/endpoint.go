@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
@@ -22,7 +23,11 @@ type Options struct {
 	Hub *bus.Hub
 	// Agent names the endpoint in its hello; "" means "aep-mcp-bridge".
 	Agent string
-	// MaxBody bounds a POSTed body and a WebSocket frame; 0 means 1 MiB.
+	// MaxEvent bounds one event: a POSTed event, one NDJSON line, one
+	// WebSocket frame. 0 means DefaultMaxEvent.
+	MaxEvent int64
+	// MaxBody bounds a POSTed body (an NDJSON batch); 0 means
+	// DefaultMaxBody. MaxEvent is lowered to it when above.
 	MaxBody int64
 	// Health reports extra /healthz members (relay, upstream); nil means
 	// none.
@@ -34,7 +39,20 @@ type Options struct {
 	// page, which carries no data and reads the token from the URL
 	// fragment (fragments never reach the server).
 	Root http.Handler
+
+	// Test knobs: the connection queue (0 means socketQueue), the
+	// liveness timers (0 means pingEvery and pongWait), and a hook run
+	// after a departed connection's sources are released.
+	queue               int
+	pingEvery, pongWait time.Duration
+	afterRelease        func()
 }
+
+// Default size bounds of what peers send.
+const (
+	DefaultMaxEvent = 1 << 20
+	DefaultMaxBody  = 4 << 20
+)
 
 // Endpoint serves the AEP bindings over HTTP: discovery, the WebSocket
 // duplex binding, SSE, ingest, and /healthz (AEP-0003 §3).
@@ -44,11 +62,18 @@ type Endpoint struct {
 	opts Options
 	log  *slog.Logger
 
-	// mu guards claims, conns and closed.
+	// mu guards the fields below.
 	mu     sync.Mutex
 	claims []Claim
 	conns  map[*socket]struct{}
 	closed bool
+	// localSessions and localSources are reserved for this process's own
+	// sessions, live and recently ended (retired, oldest first);
+	// sources maps a source to the connection that writes it.
+	localSessions map[string]bool
+	localSources  map[string]bool
+	retired       []Claim
+	sources       map[string]*sourceHolder
 }
 
 // New returns an endpoint.
@@ -59,13 +84,27 @@ func New(o Options) (*Endpoint, error) {
 	if o.Hub == nil {
 		return nil, errors.New("the AEP endpoint needs a hub")
 	}
+	if o.MaxEvent <= 0 {
+		o.MaxEvent = DefaultMaxEvent
+	}
 	if o.MaxBody <= 0 {
-		o.MaxBody = 1 << 20
+		o.MaxBody = DefaultMaxBody
+	}
+	o.MaxEvent = min(o.MaxEvent, o.MaxBody)
+	if o.queue <= 0 {
+		o.queue = socketQueue
+	}
+	if o.pingEvery <= 0 {
+		o.pingEvery = pingEvery
+	}
+	if o.pongWait <= 0 {
+		o.pongWait = pongWait
 	}
 	if o.Agent == "" {
 		o.Agent = "aep-mcp-bridge"
 	}
-	e := &Endpoint{opts: o, log: o.Logger, conns: map[*socket]struct{}{}}
+	e := &Endpoint{opts: o, log: o.Logger, conns: map[*socket]struct{}{},
+		localSessions: map[string]bool{}, localSources: map[string]bool{}, sources: map[string]*sourceHolder{}}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}

@@ -32,31 +32,58 @@ func (r *recordingTarget) Submit(cmd aep.Event, authenticated bool) (string, str
 	return "", ""
 }
 
-func newTestEndpoint(t *testing.T) (*httptest.Server, *bus.Hub, *bus.Emitter, *recordingTarget) {
-	t.Helper()
-	hub := bus.NewHubWith(bus.HubOptions{ReplayPerSession: 4, ReplaySessions: 8})
-	em, err := bus.NewEmitter(bus.EmitterOptions{Agent: "bridge", Session: "s1", Host: "h", Sinks: []bus.Sink{hub}, AttentionCapture: aep.CaptureRedacted})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ep, err := New(Options{Token: testToken, Hub: hub, MaxBody: 64 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tg := &recordingTarget{}
-	ep.AddClaim(Claim{Session: "s1", Agent: "bridge", Accepts: []string{"control.attention.respond"}, Target: tg})
-	srv := httptest.NewServer(ep.Handler())
-	t.Cleanup(func() { ep.Close(); srv.Close() })
-	return srv, hub, em, tg
+// fixture is an endpoint serving one local session, s1, over loopback.
+type fixture struct {
+	srv *httptest.Server
+	ep  *Endpoint
+	hub *bus.Hub
+	em  *bus.Emitter
+	tg  *recordingTarget
+	// released receives once each time a connection's sources are
+	// released (the endpoint noticed it left).
+	released chan struct{}
 }
 
-func emit(t *testing.T, em *bus.Emitter, typ string, data any) aep.Event {
+// newFixture starts an endpoint with a hub of hubOpts and the options o
+// (Token and Hub are filled in).
+func newFixture(t *testing.T, hubOpts bus.HubOptions, o Options) *fixture {
+	t.Helper()
+	f := &fixture{hub: bus.NewHubWith(hubOpts), tg: &recordingTarget{}, released: make(chan struct{}, 64)}
+	em, err := bus.NewEmitter(bus.EmitterOptions{Agent: "bridge", Session: "s1", Host: "h", Sinks: []bus.Sink{f.hub}, AttentionCapture: aep.CaptureRedacted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.em = em
+	o.Token, o.Hub = testToken, f.hub
+	o.afterRelease = func() { f.released <- struct{}{} }
+	if f.ep, err = New(o); err != nil {
+		t.Fatal(err)
+	}
+	f.ep.AddClaim(Claim{Session: "s1", Source: em.Source(), Agent: "bridge", Accepts: []string{"control.attention.respond"}, Target: f.tg})
+	f.srv = httptest.NewServer(f.ep.Handler())
+	t.Cleanup(func() { f.ep.Close(); f.srv.Close() })
+	return f
+}
+
+func newTestEndpoint(t *testing.T) (*httptest.Server, *bus.Hub, *bus.Emitter, *recordingTarget) {
+	t.Helper()
+	f := newFixture(t, bus.HubOptions{ReplayPerSession: 4, ReplaySessions: 8}, Options{MaxBody: 64 << 10})
+	return f.srv, f.hub, f.em, f.tg
+}
+
+// emit emits an event of the local session; a lifecycle event names its
+// question as subject.
+func emit(t *testing.T, em *bus.Emitter, typ string, data any, subject ...string) aep.Event {
 	t.Helper()
 	capture := aep.CaptureMetadata
 	if strings.HasPrefix(typ, "attention.") {
 		capture = aep.CaptureRedacted
 	}
-	ev, _, err := em.Emit(aep.Draft{Type: typ, Capture: capture, Severity: aep.SeverityNotice, Data: data})
+	d := aep.Draft{Type: typ, Capture: capture, Severity: aep.SeverityNotice, Data: data}
+	if len(subject) > 0 {
+		d.Subject = subject[0]
+	}
+	ev, _, err := em.Emit(d)
 	if err != nil {
 		t.Fatal(err)
 	}
