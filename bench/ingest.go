@@ -97,20 +97,9 @@ func buildBridge(rev string) (string, func(), error) {
 			cleanup()
 			return "", nil, err
 		}
-		archive := exec.Command("git", "archive", "--format=tar", rev)
-		extract := exec.Command("tar", "-x", "-C", src)
-		extract.Stdin, _ = archive.StdoutPipe()
-		var stderr bytes.Buffer
-		archive.Stderr = &stderr
-		if err := extract.Start(); err == nil {
-			err = archive.Run()
-			if werr := extract.Wait(); err == nil {
-				err = werr
-			}
-		}
-		if err != nil {
+		if err := exportRevision(rev, src); err != nil {
 			cleanup()
-			return "", nil, fmt.Errorf("exporting revision %s (run from the repository): %v %s", rev, err, stderr.Bytes())
+			return "", nil, err
 		}
 	}
 	bin := filepath.Join(dir, "aep-mcp-bridge")
@@ -121,6 +110,28 @@ func buildBridge(rev string) (string, func(), error) {
 		return "", nil, fmt.Errorf("building the bridge from %s: %v\n%s", src, err, out)
 	}
 	return bin, cleanup, nil
+}
+
+// exportRevision writes the files of a git revision into dst.
+func exportRevision(rev, dst string) error {
+	archive := exec.Command("git", "archive", "--format=tar", rev)
+	extract := exec.Command("tar", "-x", "-C", dst)
+	pipe, err := archive.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	extract.Stdin = pipe
+	var stderr bytes.Buffer
+	archive.Stderr = &stderr
+	if err := extract.Start(); err != nil {
+		return fmt.Errorf("running tar: %w", err)
+	}
+	aerr := archive.Run()
+	xerr := extract.Wait()
+	if aerr != nil || xerr != nil {
+		return fmt.Errorf("exporting revision %s (run from the repository; is it a revision?): %v %v %s", rev, aerr, xerr, bytes.TrimSpace(stderr.Bytes()))
+	}
+	return nil
 }
 
 // bridgeProc is a bridge process serving its endpoint, in front of this
