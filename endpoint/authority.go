@@ -24,6 +24,10 @@ import (
 // legitimate: commands to that session are refused as ambiguous (AEP-0004
 // §4.5), never delivered to either.
 
+// maxSourcesPerConn bounds the sources one connection writes (a relay
+// link writes one per session of its bridge).
+const maxSourcesPerConn = 4096
+
 // retiredLocal is how many ended sessions of this process stay reserved, so
 // nobody writes into their history after them.
 const retiredLocal = 4096
@@ -79,9 +83,12 @@ func (e *Endpoint) authorize(conn *socket, ev *aep.Event) string {
 	}
 	h := e.sources[ev.Source]
 	switch {
+	case h == nil && conn != nil && conn.sources >= maxSourcesPerConn:
+		return fmt.Sprintf("this connection already writes %d sources, the most one connection may", maxSourcesPerConn)
 	case h == nil:
 		if conn != nil {
 			e.sources[ev.Source] = &sourceHolder{conn: conn, agent: agent, instance: instance}
+			conn.sources++
 		}
 		return ""
 	case conn != nil && h.conn == conn:
@@ -89,8 +96,9 @@ func (e *Endpoint) authorize(conn *socket, ev *aep.Event) string {
 	case h.conn != nil:
 		return fmt.Sprintf("source %q is written by another live connection (agent %q, instance %q); only that connection may write it",
 			ev.Source, h.agent, h.instance)
-	case conn != nil && agent == h.agent && instance == h.instance:
+	case conn != nil && agent == h.agent && instance == h.instance && conn.sources < maxSourcesPerConn:
 		h.conn = conn // the emitter is back
+		conn.sources++
 		return ""
 	}
 	return fmt.Sprintf("source %q belongs to an emitter (agent %q, instance %q) that left questions open; only it may write it, when it reconnects",

@@ -245,3 +245,24 @@ func TestCollidingEmittersStayVisibleAsAmbiguous(t *testing.T) {
 		t.Fatalf("history of the shared session: %q; want both emitters' events", got)
 	}
 }
+
+// TestAConnectionWritesABoundedNumberOfSources: the endpoint's record of
+// who writes what cannot be grown without bound by one connection.
+func TestAConnectionWritesABoundedNumberOfSources(t *testing.T) {
+	srv, _, _, _ := newTestEndpoint(t)
+	c := emitterConn(t, srv, "many")
+	for i := range maxSourcesPerConn + 1 {
+		c.send(remoteEvent(fmt.Sprintf("aep://many/agent/e/session/m%d", i), fmt.Sprintf("m%d", i), fmt.Sprintf("E%d", i), "session.started", "", 0))
+	}
+	c.send(`{"type":"ping","t":"end"}`)
+	var refused []string
+	for f := c.read(); f["type"] != "pong"; f = c.read() {
+		if f["type"] == "error" {
+			refused = append(refused, fmt.Sprint(f["cause"], " ", f["code"], " ", f["detail"]))
+		}
+	}
+	want := fmt.Sprintf("E%d unauthorized this connection already writes %d sources", maxSourcesPerConn, maxSourcesPerConn)
+	if len(refused) != 1 || !strings.HasPrefix(refused[0], want) {
+		t.Fatalf("refused %q; want only the last event, saying %q", refused, want)
+	}
+}

@@ -58,6 +58,9 @@ type socket struct {
 	// flood and warned belong to the reader goroutine.
 	flood  bucket
 	warned time.Time
+	// sources counts the sources this connection writes; the endpoint's
+	// mutex guards it.
+	sources int
 
 	// mu guards the fields below.
 	mu       sync.Mutex
