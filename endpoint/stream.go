@@ -43,7 +43,7 @@ func (e *Endpoint) serveStream(w http.ResponseWriter, r *http.Request) {
 	open, replay := sub.Counts()
 	fmt.Fprintf(w, ": subscribed open=%d replay=%d\n\n", open, replay)
 	fl.Flush()
-	st := &sseStream{w: w, fl: fl, rc: http.NewResponseController(w), ceiling: req.ceiling}
+	st := &sseStream{w: w, rc: http.NewResponseController(w), ceiling: req.ceiling}
 	defer st.rc.SetWriteDeadline(time.Time{}) // the connection may serve another request
 	if r.URL.Query().Get("live") == "0" {
 		st.replay(sub)
@@ -79,7 +79,6 @@ func parseStreamQuery(r *http.Request) (subscription, error) {
 // sseStream writes deliveries as server-sent events.
 type sseStream struct {
 	w       http.ResponseWriter
-	fl      http.Flusher
 	rc      *http.ResponseController
 	ceiling aep.Capture
 }
