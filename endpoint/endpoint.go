@@ -26,7 +26,11 @@ type Options struct {
 	Hub *bus.Hub
 	// Agent names the endpoint in its hello; "" means "aep-mcp-bridge".
 	Agent string
-	// MaxBody bounds a POSTed body and a WebSocket frame; 0 means 1 MiB.
+	// MaxEvent bounds one event: a POSTed event, one NDJSON line, one
+	// WebSocket frame. 0 means DefaultMaxEvent.
+	MaxEvent int64
+	// MaxBody bounds a POSTed body (an NDJSON batch); 0 means
+	// DefaultMaxBody. MaxEvent is lowered to it when above.
 	MaxBody int64
 	// Health reports extra /healthz members (relay, upstream); nil means
 	// none.
@@ -50,7 +54,20 @@ type Options struct {
 	// BodyTimeout bounds reading a request's body, streams aside; 0 means
 	// DefaultBodyTimeout (60s).
 	BodyTimeout time.Duration
+
+	// Test knobs: the connection queue (0 means socketQueue), the
+	// liveness timers (0 means pingEvery and pongWait), and a hook run
+	// after a departed connection's sources are released.
+	queue               int
+	pingEvery, pongWait time.Duration
+	afterRelease        func()
 }
+
+// Default size bounds of what peers send.
+const (
+	DefaultMaxEvent = 1 << 20
+	DefaultMaxBody  = 4 << 20
+)
 
 // Endpoint serves the AEP bindings over HTTP: discovery, the WebSocket
 // duplex binding, SSE, ingest, and /healthz (AEP-0003 §3).
@@ -62,12 +79,19 @@ type Endpoint struct {
 	hosts   []allowedHost
 	origins []string
 
-	// mu guards claims, conns, joining and closed.
+	// mu guards the fields below.
 	mu      sync.Mutex
 	claims  []Claim
 	conns   map[*socket]struct{}
 	joining map[*websocket.Conn]struct{} // connections still proving the token
 	closed  bool
+	// localSessions and localSources are reserved for this process's own
+	// sessions, live and recently ended (retired, oldest first);
+	// sources maps a source to the connection that writes it.
+	localSessions map[string]bool
+	localSources  map[string]bool
+	retired       []Claim
+	sources       map[string]*sourceHolder
 }
 
 // New returns an endpoint.
@@ -78,8 +102,21 @@ func New(o Options) (*Endpoint, error) {
 	if o.Hub == nil {
 		return nil, errors.New("the AEP endpoint needs a hub")
 	}
+	if o.MaxEvent <= 0 {
+		o.MaxEvent = DefaultMaxEvent
+	}
 	if o.MaxBody <= 0 {
-		o.MaxBody = 1 << 20
+		o.MaxBody = DefaultMaxBody
+	}
+	o.MaxEvent = min(o.MaxEvent, o.MaxBody)
+	if o.queue <= 0 {
+		o.queue = socketQueue
+	}
+	if o.pingEvery <= 0 {
+		o.pingEvery = pingEvery
+	}
+	if o.pongWait <= 0 {
+		o.pongWait = pongWait
 	}
 	if o.Agent == "" {
 		o.Agent = "aep-mcp-bridge"
@@ -96,7 +133,8 @@ func New(o Options) (*Endpoint, error) {
 		return nil, err
 	}
 	e := &Endpoint{opts: o, log: o.Logger, hosts: hosts, origins: origins,
-		conns: map[*socket]struct{}{}, joining: map[*websocket.Conn]struct{}{}}
+		conns: map[*socket]struct{}{}, joining: map[*websocket.Conn]struct{}{},
+		localSessions: map[string]bool{}, localSources: map[string]bool{}, sources: map[string]*sourceHolder{}}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}
@@ -194,8 +232,23 @@ func (e *Endpoint) capabilities() *aep.Capabilities {
 		Capture:      []string{"none", "metadata", "redacted", "full"},
 		Control:      aep.NewControlCaps(e.accepts()).Raw(),
 		Roster:       json.RawMessage("{}"),
-		Experimental: proof.Advertisement(),
+		Experimental: experimental(),
 	}
+}
+
+// experimental advertises what this endpoint adds to AEP 0.1 (AEP-0003 §4
+// rule 6): every subscription starts with the open questions it matches,
+// counted in the subscribed frame (see subscribe).
+func experimental() json.RawMessage {
+	members := map[string]json.RawMessage{"open-questions": json.RawMessage(`{"snapshot":true}`)}
+	var proofs map[string]json.RawMessage
+	if json.Unmarshal(proof.Advertisement(), &proofs) == nil {
+		for k, v := range proofs {
+			members[k] = v
+		}
+	}
+	b, _ := json.Marshal(members) // raw members of valid JSON always encode
+	return b
 }
 
 // discoveryDoc is the discovery document (AEP-0003 §3.4).

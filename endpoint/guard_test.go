@@ -19,7 +19,7 @@ import (
 // on a loopback test server; it returns the server and its port.
 func guardedEndpoint(t *testing.T, o Options) (*httptest.Server, string) {
 	t.Helper()
-	o.Token, o.Hub = testToken, bus.NewHubSize(4, 8)
+	o.Token, o.Hub = testToken, bus.NewHubWith(bus.HubOptions{ReplayPerSession: 4, ReplaySessions: 8})
 	ep, err := New(o)
 	if err != nil {
 		t.Fatal(err)

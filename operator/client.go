@@ -99,39 +99,93 @@ func (c *Client) Stream(ctx context.Context, q url.Values, fn func(ev *aep.Event
 	}
 }
 
-// Pending lists the questions the endpoint holds that have no terminal yet,
-// oldest first.
+// Pending lists the open questions the endpoint holds, oldest first. It
+// reads the open-question snapshot every subscription of this bridge's
+// endpoint starts with: a live-only subscription to attention.requested,
+// whose subscribed frame counts the open questions that follow it (the
+// experimental capability "open-questions"). Every open question is listed,
+// whatever the endpoint's replay has evicted, each once.
 func (c *Client) Pending(ctx context.Context) ([]Question, error) {
-	q := url.Values{"live": {"0"}, "from": {"all"}, "filter": {`{"type":["attention.*"]}`}}
-	open := map[string]*Question{}
-	var order []string
-	err := c.Stream(ctx, q, func(ev *aep.Event, _ []byte) bool {
-		switch ev.Type {
-		case "attention.requested":
-			var d aep.AttentionRequested
-			json.Unmarshal(ev.Data, &d)
-			t, _ := time.Parse(time.RFC3339Nano, ev.Time)
-			if _, dup := open[ev.ID]; !dup {
-				order = append(order, ev.ID)
-			}
-			open[ev.ID] = &Question{ID: ev.ID, Session: ev.Session, Agent: ev.Agent, Server: ev.Subject, Prompt: d.Prompt,
-				Kind: d.Kind, Asked: t, ExpiresAt: d.ExpiresAt, RespondVia: d.RespondVia, Fields: d.Fields}
-		case "attention.resolved", "attention.timeout":
-			delete(open, ev.Subject)
-		}
-		return true
-	})
+	conn, err := c.dialSocket(ctx)
 	if err != nil {
 		return nil, err
 	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	write := func(frame any) error { return conn.WriteMessage(websocket.TextMessage, aep.EncodeFrame(frame)) }
+	if err := write(aep.NewHello(aep.RoleConsumer, aep.Identity{Agent: c.agent()}, nil)); err != nil {
+		return nil, err
+	}
+	filter := json.RawMessage(`{"type":["attention.requested"]}`)
+	if err := write(aep.Subscribe{Type: aep.FrameSubscribe, ID: "pending", Filter: filter}); err != nil {
+		return nil, err
+	}
 	out := []Question{}
-	for _, id := range order {
-		if q, ok := open[id]; ok {
-			out = append(out, *q)
+	seen := map[string]bool{}
+	for want := -1; want < 0 || len(seen) < want; {
+		_, b, err := conn.ReadMessage()
+		if err != nil {
+			return nil, fmt.Errorf("reading the open questions from %s: %w", c.Endpoint, err)
+		}
+		if want, err = snapshotFrame(b, want); err != nil {
+			return nil, err
+		}
+		q, ok := requested(b)
+		if ok && want >= 0 && !seen[q.source+"\x00"+q.ID] {
+			seen[q.source+"\x00"+q.ID] = true
+			out = append(out, q.Question)
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Asked.Before(out[j].Asked) })
 	return out, nil
+}
+
+// snapshotFrame reads the frames of Pending's subscription: the subscribed
+// frame gives how many open questions follow; an error frame about it
+// ends the listing. It returns want, updated.
+func snapshotFrame(b []byte, want int) (int, error) {
+	var f struct {
+		Type   string `json:"type"`
+		ID     string `json:"id"`
+		Code   string `json:"code"`
+		Detail string `json:"detail"`
+		Open   *int   `json:"open"`
+	}
+	if json.Unmarshal(b, &f) != nil || f.ID != "pending" {
+		return want, nil
+	}
+	switch f.Type {
+	case aep.FrameError:
+		return want, fmt.Errorf("the endpoint refused to list its open questions: %s %s", f.Code, f.Detail)
+	case aep.FrameSubscribed:
+		if f.Open == nil {
+			return want, errors.New("the endpoint does not count its open questions (the open-questions capability of aep-mcp-bridge); point --endpoint at a bridge's endpoint")
+		}
+		return *f.Open, nil
+	}
+	return want, nil
+}
+
+// sourced is a question with the source that asked it.
+type sourced struct {
+	Question
+	source string
+}
+
+// requested reads a Question from an attention.requested event's bytes.
+func requested(b []byte) (sourced, bool) {
+	var ev struct {
+		ID, Type, Source, Session, Agent, Subject, Time string
+		Data                                            aep.AttentionRequested
+	}
+	if json.Unmarshal(b, &ev) != nil || ev.Type != "attention.requested" || ev.ID == "" || ev.Session == "" {
+		return sourced{}, false
+	}
+	t, _ := time.Parse(time.RFC3339Nano, ev.Time)
+	d := ev.Data
+	return sourced{Question{ID: ev.ID, Session: ev.Session, Agent: ev.Agent, Server: ev.Subject, Prompt: d.Prompt,
+		Kind: d.Kind, Asked: t, ExpiresAt: d.ExpiresAt, RespondVia: d.RespondVia, Fields: d.Fields}, ev.Source}, true
 }
 
 // Ack is the outcome of sending a command.
@@ -199,17 +253,26 @@ func (c *Client) socketURL() (string, error) {
 	return u.String(), nil
 }
 
-// sendOnce connects, subscribes to the command's acks, sends it and waits.
-func (c *Client) sendOnce(ctx context.Context, id string, raw []byte, keep func() bool) (Ack, error) {
+// dialSocket opens the endpoint's WebSocket with the token.
+func (c *Client) dialSocket(ctx context.Context) (*websocket.Conn, error) {
 	u, err := c.socketURL()
 	if err != nil {
-		return Ack{}, err
+		return nil, err
 	}
 	conn, resp, err := websocket.DefaultDialer.DialContext(ctx, u, http.Header{"Authorization": {"Bearer " + c.Token}})
 	if err != nil {
 		if resp != nil && resp.StatusCode == http.StatusUnauthorized {
-			return Ack{}, errors.New("the endpoint refused the token: pass --token or set AEP_TOKEN")
+			return nil, errors.New("the endpoint refused the token: pass --token or set AEP_TOKEN to the bridge's token")
 		}
+		return nil, fmt.Errorf("connecting to %s: %w; is a bridge running with its endpoint on?", c.Endpoint, err)
+	}
+	return conn, nil
+}
+
+// sendOnce connects, subscribes to the command's acks, sends it and waits.
+func (c *Client) sendOnce(ctx context.Context, id string, raw []byte, keep func() bool) (Ack, error) {
+	conn, err := c.dialSocket(ctx)
+	if err != nil {
 		return Ack{}, err
 	}
 	defer conn.Close()
