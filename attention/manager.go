@@ -145,21 +145,16 @@ type Manager struct {
 	policy  Policy
 	only    bool
 
-	// mu guards pending, closed and secrets, and orders each question's
-	// events.
+	// mu guards pending and closed, and orders each question's events.
 	mu      sync.Mutex
 	pending map[string]*question
 	closed  bool
-	// secrets holds the secret field ids of the last maxSecretQuestions
-	// questions that have any, pending or settled, in secretOrder.
-	secrets     map[string][]string
-	secretOrder []string
 }
 
 // NewManager returns a Manager.
 func NewManager(o ManagerOptions) *Manager {
 	m := &Manager{agent: o.Agent, pub: o.Publisher, timeout: o.Timeout, ceiling: o.Ceiling, red: o.Redactor, log: o.Logger,
-		policy: o.Policy, only: o.PolicyOnly, pending: map[string]*question{}, secrets: map[string][]string{}}
+		policy: o.Policy, only: o.PolicyOnly, pending: map[string]*question{}}
 	if m.timeout <= 0 {
 		m.timeout = DefaultTimeout
 	}
@@ -243,7 +238,6 @@ func (m *Manager) Raise(s Spec) (string, error) {
 	}
 	q.id = ev.ID
 	m.pending[q.id] = q
-	m.rememberSecretsLocked(q)
 	q.timer = time.AfterFunc(m.timeout, func() { m.expire(q.id) })
 	m.schedulePolicyLocked(q)
 	return q.id, nil

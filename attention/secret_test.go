@@ -79,28 +79,42 @@ func TestSecretAnswersNeverPublished(t *testing.T) {
 	}
 }
 
-func TestSecretKeys(t *testing.T) {
-	pub := &memPub{}
-	m := NewManager(ManagerOptions{Agent: "a", Publisher: pub, Timeout: time.Minute})
-	defer m.Close()
-	f, err := translate.Parse("m", json.RawMessage(`{"type":"object","properties":{"code":{"type":"string","writeOnly":true},"user":{"type":"string"}}}`))
+// TestRecordedAnswer: a command's answer is recorded as attention.answered
+// would carry it at the ceiling: secrets as the placeholder at every level,
+// free text only at redacted or above, keys with no field dropped; a
+// question that is no longer pending keeps no values at all.
+func TestRecordedAnswer(t *testing.T) {
+	f, err := translate.Parse("m", json.RawMessage(`{"type":"object","properties":{"code":{"type":"string","writeOnly":true},"user":{"type":"string"},"n":{"type":"integer"}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := m.Raise(Spec{Form: f, RespondVia: []string{"control"}, Deliver: func(Resolution) {}})
-	if err != nil {
-		t.Fatal(err)
+	answer := aep.Answer{Values: map[string]any{"code": "hunter2", "user": "ann@example.com", "n": json.Number("3"), "extra": "x"}}
+	tests := []struct {
+		name    string
+		ceiling aep.Capture
+		settle  bool
+		want    aep.Answer
+	}{
+		{"full", aep.CaptureFull, false, aep.Answer{Values: map[string]any{"code": aep.RedactedSecret, "user": "ann@example.com", "n": json.Number("3")}}},
+		{"redacted", aep.CaptureRedacted, false, aep.Answer{Values: map[string]any{"code": aep.RedactedSecret, "user": "[REDACTED:pii]", "n": json.Number("3")}}},
+		{"metadata", aep.CaptureMetadata, false, aep.Answer{Values: map[string]any{"n": json.Number("3")}}},
+		{"settled", aep.CaptureFull, true, aep.Answer{Values: map[string]any{}}},
 	}
-	keys := []string{"code", "user", "api_key"}
-	if diff := cmp.Diff([]string{"code", "api_key"}, m.SecretKeys(id, keys)); diff != "" {
-		t.Fatalf("pending question (-want +got):\n%s", diff)
-	}
-	m.Respond(aep.Event{ID: "c", Subject: id}, aep.Answer{Values: map[string]any{"code": "x", "user": "y"}}, func(string, string) error { return nil })
-	if diff := cmp.Diff([]string{"code", "api_key"}, m.SecretKeys(id, keys)); diff != "" {
-		t.Fatalf("settled question, answered again (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]string{"api_key"}, m.SecretKeys("unknown", keys)); diff != "" {
-		t.Fatalf("unknown question (-want +got):\n%s", diff)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := NewManager(ManagerOptions{Agent: "a", Publisher: &memPub{}, Timeout: time.Minute, Ceiling: tt.ceiling})
+			defer m.Close()
+			id, err := m.Raise(Spec{Form: f, RespondVia: []string{"control"}, Deliver: func(Resolution) {}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.settle {
+				m.Dismiss(id)
+			}
+			if diff := cmp.Diff(tt.want, m.RecordedAnswer(id, answer)); diff != "" {
+				t.Fatalf("recorded answer (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

@@ -93,6 +93,9 @@ type Bridge struct {
 
 	// upstream describes the server process for /healthz.
 	upstream atomic.Value // string
+
+	// ran is set when Run starts on a host; the host's mutex guards it.
+	ran bool
 }
 
 // New prepares a session: its id, log, emitter, hub, attention manager and
@@ -137,7 +140,7 @@ func New(o Options) (*Bridge, error) {
 	sinks = append(sinks, b.hub)
 	sinks = append(sinks, o.Sinks...)
 	em, err := bus.NewEmitter(bus.EmitterOptions{Agent: o.Agent, Session: b.session, Host: o.Host,
-		Capture: o.Capture, AttentionCapture: o.AttentionCapture, Sinks: sinks})
+		Capture: o.Capture, AttentionCapture: o.AttentionCapture, Sinks: sinks, Logger: b.log})
 	if err != nil {
 		b.closeLog()
 		return nil, err
@@ -193,11 +196,11 @@ var ErrUpstreamExited = errors.New("upstream MCP server exited")
 // the log is closed and the server is stopped before Run returns.
 func (b *Bridge) Run(ctx context.Context) error {
 	if h := b.opts.host; h != nil {
-		if !h.started() {
+		if !h.started(b) {
 			b.closeLog()
 			return errors.New("the bridge is shutting down; the session was not started")
 		}
-		defer h.ended(b)
+		defer h.ended()
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithCancel(ctx)
 		defer cancel()
@@ -281,6 +284,12 @@ func (b *Bridge) shutdown(end elicit.Ending, px *elicit.Proxy, up upstreamConn, 
 		b.upstream.Store("exited (" + status + ")")
 		b.log.Error("upstream exited", "status", status)
 	}
+	// No command reaches the session from here on: it is no longer
+	// routed, and the intake refuses what was already on its way.
+	if b.opts.host != nil {
+		b.opts.host.detach(b)
+	}
+	b.intake.Close()
 	b.mgr.Close()
 	if failure != "" {
 		px.FailInflight(failure)

@@ -85,10 +85,14 @@ type Host struct {
 	links  []*relay.Link
 	served chan struct{} // closed when the HTTP server has stopped
 
-	// ctx ends every session run on the host and every link.
-	ctx    context.Context
-	cancel context.CancelFunc
-	linkWG sync.WaitGroup
+	// ctx ends every session run on the host; linkCtx ends the links,
+	// after the sessions, so what the sessions emit last (their
+	// dismissals and session.ended) is sent first.
+	ctx        context.Context
+	cancel     context.CancelFunc
+	linkCtx    context.Context
+	linkCancel context.CancelFunc
+	linkWG     sync.WaitGroup
 
 	// mu guards sessions, running and closed.
 	mu       sync.Mutex
@@ -116,22 +120,24 @@ func NewHost(o HostOptions) (*Host, error) {
 		h.log = slog.New(slog.DiscardHandler)
 	}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
-	if err := h.listen(); err != nil {
+	h.linkCtx, h.linkCancel = context.WithCancel(context.Background())
+	fail := func(err error) (*Host, error) {
 		h.cancel()
-		return nil, err
-	}
-	if err := h.newLinks(); err != nil {
-		h.cancel()
+		h.linkCancel()
 		if h.ln != nil {
 			h.ln.Close()
 		}
 		return nil, err
 	}
+	if err := h.listen(); err != nil {
+		return fail(err)
+	}
+	if err := h.newLinks(); err != nil {
+		return fail(err)
+	}
 	if h.ln != nil {
 		if err := h.serve(); err != nil {
-			h.cancel()
-			h.ln.Close()
-			return nil, err
+			return fail(err)
 		}
 	}
 	for _, l := range h.links {
@@ -242,7 +248,7 @@ func (h *Host) serveHTTP() {
 // so session.ended is sent first.
 func (h *Host) runLink(l *relay.Link) {
 	defer h.linkWG.Done()
-	l.Run(h.ctx)
+	l.Run(h.linkCtx)
 }
 
 // Hub returns the hub every session of the host publishes to.
@@ -290,26 +296,30 @@ func (h *Host) NewSession(o Options) (*Bridge, error) {
 
 // started registers a session's Run, so Close waits for it; it reports
 // false when the host is closing.
-func (h *Host) started() bool {
+func (h *Host) started(b *Bridge) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
 		return false
 	}
+	b.ran = true
 	h.running.Add(1)
 	return true
 }
 
-// ended forgets a session whose Run returned.
-func (h *Host) ended(b *Bridge) {
+// detach stops routing commands to a session that is ending: it runs
+// before the session writes session.ended, so no command reaches it after.
+func (h *Host) detach(b *Bridge) {
 	h.mu.Lock()
 	delete(h.sessions, b.session)
 	h.mu.Unlock()
 	if h.ep != nil {
 		h.ep.RemoveClaim(b.session)
 	}
-	h.running.Done()
 }
+
+// ended marks a session's Run as returned.
+func (h *Host) ended() { h.running.Done() }
 
 // session returns a live session by id.
 func (h *Host) session(id string) *Bridge {
@@ -318,9 +328,10 @@ func (h *Host) session(id string) *Bridge {
 	return h.sessions[id]
 }
 
-// Close ends the sessions still running, then stops the endpoint, then the
-// links (after they sent what is queued). ctx bounds the endpoint's
-// graceful shutdown.
+// Close ends the sessions still running (and closes those never run),
+// then stops the endpoint, then the links, after they sent what the
+// sessions emitted last. ctx bounds each wait; what it cuts short is
+// reported in the error, and everything is stopped regardless.
 func (h *Host) Close(ctx context.Context) error {
 	h.mu.Lock()
 	if h.closed {
@@ -328,21 +339,51 @@ func (h *Host) Close(ctx context.Context) error {
 		return nil
 	}
 	h.closed = true
+	var idle []*Bridge
+	for _, b := range h.sessions {
+		if !b.ran {
+			idle = append(idle, b)
+		}
+	}
 	h.mu.Unlock()
-	h.cancel() // ends sessions' Run and the links' sessions
-	h.running.Wait()
-	var err error
+	for _, b := range idle {
+		h.detach(b)
+		b.closeLog()
+	}
+	h.cancel() // ends every session's Run
+	var errs []error
+	if err := waitFor(ctx, &h.running); err != nil {
+		errs = append(errs, fmt.Errorf("sessions still ending: %w", err))
+	}
 	if h.srv != nil {
 		h.ep.Close()
-		if serr := h.srv.Shutdown(ctx); serr != nil {
+		if err := h.srv.Shutdown(ctx); err != nil {
 			h.srv.Close()
-			err = fmt.Errorf("stopping the AEP endpoint: %w", serr)
+			errs = append(errs, fmt.Errorf("stopping the AEP endpoint: %w", err))
 		}
 		<-h.served
+		if err := h.ep.Wait(ctx); err != nil {
+			errs = append(errs, err)
+		}
 	}
-	h.linkWG.Wait()
+	h.linkCancel() // the links send what is queued, then a closing frame
+	if err := waitFor(ctx, &h.linkWG); err != nil {
+		errs = append(errs, fmt.Errorf("relay links still flushing: %w", err))
+	}
 	h.hub.Close()
-	return err
+	return errors.Join(errs...)
+}
+
+// waitFor waits for wg, or for ctx to end first.
+func waitFor(ctx context.Context, wg *sync.WaitGroup) error {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // health is the endpoint's /healthz: the links' state and each session's

@@ -103,3 +103,56 @@ func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// TestHostCloseSendsWhatSessionsEmitLastThroughTheLink closes a joined
+// host with a question pending, several times: the hub always sees the
+// question dismissed and the session ended, because the links stop only
+// after the sessions did.
+func TestHostCloseSendsWhatSessionsEmitLastThroughTheLink(t *testing.T) {
+	hub := newTestHost(t, HostOptions{Listen: "127.0.0.1:0", Token: "hub-token", Agent: "hub"})
+	op := connectOperatorWith(t, hub.Addr(), "hub-token")
+	for i := range 5 {
+		joined, err := NewHost(HostOptions{Listen: hub.Addr(), Token: "hub-token", Agent: "joined"})
+		if err != nil {
+			t.Fatalf("round %d: NewHost: %v", i, err)
+		}
+		s := startSession(t, sessionConfig{host: joined})
+		s.call("ask", map[string]any{"schema": "pinned"}, nil)
+		req := op.question(func(m map[string]any) bool { return m["session"] == s.b.Session() })
+		if err := joined.Close(context.Background()); err != nil {
+			t.Fatalf("round %d: Close: %v", i, err)
+		}
+		s.closed = true
+		op.until(func(m map[string]any) bool {
+			return m["type"] == "attention.resolved" && m["subject"] == req.ID
+		})
+		op.until(func(m map[string]any) bool { return m["type"] == "session.ended" && m["session"] == s.b.Session() })
+	}
+}
+
+// TestHostCloseEndsLiveStreams: a live SSE subscriber does not hold Close
+// up; its stream ends.
+func TestHostCloseEndsLiveStreams(t *testing.T) {
+	h, err := NewHost(HostOptions{Listener: loopback(t), Token: "host-token"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("GET", "http://"+h.Addr()+"/stream", nil)
+	req.Header.Set("Authorization", "Bearer host-token")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("stream: %s", resp.Status)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := h.Close(ctx); err != nil {
+		t.Fatalf("Close with a live stream: %v", err)
+	}
+	if _, err := io.ReadAll(resp.Body); err != nil {
+		t.Fatalf("the stream did not end cleanly: %v", err)
+	}
+}

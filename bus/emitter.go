@@ -56,9 +56,11 @@ type Emitter struct {
 	now                    func() time.Time
 	log                    *slog.Logger
 
-	// mu serializes emission so seq order is sink order.
-	mu  sync.Mutex
-	seq int64
+	// mu serializes emission so seq order is sink order; ended is set
+	// once session.ended is emitted: nothing follows it (AEP-0002 §7).
+	mu    sync.Mutex
+	seq   int64
+	ended bool
 }
 
 // NewEmitter validates opts and returns an Emitter.
@@ -150,6 +152,9 @@ func (e *Emitter) Emit(d aep.Draft) (aep.Event, []byte, error) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.ended {
+		return aep.Event{}, nil, fmt.Errorf("refusing to emit %s: session %s has ended", d.Type, e.session)
+	}
 	now := e.now()
 	ev := aep.Event{
 		AEP: aep.Version, ID: aep.NewIDAt(now), Type: d.Type, Subject: d.Subject,
@@ -165,6 +170,7 @@ func (e *Emitter) Emit(d aep.Draft) (aep.Event, []byte, error) {
 		return aep.Event{}, nil, err
 	}
 	e.seq++
+	e.ended = ev.Type == "session.ended"
 	e.write(ev, raw)
 	return ev, raw, nil
 }
@@ -175,6 +181,9 @@ func (e *Emitter) Emit(d aep.Draft) (aep.Event, []byte, error) {
 func (e *Emitter) Record(ev aep.Event) (aep.Event, []byte, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.ended {
+		return aep.Event{}, nil, fmt.Errorf("refusing to record %s: session %s has ended", ev.Type, e.session)
+	}
 	ev, raw, err := e.finish(ev)
 	if err != nil {
 		return aep.Event{}, nil, err

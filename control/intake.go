@@ -36,11 +36,11 @@ type Target interface {
 	// id, rule, bound) and never contain the answer: the intake records
 	// them as they are.
 	Respond(cmd aep.Event, answer aep.Answer, ack AckFunc)
-	// SecretKeys returns which of keys, the value keys of a command's
-	// answer to question subject, hold secret values. The session history
-	// records the command with those values replaced by the AEP-0003 §9.4
-	// secret placeholder; Respond still gets the real answer.
-	SecretKeys(subject string, keys []string) []string
+	// RecordedAnswer returns a command's answer to question subject as
+	// the session history may record it: gated for the capture ceiling,
+	// secret values replaced by the AEP-0003 §9.4 placeholder. Respond
+	// still gets the real answer.
+	RecordedAnswer(subject string, answer aep.Answer) aep.Answer
 }
 
 // Sender describes the binding a command arrived on.
@@ -100,10 +100,19 @@ type Intake struct {
 	limit  int
 	log    *slog.Logger
 
-	// mu guards done and order, and serializes decisions.
-	mu    sync.Mutex
-	done  map[key]record
-	order []key
+	// mu guards done, order and closed, and serializes decisions.
+	mu     sync.Mutex
+	done   map[key]record
+	order  []key
+	closed bool
+}
+
+// Close refuses every later command: the session is ending, and no
+// command may be recorded or acked after its session.ended.
+func (in *Intake) Close() {
+	in.mu.Lock()
+	in.closed = true
+	in.mu.Unlock()
 }
 
 // NewIntake returns an intake.
@@ -134,13 +143,17 @@ func (in *Intake) Submit(cmd aep.Event, from Sender) (Result, error) {
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
+	if in.closed {
+		return Result{}, &RefusalError{Code: "no-route", Detail: fmt.Sprintf("session %q has ended", cmd.Session)}
+	}
 	k := key{cmd.Source, cmd.ID}
 	if r, ok := in.done[k]; ok {
 		// AEP-0004 §3: re-emit the recorded ack byte-identically.
 		in.em.Resend(r.ack, r.raw)
 		return Result{Ack: r.ack, Raw: r.raw, Duplicate: true}, nil
 	}
-	if _, _, err := in.em.Record(in.scrub(cmd)); err != nil {
+	answer, answerErr := decodeAnswer(cmd)
+	if _, _, err := in.em.Record(in.recorded(cmd, answer, answerErr)); err != nil {
 		in.log.Warn("recording a command in the session history", "cmd", cmd.ID, "type", cmd.Type, "err", err)
 	}
 	var (
@@ -156,22 +169,16 @@ func (in *Intake) Submit(cmd aep.Event, from Sender) (Result, error) {
 		res, ackErr = in.ack(k, cmd, reason, detail)
 		return ackErr
 	}
-	switch {
-	case cmd.Validate() != nil:
-		ack(aep.ReasonInvalid, cmd.Validate().Error())
-	case cmd.Type != "control.attention.respond":
+	if err := cmd.Validate(); err != nil {
+		ack(aep.ReasonInvalid, err.Error())
+	} else if cmd.Type != "control.attention.respond" {
 		ack(aep.ReasonUnsupported, fmt.Sprintf("%s is not accepted here; this session accepts %v", cmd.Type, Accepts))
-	case cmd.Subject == "":
+	} else if cmd.Subject == "" {
 		ack(aep.ReasonInvalid, "control.attention.respond needs subject = the id of the attention.requested event")
-	default:
-		var r aep.Respond
-		dec := json.NewDecoder(bytes.NewReader(cmd.Data))
-		dec.UseNumber()
-		if err := dec.Decode(&r); err != nil {
-			ack(aep.ReasonInvalid, "data.answer is not an answer object: option, text and values")
-			break
-		}
-		in.target.Respond(cmd, r.Answer, ack)
+	} else if answerErr != nil {
+		ack(aep.ReasonInvalid, answerErr.Error())
+	} else {
+		in.target.Respond(cmd, answer, ack)
 	}
 	if !acked {
 		// A target that forgot to decide still owes the sender an ack.
@@ -202,45 +209,54 @@ func (in *Intake) ack(k key, cmd aep.Event, reason, detail string) (Result, erro
 	return Result{Ack: ev, Raw: raw}, nil
 }
 
-// scrub returns cmd as the session history may record it: the values its
-// answer gives for secret keys (Target.SecretKeys) become the AEP-0003
-// §9.4 secret placeholder, at every capture level. A command whose data
-// is not an object with an answer object is recorded as it came, since it
-// carries no answer values.
-func (in *Intake) scrub(cmd aep.Event) aep.Event {
+// decodeAnswer reads a control.attention.respond's data.answer once, with
+// exact member names: what the session decides is exactly what it records.
+// (encoding/json matches struct fields case-insensitively and merges
+// duplicate members, so two decoders could read two different answers out
+// of one hostile command.) Unknown members are ignored and never recorded.
+func decodeAnswer(cmd aep.Event) (aep.Answer, error) {
+	bad := errors.New("data.answer is not an answer object: option and text are strings, values an object")
+	var data map[string]json.RawMessage
+	if json.Unmarshal(cmd.Data, &data) != nil {
+		return aep.Answer{}, bad
+	}
+	var members map[string]json.RawMessage
+	if json.Unmarshal(data["answer"], &members) != nil || members == nil {
+		return aep.Answer{}, bad
+	}
+	var a aep.Answer
+	for name, dst := range map[string]*string{"option": &a.Option, "text": &a.Text} {
+		if raw, ok := members[name]; ok && json.Unmarshal(raw, dst) != nil {
+			return aep.Answer{}, bad
+		}
+	}
+	if raw, ok := members["values"]; ok && string(raw) != "null" {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		if dec.Decode(&a.Values) != nil || a.Values == nil {
+			return aep.Answer{}, bad
+		}
+	}
+	return a, nil
+}
+
+// recorded returns cmd as the session history may record it: its data is
+// rebuilt from the decoded answer as the target gates it
+// (Target.RecordedAnswer), never copied from the command's bytes, so no
+// member the gate did not see (a secret, free text below the ceiling, a
+// case-variant or unknown member) reaches the bus or the log. A command
+// whose answer does not decode is recorded without its data.
+func (in *Intake) recorded(cmd aep.Event, answer aep.Answer, answerErr error) aep.Event {
 	if cmd.Type != "control.attention.respond" {
 		return cmd
 	}
-	dec := json.NewDecoder(bytes.NewReader(cmd.Data))
-	dec.UseNumber()
-	var data map[string]any
-	if dec.Decode(&data) != nil {
+	cmd.Data = nil
+	if answerErr != nil {
 		return cmd
 	}
-	answer, _ := data["answer"].(map[string]any)
-	values, _ := answer["values"].(map[string]any)
-	if len(values) == 0 {
-		return cmd
+	b, err := json.Marshal(aep.Respond{Answer: in.target.RecordedAnswer(cmd.Subject, answer)})
+	if err == nil {
+		cmd.Data = b
 	}
-	keys := make([]string, 0, len(values))
-	for k := range values {
-		keys = append(keys, k)
-	}
-	secret := in.target.SecretKeys(cmd.Subject, keys)
-	if len(secret) == 0 {
-		return cmd
-	}
-	for _, k := range secret {
-		if _, ok := values[k]; ok {
-			values[k] = aep.RedactedSecret
-		}
-	}
-	b, err := json.Marshal(data)
-	if err != nil {
-		// Unreachable for decoded JSON. Without data the command fails
-		// validation and is not recorded, which keeps the secret out.
-		b = nil
-	}
-	cmd.Data = b
 	return cmd
 }

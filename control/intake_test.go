@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/google/go-cmp/cmp"
 )
 
 // memEmitter records what the intake emits.
@@ -67,12 +68,18 @@ func (t *target) Respond(cmd aep.Event, a aep.Answer, ack AckFunc) {
 	ack(aep.ReasonInvalid, "no pending attention request "+cmd.Subject+` in this session; field "password": minLength: must be at least 8 characters`)
 }
 
-func (t *target) SecretKeys(subject string, keys []string) []string {
-	var out []string
-	for _, k := range keys {
+// RecordedAnswer gates like a session would for its secret keys: their
+// values become the placeholder.
+func (t *target) RecordedAnswer(subject string, a aep.Answer) aep.Answer {
+	if a.Values == nil {
+		return a
+	}
+	out := aep.Answer{Option: a.Option, Text: a.Text, Values: map[string]any{}}
+	for k, v := range a.Values {
+		out.Values[k] = v
 		for _, s := range t.secret {
 			if k == s {
-				out = append(out, k)
+				out.Values[k] = aep.RedactedSecret
 			}
 		}
 	}
@@ -215,14 +222,25 @@ func TestSecretValuesNeverRecorded(t *testing.T) {
 	}
 }
 
-func TestCommandsWithoutSecretsRecordedAsSent(t *testing.T) {
+// TestCommandsRecordedAsDecided: the history records the answer the
+// session decided on, re-encoded, never the command's own bytes: members
+// with other cases, duplicates and unknown members cannot carry a value
+// past the gate.
+func TestCommandsRecordedAsDecided(t *testing.T) {
 	tests := []struct {
-		name string
-		data string
+		name       string
+		data       string
+		recorded   string // "" means recorded without data
+		wantValues map[string]any
 	}{
-		{"no secret keys", `{"answer":{"values":{"user":"ada","n":1e18}}}`},
-		{"option only", `{"answer":{"option":"decline"}}`},
-		{"not an answer object", `{"answer":"yes"}`},
+		{"no secret keys", `{"answer":{"values":{"user":"ada","n":1e18}}}`, `{"answer":{"values":{"n":1e18,"user":"ada"}}}`,
+			map[string]any{"user": "ada", "n": json.Number("1e18")}},
+		{"option only", `{"answer":{"option":"decline"}}`, `{"answer":{"option":"decline"}}`, nil},
+		{"a case variant is not the values member", `{"answer":{"Values":{"password":"s3cret"}}}`, `{"answer":{}}`, nil},
+		{"duplicate answers: one is decided and recorded", `{"answer":{"values":{"password":"a"}},"answer":{"values":{"password":"s3cret"}}}`,
+			`{"answer":{"values":{"password":"[REDACTED:secret]"}}}`, map[string]any{"password": "s3cret"}},
+		{"unknown members are not recorded", `{"answer":{"option":"decline","note":"s3cret"},"extra":"s3cret"}`, `{"answer":{"option":"decline"}}`, nil},
+		{"not an answer object", `{"answer":"yes"}`, "", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -231,8 +249,14 @@ func TestCommandsWithoutSecretsRecordedAsSent(t *testing.T) {
 			c := cmd("c1", "control.attention.respond", "s1", aep.Answer{})
 			c.Data = json.RawMessage(tt.data)
 			in.Submit(c, Sender{true})
-			if len(em.recorded) != 1 || string(em.recorded[0].Data) != tt.data {
-				t.Fatalf("recorded %v; want the command's own data %s", em.recorded, tt.data)
+			if len(em.recorded) != 1 || string(em.recorded[0].Data) != tt.recorded {
+				t.Fatalf("recorded %s; want %s", em.recorded[0].Data, tt.recorded)
+			}
+			if tt.recorded == "" {
+				return
+			}
+			if diff := cmp.Diff(tt.wantValues, tg.answers[0].Values); diff != "" {
+				t.Errorf("the target decided on other values (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -1,9 +1,11 @@
 package endpoint
 
 import (
+	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -79,6 +81,13 @@ type Endpoint struct {
 	hosts   []allowedHost
 	origins []string
 
+	// base ends with Close: streams select on it. active counts the
+	// connections and streams being served, for Wait; it is added to
+	// only under mu while the endpoint is open.
+	base   context.Context
+	stop   context.CancelFunc
+	active sync.WaitGroup
+
 	// mu guards the fields below.
 	mu      sync.Mutex
 	claims  []Claim
@@ -138,6 +147,7 @@ func New(o Options) (*Endpoint, error) {
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}
+	e.base, e.stop = context.WithCancel(context.Background())
 	return e, nil
 }
 
@@ -287,11 +297,13 @@ func (e *Endpoint) Connections() int {
 	return len(e.conns)
 }
 
-// Close ends every WebSocket connection with a closing frame. HTTP requests
-// in flight end with the server that serves Handler.
+// Close ends every WebSocket connection with a closing frame and every SSE
+// stream, and refuses new ones; Wait waits until they are gone. Other HTTP
+// requests in flight end with the server that serves Handler.
 func (e *Endpoint) Close() {
 	e.mu.Lock()
 	e.closed = true
+	e.stop()
 	conns := make([]*socket, 0, len(e.conns))
 	for c := range e.conns {
 		conns = append(conns, c)
@@ -303,6 +315,31 @@ func (e *Endpoint) Close() {
 	for _, c := range conns {
 		c.shutdown("the endpoint is shutting down")
 	}
+}
+
+// Wait waits until every connection and stream Close ended is gone, or
+// ctx ends first.
+func (e *Endpoint) Wait(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { e.active.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for the endpoint's connections to close: %w", ctx.Err())
+	}
+}
+
+// enter counts a connection or stream as served; it reports false once the
+// endpoint is closed. Each true must be matched by e.active.Done().
+func (e *Endpoint) enter() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return false
+	}
+	e.active.Add(1)
+	return true
 }
 
 // downlevel applies a subscription's capture ceiling to a delivery.

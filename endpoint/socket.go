@@ -92,12 +92,12 @@ func (e *Endpoint) runSocket(conn *websocket.Conn) {
 	conn.SetReadLimit(e.opts.MaxEvent)
 	s := &socket{e: e, conn: conn, ctrl: make(chan []byte, e.opts.queue), out: make(chan []byte, e.opts.queue),
 		bye: make(chan string, 1), done: make(chan struct{}), subs: map[string]*socketSub{}}
-	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
+	if !e.enter() {
 		conn.Close()
 		return
 	}
+	defer e.active.Done()
+	e.mu.Lock()
 	e.conns[s] = struct{}{}
 	e.mu.Unlock()
 	s.wg.Add(1)

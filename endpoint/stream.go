@@ -31,6 +31,11 @@ func (e *Endpoint) serveStream(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "internal", "streaming unsupported")
 		return
 	}
+	if !e.enter() {
+		writeError(w, http.StatusServiceUnavailable, "closing", "the endpoint is shutting down; reconnect to another or later")
+		return
+	}
+	defer e.active.Done()
 	sub, exhausted := e.opts.Hub.SubscribeFrom(req.filter.Match, req.from, subscriptionQueue)
 	defer sub.Close()
 	h := w.Header()
@@ -51,7 +56,7 @@ func (e *Endpoint) serveStream(w http.ResponseWriter, r *http.Request) {
 		st.replay(sub)
 		return
 	}
-	st.live(r.Context(), sub)
+	st.live(r.Context(), e.base, sub)
 }
 
 // parseStreamQuery reads a stream request: from takes precedence over
@@ -173,7 +178,7 @@ func (st *sseStream) replay(sub *bus.Subscription) {
 
 // live writes the backlog, then deliveries as they come, with a
 // heartbeat, until the client goes or the subscription ends.
-func (st *sseStream) live(ctx context.Context, sub *bus.Subscription) {
+func (st *sseStream) live(ctx, base context.Context, sub *bus.Subscription) {
 	if !st.backlog(sub) {
 		return
 	}
@@ -197,6 +202,8 @@ func (st *sseStream) live(ctx context.Context, sub *bus.Subscription) {
 			}
 		case <-ctx.Done():
 			return
+		case <-base.Done():
+			return // the endpoint is closing: the consumer resumes elsewhere or later
 		}
 	}
 }
