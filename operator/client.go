@@ -46,15 +46,15 @@ func (c *Client) agent() string {
 
 // Question is a pending attention request.
 type Question struct {
-	ID         string          `json:"id"`
-	Session    string          `json:"session"`
-	Agent      string          `json:"agent"`
-	Server     string          `json:"server"`
-	Prompt     string          `json:"prompt"`
-	Kind       string          `json:"kind"`
-	Asked      time.Time       `json:"asked"`
-	ExpiresAt  string          `json:"expires_at,omitempty"`
-	RespondVia []string        `json:"respond_via,omitempty"`
+	ID         string    `json:"id"`
+	Session    string    `json:"session"`
+	Agent      string    `json:"agent"`
+	Server     string    `json:"server"`
+	Prompt     string    `json:"prompt"`
+	Kind       string    `json:"kind"`
+	Asked      time.Time `json:"asked"`
+	ExpiresAt  string    `json:"expires_at,omitempty"`
+	RespondVia []string  `json:"respond_via,omitempty"`
 	// Options are the answers a question takes by id: a URL question's
 	// accept, decline and cancel.
 	Options []aep.Choice `json:"options,omitempty"`
