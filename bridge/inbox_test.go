@@ -102,7 +102,7 @@ func TestInboxAnswersEveryFieldType(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(hist, "accepted by inbox") {
+	if !strings.Contains(hist, "Accepted by inbox through the AEP endpoint") {
 		t.Errorf("history shows %q", hist)
 	}
 }
