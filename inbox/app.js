@@ -54,6 +54,13 @@
     return JSON.stringify(v);
   }
 
+  // exact keeps a number a double cannot hold as written (a bound or a
+  // default of 9007199254740993), where the browser gives the source text.
+  function exact(key, value, context) {
+    if (typeof value === "number" && context && typeof context.source === "string" && String(value) !== context.source) return new Raw(context.source);
+    return value;
+  }
+
   function connect() {
     if (!token) {
       status("no token", "down");
@@ -64,7 +71,7 @@
     const proto = location.protocol === "https:" ? "wss:" : "ws:";
     ws = new WebSocket(proto + "//" + location.host + "/socket?access_token=" + encodeURIComponent(token));
     ws.onopen = () => ws.send(JSON.stringify({ type: "hello", versions: ["0.1"], role: "consumer", identity: { agent: "inbox", instance: "browser" } }));
-    ws.onmessage = (m) => { let f; try { f = JSON.parse(m.data); } catch (e) { return; } onFrame(f); };
+    ws.onmessage = (m) => { let f; try { f = JSON.parse(m.data, exact); } catch (e) { return; } onFrame(f); };
     ws.onclose = () => {
       status("reconnecting…", "down");
       setTimeout(connect, backoff);

@@ -221,8 +221,9 @@ const Check = (function () {
       if (f.format && NOUN[f.format]) h.push("a valid " + NOUN[f.format]);
       if (f.pattern) h.push("matching the pattern " + f.pattern);
     } else if (f.type === "number") {
-      if (f.min !== undefined) h.push("at least " + f.min);
-      if (f.max !== undefined) h.push("at most " + f.max);
+      const bound = (b) => { const n = parseNumber(String(b)); return n.problem ? String(b) : numberString(n); };
+      if (f.min !== undefined) h.push("at least " + bound(f.min));
+      if (f.max !== undefined) h.push("at most " + bound(f.max));
     } else if (f.type === "select" && f.multi) {
       if (f.minItems !== undefined) h.push("select at least " + f.minItems);
       if (f.maxItems !== undefined) h.push("select at most " + f.maxItems);

@@ -15,7 +15,15 @@ const Fields = (function () {
   }
   // Raw is a number answer kept as typed: app.js writes its text into the
   // command's JSON as it is, never through a double.
-  class Raw { constructor(text) { this.text = text; } }
+  class Raw { constructor(text) { this.text = text; } toString() { return this.text; } toJSON() { return Number(this.text); } }
+  // A default the bus shows redacted (an email at the redacted capture
+  // level) is not the server's value: it is never pre-filled.
+  const REDACTED = /\[REDACTED:[a-z_-]+\]/;
+  function usableDefault(f) {
+    if (f.default === undefined || f.default === null || f.secret) return undefined;
+    if (typeof f.default === "string" && REDACTED.test(f.default)) return undefined;
+    return f.default;
+  }
   const INPUT_TYPE = { email: "email", uri: "url", date: "date", "date-time": "datetime-local" };
 
   // An RFC 3339 date-time as a datetime-local value in this browser's
@@ -42,13 +50,16 @@ const Fields = (function () {
     const errEl = el("div", { class: "err", id: id + "-err", "aria-live": "polite" });
     const req = f.required ? el("span", { class: "req", text: " (required)" }) : null;
     const desc = f.description ? el("div", { class: "desc", id: id + "-desc", text: f.description }) : null;
-    const hintText = Check.hints(f) + (f.secret ? (Check.hints(f) ? " · " : "") + "secret: never shown on the bus or in logs" : "");
+    const notes = [Check.hints(f)];
+    if (f.secret) notes.push("secret: never shown on the bus or in logs");
+    if (f.default !== undefined && usableDefault(f) === undefined && !f.secret) notes.push("the server's default is hidden by redaction");
+    const hintText = notes.filter(Boolean).join(" · ");
     const hint = hintText ? el("div", { class: "hint", id: id + "-hint", text: hintText }) : null;
     const described = [desc && id + "-desc", hint && id + "-hint", id + "-err"].filter(Boolean).join(" ");
     let node, read, first;
     if (f.type === "boolean") {
       const box = el("input", { type: "checkbox", id, "aria-describedby": described });
-      box.checked = f.default === true;
+      box.checked = usableDefault(f) === true;
       node = el("div", { class: "field" }, el("label", { class: "choice", for: id }, box, document.createTextNode(f.label), req), desc, hint, errEl);
       read = () => ({ given: true, value: box.checked });
       first = box;
@@ -61,7 +72,8 @@ const Fields = (function () {
       const inp = el("input", { type, id, "aria-describedby": described, "aria-required": f.required ? "true" : null,
         inputmode: f.type === "number" ? (negOK ? "text" : "decimal") : null, step: type === "datetime-local" ? "1" : null,
         autocomplete: secret ? "new-password" : "off", spellcheck: "false" });
-      if (f.default !== undefined && f.default !== null && !secret) inp.value = type === "datetime-local" ? toLocalInput(f.default) : String(f.default);
+      const d = usableDefault(f);
+      if (d !== undefined) inp.value = type === "datetime-local" ? toLocalInput(d) : String(d);
       node = el("div", { class: "field" }, el("label", { class: "name", for: id }, document.createTextNode(f.label), req), desc, inp, hint, errEl);
       read = () => {
         const raw = inp.value;
@@ -94,7 +106,8 @@ const Fields = (function () {
   function selectControl(f, id, req, desc, hint, errEl, described) {
     const choices = f.choices || [];
     const multi = !!f.multi;
-    const dflt = multi ? (Array.isArray(f.default) ? f.default : []) : [f.default];
+    const d = usableDefault(f);
+    const dflt = multi ? (Array.isArray(d) ? d : []) : [d];
     if (multi || choices.length <= 5) {
       const fs = el("fieldset", { "aria-describedby": described }, el("legend", {}, document.createTextNode(f.label), req));
       const boxes = choices.map((c, j) => {

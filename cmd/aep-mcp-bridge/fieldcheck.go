@@ -156,10 +156,21 @@ func describeField(s aep.FieldSpec) []string {
 	for i, ch := range s.Choices {
 		lines = append(lines, fmt.Sprintf("  %d) %s [%s]", i+1, ch.Label, ch.ID))
 	}
-	if s.Default != nil {
-		lines = append(lines, "default: "+defaultText(s))
+	switch {
+	case s.Default != nil && redactedDefault(s):
+		lines = append(lines, "default: hidden by redaction on the bus; type the value")
+	case s.Default != nil:
+		lines = append(lines, "default: "+defaultText(s)+" (press Enter to take it)")
 	}
 	return lines
+}
+
+// redactedDefault reports a default the bus shows redacted (an email at
+// the redacted capture level): it is not the server's value, so it is
+// never taken as the answer.
+func redactedDefault(s aep.FieldSpec) bool {
+	str, ok := s.Default.(string)
+	return ok && strings.Contains(str, "[REDACTED:")
 }
 
 // defaultText shows a field's default as an operator would type it.

@@ -201,7 +201,7 @@ func parseTyped(f aep.FieldSpec, s string) (any, bool) {
 	trimmed := strings.TrimSpace(s)
 	if trimmed == "" {
 		switch {
-		case f.Default != nil && !f.Secret:
+		case f.Default != nil && !f.Secret && !redactedDefault(f):
 			return defaultValue(f.Default), true
 		case f.Type == "select" && f.Multi && f.Required:
 			return []any{}, true
