@@ -1,8 +1,9 @@
 // Package aep is the Agent Event Protocol vocabulary of the bridge: the event
-// envelope and its validation rules, event ids, the totally ordered capture and
-// severity levels, capture down-leveling at a hop, the redaction pipeline and
-// its credential vocabulary (IsCredentialName), which also decides which form
-// fields are secret.
+// envelope and its validation rules, the bridge's envelope hygiene
+// (identifying strings of bounded length, without control characters), event
+// ids, the totally ordered capture and severity levels, capture down-leveling
+// at a hop, the redaction pipeline and its credential vocabulary
+// (IsCredentialName), which also decides which form fields are secret.
 //
 // It sits at the bottom of the bridge's one-way flow (elicit → translate →
 // attention → control → aep → bus): every other stage builds events with it,

@@ -297,7 +297,8 @@ func decodeNonNegInt(v json.RawMessage) (int64, error) {
 	return n, nil
 }
 
-// Parse decodes one event and applies the envelope and payload rules. The
+// Parse decodes one event and applies the envelope and payload rules, and
+// the bridge's envelope hygiene (CheckHygiene) to what peers send. The
 // error, when not nil, is a *ValidationError naming the violated rule.
 func Parse(b []byte) (*Event, error) {
 	var e Event
@@ -309,6 +310,9 @@ func Parse(b []byte) (*Event, error) {
 		return nil, &ValidationError{Rule: "AEP-0001 §5", Msg: err.Error()}
 	}
 	if err := e.Validate(); err != nil {
+		return nil, err
+	}
+	if err := e.CheckHygiene(); err != nil {
 		return nil, err
 	}
 	return &e, nil

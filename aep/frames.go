@@ -125,11 +125,24 @@ type Subscribe struct {
 // FromAll is the replay-all value of a subscribe's from (AEP-0003 §5).
 var FromAll = json.RawMessage(`"all"`)
 
-// Ref is a frame that only names a subscription or request: subscribed,
-// unsubscribe and unsubscribed.
+// Ref is a frame that only names a subscription or request: unsubscribe
+// and unsubscribed (and subscribed, from endpoints that add nothing to it).
 type Ref struct {
 	Type string `json:"type"`
 	ID   string `json:"id"`
+}
+
+// Subscribed confirms a subscription (AEP-0003 §6.5). Open and Replay are
+// members this bridge's endpoint adds (advertised as the experimental
+// capability "open-questions"): the subscription's first Open events are
+// every open question it matches, the next Replay events are the replay it
+// asked for, and live events follow. Receivers that do not know them
+// ignore them.
+type Subscribed struct {
+	Type   string `json:"type"`
+	ID     string `json:"id"`
+	Open   int    `json:"open"`
+	Replay int    `json:"replay"`
 }
 
 // ErrorFrame refuses a frame or a command in-band (AEP-0003 §6.5, AEP-0004

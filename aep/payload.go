@@ -248,91 +248,99 @@ func validatePayload(t string, capture Capture, data json.RawMessage) error {
 	return nil
 }
 
+// shapeError reports a payload value that does not fit its schema.
+func shapeError(path, msg string) error {
+	return &ValidationError{Rule: "AEP-0002 §5 payload schema", Attr: path, Msg: msg}
+}
+
 func checkShape(s *shape, v any, path string) error {
-	bad := func(msg string) error {
-		return &ValidationError{Rule: "AEP-0002 §5 payload schema", Attr: path, Msg: msg}
-	}
 	switch s.kind {
-	case kAny:
-		return nil
 	case kObject:
-		m, ok := v.(map[string]any)
-		if !ok {
-			return bad("must be an object")
-		}
-		for _, r := range s.required {
-			if _, ok := m[r]; !ok {
-				return &ValidationError{Rule: "AEP-0002 §5 payload schema", Attr: path + "." + r, Msg: "required payload field is missing"}
-			}
-		}
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			if ps, ok := s.props[k]; ok {
-				if err := checkShape(ps, m[k], path+"."+k); err != nil {
-					return err
-				}
-			}
-		}
-	case kString:
-		str, ok := v.(string)
-		if !ok {
-			return bad("must be a string")
-		}
-		if len(s.enum) > 0 && !contains(s.enum, str) {
-			return bad(fmt.Sprintf("%q is not one of %s", str, strings.Join(s.enum, "|")))
-		}
-	case kDateTime:
-		str, ok := v.(string)
-		if !ok || !isRFC3339(str) {
-			return bad("must be an RFC 3339 timestamp")
-		}
-	case kInteger:
-		n, ok := v.(json.Number)
-		if !ok {
-			return bad("must be an integer")
-		}
-		i, err := n.Int64()
-		if err != nil {
-			return bad("must be an integer")
-		}
-		if s.nonNeg && i < 0 {
-			return bad("must be >= 0")
-		}
-	case kNumber:
-		n, ok := v.(json.Number)
-		if !ok {
-			return bad("must be a number")
-		}
-		f, err := n.Float64()
-		if err != nil {
-			return bad("must be a number")
-		}
-		if s.nonNeg && f < 0 {
-			return bad("must be >= 0")
-		}
-	case kBool:
-		if _, ok := v.(bool); !ok {
-			return bad("must be a boolean")
-		}
+		return checkObject(s, v, path)
 	case kArray:
 		a, ok := v.([]any)
 		if !ok {
-			return bad("must be an array")
+			return shapeError(path, "must be an array")
 		}
 		for i, it := range a {
 			if err := checkShape(s.items, it, fmt.Sprintf("%s[%d]", path, i)); err != nil {
 				return err
 			}
 		}
+		return nil
 	case kObjectOrString:
 		switch v.(type) {
 		case string, map[string]any:
-		default:
-			return bad("must be an object or a string")
+			return nil
+		}
+		return shapeError(path, "must be an object or a string")
+	}
+	return checkScalar(s, v, path)
+}
+
+// checkObject checks an object's required members, then each known member
+// in name order.
+func checkObject(s *shape, v any, path string) error {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return shapeError(path, "must be an object")
+	}
+	for _, r := range s.required {
+		if _, ok := m[r]; !ok {
+			return shapeError(path+"."+r, "required payload field is missing")
+		}
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if ps, ok := s.props[k]; ok {
+			if err := checkShape(ps, m[k], path+"."+k); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkScalar checks a string, timestamp, number or boolean.
+func checkScalar(s *shape, v any, path string) error {
+	switch s.kind {
+	case kString:
+		str, ok := v.(string)
+		if !ok {
+			return shapeError(path, "must be a string")
+		}
+		if len(s.enum) > 0 && !contains(s.enum, str) {
+			return shapeError(path, fmt.Sprintf("%q is not one of %s", str, strings.Join(s.enum, "|")))
+		}
+	case kDateTime:
+		if str, ok := v.(string); !ok || !isRFC3339(str) {
+			return shapeError(path, "must be an RFC 3339 timestamp")
+		}
+	case kInteger:
+		n, ok := v.(json.Number)
+		i, err := n.Int64()
+		if !ok || err != nil {
+			return shapeError(path, "must be an integer")
+		}
+		if s.nonNeg && i < 0 {
+			return shapeError(path, "must be >= 0")
+		}
+	case kNumber:
+		n, ok := v.(json.Number)
+		f, err := n.Float64()
+		if !ok || err != nil {
+			return shapeError(path, "must be a number")
+		}
+		if s.nonNeg && f < 0 {
+			return shapeError(path, "must be >= 0")
+		}
+	case kBool:
+		if _, ok := v.(bool); !ok {
+			return shapeError(path, "must be a boolean")
 		}
 	}
 	return nil

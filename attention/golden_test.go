@@ -5,30 +5,20 @@ import (
 	"encoding/json"
 	"flag"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/fixture"
 	"github.com/agenteventprotocol/aep-mcp-bridge/translate"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+var update = flag.Bool("update", false, "rewrite the golden files under the repository's testdata/golden")
 
 // TestKitchenSinkGolden translates the full 2025-11-25 schema that
 // server-everything's trigger-elicitation-request sends, at both ceilings.
 func TestKitchenSinkGolden(t *testing.T) {
-	b, err := os.ReadFile("../translate/testdata/everything.elicitation.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var p struct {
-		Message         string          `json:"message"`
-		RequestedSchema json.RawMessage `json:"requestedSchema"`
-	}
-	if err := json.Unmarshal(b, &p); err != nil {
-		t.Fatal(err)
-	}
-	form, err := translate.Parse(p.Message, p.RequestedSchema)
+	msg, schema := fixture.KitchenSink(t)
+	form, err := translate.Parse(msg, schema)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +30,7 @@ func TestKitchenSinkGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			got = append(got, '\n')
-			path := filepath.Join("testdata", "everything."+c.String()+".golden.json")
+			path := fixture.Path("golden/everything." + c.String() + ".json")
 			if *update {
 				if err := os.WriteFile(path, got, 0o644); err != nil {
 					t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -23,6 +24,7 @@ import (
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
 	"github.com/agenteventprotocol/aep-mcp-bridge/endpoint"
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/sse"
 )
 
 const fanoutToken = "bench-token"
@@ -198,15 +200,8 @@ func fanoutRun(nWS, nSSE, events, rate int, stalled bool) (fanoutResult, error) 
 		go func() {
 			defer wg.Done()
 			defer ended.Add(1)
-			defer resp.Body.Close()
-			sc := bufio.NewScanner(resp.Body)
-			sc.Buffer(make([]byte, 64<<10), 1<<20)
 			ready.Done()
-			for sc.Scan() {
-				if l := sc.Bytes(); len(l) > 6 && string(l[:6]) == "data: " {
-					record(l[6:])
-				}
-			}
+			readSSE(resp.Body, record)
 		}()
 	}
 	ready.Wait()
@@ -269,4 +264,18 @@ func fanoutRun(nWS, nSSE, events, rate int, stalled bool) (fanoutResult, error) 
 	mu.Unlock()
 	cancel()
 	return r, nil
+}
+
+// readSSE calls record with the data of each event of an SSE subscriber's
+// stream until it ends, then closes it. An event over 1 MiB ends it.
+func readSSE(body io.ReadCloser, record func([]byte)) {
+	defer body.Close()
+	r := sse.NewReader(body, sse.Options{MaxEventSize: 1 << 20})
+	for {
+		ev, err := r.Next()
+		if err != nil {
+			return
+		}
+		record(ev.Data)
+	}
 }

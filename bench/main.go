@@ -2,11 +2,13 @@
 // prints tables. It is a program, not a test: nothing here asserts a time.
 //
 //	go run ./bench proxy    # tools/call round trip: direct, raw pump, bridge
-//	go run ./bench pending  # 1,000 questions pending at once, then answered
+//	go run ./bench pending  # 1,000 questions pending at once, a late operator, then answered
 //	go run ./bench fanout   # one session fanned out to 100 WS + 100 SSE subscribers
 //	go run ./bench http     # tools/call to a streamable-HTTP server: direct vs bridge
+//	go run ./bench ingest   # 400 × ~1 MiB ingested, 64 from:"all" subscribers: the endpoint's RSS
 //
-// The helper modes "pump" and "flood-server" are the baselines' processes.
+// The helper modes "pump", "flood-server" and "fanout-server" are the
+// baselines' and targets' processes.
 package main
 
 import (
@@ -17,7 +19,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: bench proxy|pending [flags]")
+		fmt.Fprintln(os.Stderr, "usage: bench proxy|pending|fanout|http|ingest [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -37,6 +39,8 @@ func main() {
 		err = runFanout(ctx, os.Args[2:])
 	case "fanout-server":
 		err = fanoutServer()
+	case "ingest":
+		err = runIngest(ctx, os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown mode %q", os.Args[1])
 	}

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"regexp"
 	"strconv"
@@ -104,11 +105,14 @@ func floodServer() error {
 
 var questionRe = regexp.MustCompile(`^question (\d+)$`)
 
-// runPending raises n questions at once through an in-process bridge, has
-// an operator answer them all, and reports correctness, latency and memory.
+// runPending raises n questions at once through an in-process bridge,
+// ingests sessions of noise, lets a late operator count the open questions
+// it sees, has an operator answer them all, and reports correctness,
+// latency and memory.
 func runPending(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("pending", flag.ContinueOnError)
 	n := fs.Int("n", 1000, "questions pending at once")
+	noiseSessions := fs.Int("noise", 300, "sessions of ingested noise before the late operator connects")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -118,8 +122,13 @@ func runPending(ctx context.Context, args []string) error {
 	}
 	logs, _ := os.MkdirTemp("", "aep-bench-logs")
 	defer os.RemoveAll(logs)
-	h, err := bridge.NewHost(bridge.HostOptions{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
+		return err
+	}
+	h, err := bridge.NewHost(bridge.HostOptions{Listener: ln, Token: pendingToken})
+	if err != nil {
+		ln.Close()
 		return err
 	}
 	defer h.Close(context.Background())
@@ -144,7 +153,7 @@ func runPending(ctx context.Context, args []string) error {
 	if _, err := c.Initialize(ctx, init); err != nil {
 		return err
 	}
-	res, err := floodAndAnswer(ctx, c, b, sub, *n)
+	res, err := floodAndAnswer(ctx, c, b, sub, *n, func() (lateResult, error) { return lateOperator(ctx, h.Addr(), *noiseSessions) })
 	c.Close()
 	if err != nil {
 		return err
@@ -161,11 +170,13 @@ type pendingResult struct {
 	pending, rejected              int
 	check                          string
 	raised, answered, lastToResult time.Duration
+	late                           lateResult
 }
 
-// floodAndAnswer has the server raise n questions in one tool call, then
-// answers each as an operator would, through the session's intake.
-func floodAndAnswer(ctx context.Context, c *client.Client, b *bridge.Bridge, sub *bus.Subscription, n int) (pendingResult, error) {
+// floodAndAnswer has the server raise n questions in one tool call, lets
+// a late operator look (late), then answers each as an operator would,
+// through the session's intake.
+func floodAndAnswer(ctx context.Context, c *client.Client, b *bridge.Bridge, sub *bus.Subscription, n int, late func() (lateResult, error)) (pendingResult, error) {
 	var res pendingResult
 	result := make(chan *mcp.CallToolResult, 1)
 	start := time.Now()
@@ -193,6 +204,10 @@ func floodAndAnswer(ctx context.Context, c *client.Client, b *bridge.Bridge, sub
 	}
 	res.raised = time.Since(start)
 	res.pending = b.Manager().Len()
+	var err error
+	if res.late, err = late(); err != nil {
+		return res, err
+	}
 	answerStart := time.Now()
 	var lastSubmit time.Time
 	for i, id := range ids {
@@ -226,19 +241,11 @@ func (res pendingResult) print(n int) {
 	fmt.Printf("| time to raise all (tools/call → last attention.requested) | %s |\n", res.raised.Round(time.Microsecond))
 	fmt.Printf("| time to answer all (first command → result) | %s |\n", res.answered.Round(time.Microsecond))
 	fmt.Printf("| last command → its ElicitResult at the server → tools/call result at the client | %s |\n", res.lastToResult.Round(time.Microsecond))
-	fmt.Printf("| peak RSS of the process (bridge + operator + client) | %s |\n", peakRSS())
-}
-
-// peakRSS reads VmHWM from /proc/self/status.
-func peakRSS() string {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return "unknown"
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "VmHWM:") {
-			return strings.TrimSpace(strings.TrimPrefix(line, "VmHWM:"))
-		}
-	}
-	return "unknown"
+	l := res.late
+	fmt.Printf("| ingested noise before the late operator connects | %d sessions, %d events, %.1f MiB |\n", l.noiseSessions, l.noiseEvents, float64(l.noiseBytes)/(1<<20))
+	fmt.Printf("| late operator: `pending` (the open-question snapshot) | %d questions in %s |\n", l.pending, l.pendingTime.Round(time.Microsecond))
+	fmt.Printf("| late operator: from:\"all\" WebSocket subscription, as the inbox makes | subscribed open=%d; %d distinct questions read in %s |\n", l.open, l.subscribed, l.subscribeTime.Round(time.Microsecond))
+	fmt.Printf("| RSS of the process (bridge + operator + client) after the late operator | %s |\n", l.rss)
+	_, peak := rss(os.Getpid())
+	fmt.Printf("| peak RSS of the process (bridge + operator + client) | %.0f MB |\n", float64(peak)/1000)
 }

@@ -1,6 +1,8 @@
 // Package bridge wires a running bridge. A Host owns the process-wide
-// parts: the event hub, the AEP endpoint and its HTTP server (or the join
-// of another bridge's endpoint on the same port), and the links to relays.
+// parts: the event hub, the AEP endpoint and its HTTP server (with header,
+// body and idle timeouts), or the join of another bridge's endpoint on the
+// same port once it proved the token (package relay, package proof), and
+// the links to relays, each checked before it may carry the token.
 // A Bridge is one bridged MCP session on a host: it spawns or dials the
 // upstream server (package upstream), relays it to the client through the
 // elicit proxy, and connects the proxy to the attention lifecycle, the

@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/fixture"
 	"github.com/agenteventprotocol/aep-mcp-bridge/internal/testenv"
 )
 
@@ -68,7 +69,7 @@ func TestEverythingKitchenSinkAnsweredByOperator(t *testing.T) {
 	// (made from the same schema) says.
 	var got aep.AttentionRequested
 	json.Unmarshal(req.Data, &got)
-	golden, err := os.ReadFile("../attention/testdata/everything.redacted.golden.json")
+	golden, err := os.ReadFile(fixture.Path("golden/everything.redacted.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,9 +41,30 @@ type HostOptions struct {
 	// Root serves GET / of the endpoint (the operators' inbox); nil means
 	// nothing is served there.
 	Root http.Handler
+	// AllowHosts and AllowOrigins widen the endpoint's Host and Origin
+	// checks (--allow-host, --allow-origin; see endpoint.Options); nil
+	// means none.
+	AllowHosts, AllowOrigins []string
+	// HeaderTimeout bounds reading a request's headers; 0 means 10s.
+	HeaderTimeout time.Duration
+	// BodyTimeout bounds reading a request's body, streams aside; 0 means
+	// endpoint.DefaultBodyTimeout (60s).
+	BodyTimeout time.Duration
+	// IdleTimeout ends a keep-alive connection idle that long; 0 means
+	// 120s. WebSocket and SSE streams are not idle connections.
+	IdleTimeout time.Duration
+	// Dial opens the connections of the hub join and the relay links; nil
+	// means a net.Dialer.
+	Dial relay.DialFunc
 	// Logger receives logs; nil discards them.
 	Logger *slog.Logger
 }
+
+// Defaults of HostOptions' timeouts.
+const (
+	defaultHeaderTimeout = 10 * time.Second
+	defaultIdleTimeout   = 120 * time.Second
+)
 
 // Host owns a running bridge process: the event hub, the AEP endpoint and
 // its HTTP server, the links to a hub or relays, and the bridged sessions.
@@ -99,22 +120,12 @@ func NewHost(o HostOptions) (*Host, error) {
 		h.cancel()
 		return nil, err
 	}
-	targets := append([]string(nil), o.Relays...)
-	if h.joined != "" {
-		targets = append([]string{h.joined}, targets...)
-	}
-	for _, u := range targets {
-		l, err := relay.NewLink(relay.LinkOptions{URL: u, Token: o.Token, Agent: o.Agent, Instance: o.Instance,
-			Accepts: control.Accepts, Logger: h.log})
-		if err != nil {
-			h.cancel()
-			if h.ln != nil {
-				h.ln.Close()
-			}
-			return nil, fmt.Errorf("--relay: %w", err)
+	if err := h.newLinks(); err != nil {
+		h.cancel()
+		if h.ln != nil {
+			h.ln.Close()
 		}
-		l.Bind(hostTarget{h})
-		h.links = append(h.links, l)
+		return nil, err
 	}
 	if h.ln != nil {
 		if err := h.serve(); err != nil {
@@ -128,6 +139,42 @@ func NewHost(o HostOptions) (*Host, error) {
 		go h.runLink(l)
 	}
 	return h, nil
+}
+
+// newLinks creates the link to the joined hub, which must prove the token,
+// and to each relay. A relay that answers now, offers no token proof and
+// could get the token only in clear off this machine is refused here, so
+// the bridge does not start in that state.
+func (h *Host) newLinks() error {
+	type target struct {
+		url          string
+		requireProof bool
+	}
+	var targets []target
+	if h.joined != "" {
+		targets = append(targets, target{h.joined, true})
+	}
+	for _, u := range h.opts.Relays {
+		targets = append(targets, target{u, false})
+	}
+	for _, tg := range targets {
+		l, err := relay.NewLink(relay.LinkOptions{URL: tg.url, Token: h.opts.Token, RequireProof: tg.requireProof,
+			Dial: h.opts.Dial, Agent: h.opts.Agent, Instance: h.opts.Instance, Accepts: control.Accepts, Logger: h.log})
+		if err != nil {
+			return fmt.Errorf("--relay: %w", err)
+		}
+		if !tg.requireProof {
+			ctx, cancel := context.WithTimeout(h.ctx, 5*time.Second)
+			err = l.Check(ctx)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("--relay %s: %w", tg.url, err)
+			}
+		}
+		l.Bind(hostTarget{h})
+		h.links = append(h.links, l)
+	}
+	return nil
 }
 
 // listen opens the endpoint's port, or finds the AEP endpoint already
@@ -149,12 +196,14 @@ func (h *Host) listen() error {
 	if !errors.Is(err, syscall.EADDRINUSE) {
 		return fmt.Errorf("listening on %s for the AEP endpoint: %w; pass --listen with another address, or --listen off", addr, err)
 	}
-	ctx, cancel := context.WithTimeout(h.ctx, 2*time.Second)
+	// The port's holder must prove it knows the token before this bridge
+	// joins it; the token itself never goes to it.
+	ctx, cancel := context.WithTimeout(h.ctx, 10*time.Second)
 	defer cancel()
-	if !relay.IsEndpoint(ctx, addr, h.opts.Token) {
-		return fmt.Errorf("the AEP endpoint address %s is taken by something that is not an AEP endpoint; pass --listen with a free address, or --listen off", addr)
+	if err := relay.JoinHub(ctx, addr, h.opts.Token, h.opts.Dial); err != nil {
+		return fmt.Errorf("the AEP endpoint port is taken: %w; nothing was sent to it; pass --listen with a free address, or --listen off", err)
 	}
-	h.joined = "ws://" + addr + "/socket"
+	h.joined = relay.HubURL(addr)
 	h.log.Info("an AEP endpoint already serves this port; joining it as an emitter", "endpoint", h.joined)
 	return nil
 }
@@ -162,12 +211,20 @@ func (h *Host) listen() error {
 // serve starts the endpoint on the listener.
 func (h *Host) serve() error {
 	ep, err := endpoint.New(endpoint.Options{Token: h.opts.Token, Hub: h.hub, Agent: h.opts.Agent, Logger: h.log,
-		Root: h.opts.Root, Health: h.health})
+		Root: h.opts.Root, Health: h.health, AllowHosts: h.opts.AllowHosts, AllowOrigins: h.opts.AllowOrigins,
+		BodyTimeout: h.opts.BodyTimeout})
 	if err != nil {
 		return err
 	}
 	h.ep = ep
-	h.srv = &http.Server{Handler: ep.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	header, idle := h.opts.HeaderTimeout, h.opts.IdleTimeout
+	if header <= 0 {
+		header = defaultHeaderTimeout
+	}
+	if idle <= 0 {
+		idle = defaultIdleTimeout
+	}
+	h.srv = &http.Server{Handler: ep.Handler(), ReadHeaderTimeout: header, IdleTimeout: idle}
 	h.served = make(chan struct{})
 	go h.serveHTTP()
 	return nil

@@ -11,7 +11,7 @@ import (
 // Claim returns the session's claim for an AEP endpoint: commands the
 // endpoint routes to this session go to its control intake.
 func (b *Bridge) Claim(instance string) endpoint.Claim {
-	return endpoint.Claim{Session: b.session, Agent: b.opts.Agent, Instance: instance,
+	return endpoint.Claim{Session: b.session, Source: b.em.Source(), Agent: b.opts.Agent, Instance: instance,
 		Accepts: control.Accepts, Target: intakeTarget{b.intake}}
 }
 

@@ -2,6 +2,10 @@ package bus
 
 import (
 	"container/list"
+	"fmt"
+	"iter"
+	"math"
+	"strings"
 	"sync"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
@@ -17,108 +21,220 @@ type Delivery struct {
 // Filter selects the events a subscriber wants. Nil selects every event.
 type Filter func(ev *aep.Event) bool
 
-// DefaultQueue is a subscriber's queue length when none is given.
+// DefaultQueue is a subscriber's live queue length when none is given.
 const DefaultQueue = 1024
 
-// Hub fans events out to in-process subscribers. Publishing never blocks:
-// each subscriber has a bounded queue, and when it is full a debug or info
-// event is dropped for that subscriber and counted, while a notice-or-above
-// event that does not fit closes the subscription with a reason, so nothing
-// that matters is ever dropped silently (AEP-0001 §8.1, AEP-0003 §8.4).
+// DefaultOpenBytes bounds the open questions held when one more arrives
+// from outside the process.
+const DefaultOpenBytes = 64 << 20
+
+// HubOptions bound a Hub's memory. A zero field means its default; a
+// negative one means no bound (for measuring an unbounded hub only).
+type HubOptions struct {
+	// ReplayPerSession is each session's replay depth in events, the
+	// depth the endpoint advertises. 0 means DefaultReplayPerSession.
+	ReplayPerSession int
+	// ReplaySessions bounds the sessions that have a replay buffer. 0
+	// means DefaultReplaySessions.
+	ReplaySessions int
+	// ReplaySessionBytes bounds one session's buffer in bytes. 0 means
+	// DefaultReplaySessionBytes.
+	ReplaySessionBytes int64
+	// ReplayBytes and ReplayEvents bound all buffers together. 0 means
+	// DefaultReplayBytes and DefaultReplayEvents.
+	ReplayBytes  int64
+	ReplayEvents int
+	// OpenBytes bounds the open questions held when a question arrives
+	// from outside the process (Ingest refuses it beyond); questions of
+	// the process's own sessions are always kept. 0 means
+	// DefaultOpenBytes.
+	OpenBytes int64
+}
+
+func (o HubOptions) withDefaults() HubOptions {
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def64 := func(v *int64, d int64) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&o.ReplayPerSession, DefaultReplayPerSession)
+	def(&o.ReplaySessions, DefaultReplaySessions)
+	def(&o.ReplayEvents, DefaultReplayEvents)
+	def64(&o.ReplaySessionBytes, DefaultReplaySessionBytes)
+	def64(&o.ReplayBytes, DefaultReplayBytes)
+	def64(&o.OpenBytes, DefaultOpenBytes)
+	return o
+}
+
+// Hub fans events out to in-process subscribers, keeps bounded replay
+// buffers, and holds the open questions of every session it serves.
+//
+//   - Open questions are state, not history: an attention.requested stays
+//     held, whole, until its owner (the same source and session) settles it
+//     with attention.resolved or attention.timeout, or ends the session.
+//     Nothing else evicts it, and every subscription made with SubscribeFrom
+//     starts with the open questions it matches.
+//   - Replay is history, bounded in events per session, in bytes per session
+//     and in events and bytes in total; the least recently written session
+//     with no open question gives up its oldest events first.
+//   - Publishing never blocks: each subscriber has a bounded live queue. When
+//     it is full, a debug or info event is dropped for that subscriber and
+//     counted, unless it is an attention.* or control.* event (the state of
+//     a question and the ack of a command); any other event that does not fit
+//     closes the subscription with a reason, so nothing that matters is ever
+//     dropped silently (AEP-0001 §8.1, AEP-0003 §8.4).
 //
 // A Hub is safe for concurrent use.
 type Hub struct {
-	perSession, sessions int
+	opts HubOptions
 
-	// mu guards subs, rings and lru.
-	mu    sync.Mutex
-	subs  map[*Subscription]struct{}
-	rings map[string]*ring
-	lru   *list.List // of *ring, most recently written at the front
+	// mu guards everything below.
+	mu         sync.Mutex
+	subs       map[*Subscription]struct{}
+	rings      map[string]*ring
+	lru        *list.List // of *ring, most recently written at the front
+	heldEvents int
+	heldBytes  int64
+	open       *openSet
 }
 
-// NewHub returns an empty hub with the default replay buffers.
-func NewHub() *Hub { return NewHubSize(DefaultReplayPerSession, DefaultReplaySessions) }
+// NewHub returns an empty hub with the default bounds.
+func NewHub() *Hub { return NewHubWith(HubOptions{}) }
 
-// NewHubSize returns a hub that keeps perSession events for each of at most
-// sessions sessions, evicting the least recently written session.
-func NewHubSize(perSession, sessions int) *Hub {
-	return &Hub{perSession: perSession, sessions: sessions, subs: map[*Subscription]struct{}{},
-		rings: map[string]*ring{}, lru: list.New()}
+// NewHubWith returns an empty hub with the bounds of o.
+func NewHubWith(o HubOptions) *Hub {
+	return &Hub{opts: o.withDefaults(), subs: map[*Subscription]struct{}{},
+		rings: map[string]*ring{}, lru: list.New(), open: newOpenSet()}
 }
 
-// ReplayDepth returns the per-session replay depth, for advertisement.
-func (h *Hub) ReplayDepth() int { return h.perSession }
+// ReplayDepth returns the per-session replay depth in events, for
+// advertisement (AEP-0003 §5), or 0 when it is unbounded.
+func (h *Hub) ReplayDepth() int { return max(h.opts.ReplayPerSession, 0) }
 
-// record adds a session-scoped event to its session's replay buffer.
-func (h *Hub) record(d *Delivery) {
-	if d.Event.Session == "" {
-		return
+func (h *Hub) perSession() int {
+	if h.opts.ReplayPerSession < 0 {
+		return math.MaxInt
 	}
-	k := sessionKey(&d.Event)
-	r, ok := h.rings[k]
-	if !ok {
-		r = &ring{key: k, session: d.Event.Session, ids: map[string]bool{}}
-		h.rings[k] = r
-		r.elem = h.lru.PushFront(r)
-		for h.lru.Len() > h.sessions {
-			old := h.lru.Back().Value.(*ring)
-			h.lru.Remove(old.elem)
-			delete(h.rings, old.key)
-		}
-	} else {
-		h.lru.MoveToFront(r.elem)
-	}
-	r.add(d, h.perSession)
+	return h.opts.ReplayPerSession
 }
 
-// Subscription is one subscriber's queue. Read C until it is closed, then
-// Err says why (nil after Close).
-type Subscription struct {
-	// C delivers events in publish order.
-	C <-chan *Delivery
-
-	hub    *Hub
-	c      chan *Delivery
-	filter Filter
-
-	// mu guards closed, err and dropped.
-	mu      sync.Mutex
-	closed  bool
-	err     error
-	dropped int
+// Stats is what a hub holds.
+type Stats struct {
+	// ReplayEvents and ReplayBytes are held in the replay buffers of
+	// ReplaySessions sessions.
+	ReplayEvents, ReplaySessions int
+	ReplayBytes                  int64
+	// Open and OpenBytes are the open questions held.
+	Open      int
+	OpenBytes int64
 }
 
-// ErrSlowSubscriber is the reason a subscription is closed when its queue
-// is full and a notice-or-above event must be delivered.
-type ErrSlowSubscriber struct{ Dropped int }
-
-func (e ErrSlowSubscriber) Error() string {
-	return "subscriber too slow: its queue is full and a notice-or-above event could not be delivered; resubscribe from the last position seen"
-}
-
-// Subscribe adds a subscriber with a queue of n events (0 means DefaultQueue).
-func (h *Hub) Subscribe(f Filter, n int) *Subscription {
-	if n <= 0 {
-		n = DefaultQueue
-	}
-	c := make(chan *Delivery, n)
-	s := &Subscription{C: c, c: c, hub: h, filter: f}
+// Stats returns what the hub holds now.
+func (h *Hub) Stats() Stats {
 	h.mu.Lock()
-	h.subs[s] = struct{}{}
-	h.mu.Unlock()
-	return s
+	defer h.mu.Unlock()
+	return Stats{ReplayEvents: h.heldEvents, ReplaySessions: len(h.rings), ReplayBytes: h.heldBytes,
+		Open: h.open.order.Len(), OpenBytes: h.open.bytes}
 }
 
-// Write buffers an event for replay and publishes it to every matching
-// subscriber.
+// Write records an event of this process's own sessions and publishes it.
+// It is the Sink of every local emitter and never refuses.
 func (h *Hub) Write(ev aep.Event, raw []byte) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	d := &Delivery{Event: ev, Raw: raw}
+	h.publishLocked(&Delivery{Event: ev, Raw: raw})
+	return nil
+}
+
+// publishLocked updates the open questions, buffers the event for replay
+// and fans it out. An open question asked again with its original id (a
+// relay link re-announcing it) is already in front of every subscriber: it
+// is neither buffered nor published twice.
+func (h *Hub) publishLocked(d *Delivery) {
+	if h.open.apply(d) == reannounced {
+		return
+	}
 	h.record(d)
 	h.fanOutLocked(d)
+}
+
+// IngestError refuses an event that arrived from outside the process.
+type IngestError struct {
+	// Index is the refused event's index in the batch.
+	Index int
+	// Code is "unauthorized" (the event would change another emitter's
+	// question) or "limit-exceeded" (the open questions are at their bound).
+	Code   string
+	Detail string
+}
+
+func (e *IngestError) Error() string { return e.Code + ": " + e.Detail }
+
+// Ingest records and publishes events that arrived from outside the
+// process, all or none: a question's lifecycle is accepted only from the
+// question's owner, a new question may not reuse the id of another
+// emitter's open question, and a new question that would take the open
+// questions past HubOptions.OpenBytes is refused. Who may write a source or
+// a session at all is the endpoint's to decide before calling Ingest.
+func (h *Hub) Ingest(evs []*aep.Event, raws [][]byte) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var adding int64
+	asked := map[string]*aep.Event{} // questions asked earlier in this batch
+	for i, ev := range evs {
+		id := questionOf(ev)
+		if id == "" {
+			continue
+		}
+		owner := h.open.owner(id)
+		if owner == nil {
+			owner = asked[id]
+		}
+		if why := ownerConflict(owner, ev); why != "" {
+			return &IngestError{Index: i, Code: "unauthorized", Detail: why}
+		}
+		if ev.Type != typeRequested || ev.Session == "" || owner != nil {
+			continue
+		}
+		asked[id] = ev
+		adding += deliverySize(&Delivery{Event: *ev, Raw: raws[i]})
+		if limited64(h.opts.OpenBytes, h.open.bytes+adding) {
+			return &IngestError{Index: i, Code: "limit-exceeded", Detail: fmt.Sprintf(
+				"the open questions held would exceed %d bytes (%d held); no question is dropped to make room, so this one is refused until others are settled",
+				h.opts.OpenBytes, h.open.bytes)}
+		}
+	}
+	for i, ev := range evs {
+		h.publishLocked(&Delivery{Event: *ev, Raw: raws[i]})
+	}
 	return nil
+}
+
+// OpenFrom returns how many open questions source has asked.
+func (h *Hub) OpenFrom(source string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	prefix := source + "\x00"
+	for k, c := range h.open.perSession {
+		if strings.HasPrefix(k, prefix) {
+			n += c
+		}
+	}
+	return n
+}
+
+// mustDeliver reports whether an event may never be dropped for a slow
+// subscriber: notice and above (AEP-0003 §8.4), a question's state, and
+// commands and their acks.
+func mustDeliver(ev *aep.Event) bool {
+	return ev.EffectiveSeverity() >= aep.SeverityNotice ||
+		strings.HasPrefix(ev.Type, "attention.") || strings.HasPrefix(ev.Type, "control.")
 }
 
 // fanOutLocked hands d to every matching subscriber. Subscribers share the
@@ -132,7 +248,7 @@ func (h *Hub) fanOutLocked(d *Delivery) {
 		select {
 		case s.c <- d:
 		default:
-			if ev.EffectiveSeverity() < aep.SeverityNotice {
+			if !mustDeliver(ev) {
 				s.mu.Lock()
 				s.dropped++
 				s.mu.Unlock()
@@ -155,60 +271,6 @@ func (h *Hub) Redeliver(ev aep.Event, raw []byte) error {
 	return nil
 }
 
-// From says where a subscription starts: live only (the zero value), after
-// given positions, or every buffered event (All).
-type From struct {
-	All       bool
-	Positions []Position
-}
-
-// SubscribeFrom adds a subscriber whose queue starts with the buffered
-// events the request selects (filtered), atomically with live delivery, so
-// nothing falls between replay and live. It reports positions that predate
-// the buffer.
-func (h *Hub) SubscribeFrom(f Filter, from From, n int) (*Subscription, []Exhausted) {
-	if n <= 0 {
-		n = DefaultQueue
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var backlog []*Delivery
-	var exhausted []Exhausted
-	switch {
-	case from.All:
-		for e := h.lru.Back(); e != nil; e = e.Prev() {
-			backlog = append(backlog, e.Value.(*ring).items...)
-		}
-	default:
-		for _, p := range from.Positions {
-			for _, r := range h.rings {
-				if r.session != p.Session {
-					continue
-				}
-				items, ex := r.after(p)
-				if ex {
-					first, _ := r.earliest()
-					exhausted = append(exhausted, Exhausted{Session: p.Session, Earliest: first})
-				}
-				backlog = append(backlog, items...)
-			}
-		}
-	}
-	kept := backlog[:0]
-	for _, d := range backlog {
-		if f == nil || f(&d.Event) {
-			kept = append(kept, d)
-		}
-	}
-	c := make(chan *Delivery, len(kept)+n)
-	for _, d := range kept {
-		c <- d
-	}
-	s := &Subscription{C: c, c: c, hub: h, filter: f}
-	h.subs[s] = struct{}{}
-	return s, exhausted
-}
-
 // Close ends every subscription.
 func (h *Hub) Close() {
 	h.mu.Lock()
@@ -229,12 +291,137 @@ func (h *Hub) removeLocked(s *Subscription) {
 	close(s.c)
 }
 
+// Subscription is one subscriber. It starts with a backlog (the open
+// questions it matches, then the replay it asked for), then receives live
+// events on C. The backlog never counts against the live queue: a
+// subscriber reading as fast as it can is never closed during its own
+// replay. Read Backlog first, then C until it is closed; then Err says why
+// (nil after Close).
+type Subscription struct {
+	// C delivers live events in publish order.
+	C <-chan *Delivery
+
+	hub    *Hub
+	c      chan *Delivery
+	filter Filter
+	// backlog belongs to the one goroutine that reads the subscription.
+	backlog      []*Delivery
+	open, replay int
+
+	// mu guards closed, err and dropped.
+	mu      sync.Mutex
+	closed  bool
+	err     error
+	dropped int
+}
+
+// ErrSlowSubscriber is the reason a subscription is closed when its queue
+// is full and an event that may not be dropped must be delivered.
+type ErrSlowSubscriber struct{ Dropped int }
+
+func (e ErrSlowSubscriber) Error() string {
+	return "subscriber too slow: its queue is full and an event that may not be dropped could not be delivered; resubscribe from the last position seen"
+}
+
+// Subscribe adds a live-only subscriber with a queue of n events (0 means
+// DefaultQueue). It starts with no backlog; SubscribeFrom gives one.
+func (h *Hub) Subscribe(f Filter, n int) *Subscription {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.addLocked(f, nil, n)
+}
+
+func (h *Hub) addLocked(f Filter, backlog []*Delivery, n int) *Subscription {
+	if n <= 0 {
+		n = DefaultQueue
+	}
+	c := make(chan *Delivery, n)
+	s := &Subscription{C: c, c: c, hub: h, filter: f, backlog: backlog}
+	h.subs[s] = struct{}{}
+	return s
+}
+
+// From says where a subscription's replay starts: nowhere (the zero value:
+// live only), after given positions, or every buffered event (All).
+type From struct {
+	All       bool
+	Positions []Position
+}
+
+// SubscribeFrom adds a subscriber with a live queue of n events (0 means
+// DefaultQueue) whose backlog is, atomically with live delivery so nothing
+// falls between them or arrives twice:
+//  1. every open question f matches, as its original attention.requested,
+//     oldest first, whatever replay has evicted;
+//  2. the buffered events from selects and f matches, minus those open
+//     questions (already delivered).
+//
+// It reports positions that predate the buffer.
+func (h *Hub) SubscribeFrom(f Filter, from From, n int) (*Subscription, []Exhausted) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	backlog := h.open.snapshot(f)
+	open := len(backlog)
+	keep := func(items []*Delivery) {
+		for _, d := range items {
+			if (f == nil || f(&d.Event)) && !h.open.has(d) {
+				backlog = append(backlog, d)
+			}
+		}
+	}
+	var exhausted []Exhausted
+	switch {
+	case from.All:
+		for e := h.lru.Back(); e != nil; e = e.Prev() {
+			keep(e.Value.(*ring).items)
+		}
+	default:
+		for _, p := range from.Positions {
+			for _, r := range h.rings {
+				if r.session != p.Session {
+					continue
+				}
+				items, ex := r.after(p)
+				if ex {
+					first, _ := r.earliest()
+					exhausted = append(exhausted, Exhausted{Session: p.Session, Earliest: first})
+				}
+				keep(items)
+			}
+		}
+	}
+	s := h.addLocked(f, backlog, n)
+	s.open, s.replay = open, len(backlog)-open
+	return s, exhausted
+}
+
 // Close ends the subscription.
 func (s *Subscription) Close() {
 	s.hub.mu.Lock()
 	defer s.hub.mu.Unlock()
 	s.hub.removeLocked(s)
 }
+
+// Backlog yields what the subscription starts with, each delivery once,
+// releasing each as it is read; stopping early leaves the rest for the
+// next call. Only the subscription's reader may call it.
+func (s *Subscription) Backlog() iter.Seq[*Delivery] {
+	return func(yield func(*Delivery) bool) {
+		for len(s.backlog) > 0 {
+			d := s.backlog[0]
+			s.backlog[0] = nil
+			s.backlog = s.backlog[1:]
+			if !yield(d) {
+				return
+			}
+		}
+		s.backlog = nil
+	}
+}
+
+// Counts returns how many open questions, then how many replayed events,
+// the backlog held when the subscription began.
+func (s *Subscription) Counts() (open, replay int) { return s.open, s.replay }
 
 // Err returns why the subscription ended, or nil.
 func (s *Subscription) Err() error {

@@ -26,7 +26,10 @@ type RawTarget interface {
 // Claim describes a live session an endpoint terminates, for command routing
 // and roster frames (AEP-0003 §4.1).
 type Claim struct {
-	Session  string
+	Session string
+	// Source is the session's source URI; a session of this process
+	// reserves it too, so no connection writes as it.
+	Source   string
 	Agent    string
 	Instance string
 	Accepts  []string
@@ -40,18 +43,28 @@ type Claim struct {
 	owner *socket // the emitter connection behind a remote claim
 }
 
-// AddClaim registers a live session that accepts commands.
+// AddClaim registers a session of this process that accepts commands. The
+// session, and its source, are then written only by its bridge: no
+// connection may write into them (see authorize).
 func (e *Endpoint) AddClaim(c Claim) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.claims = append(e.claims, c)
+	e.reserveLocal(c)
 }
 
-// RemoveClaim forgets a session's claim.
+// RemoveClaim forgets the claim of a session of this process that ended.
+// The session stays reserved among the most recent ended ones.
 func (e *Endpoint) RemoveClaim(session string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.claims = slices.DeleteFunc(e.claims, func(c Claim) bool { return c.Session == session })
+	e.claims = slices.DeleteFunc(e.claims, func(c Claim) bool {
+		if c.Session == session && c.owner == nil {
+			e.retireLocal(c)
+			return true
+		}
+		return false
+	})
 }
 
 // claimFor registers a remote emitter's claim on a session once.

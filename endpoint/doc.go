@@ -3,13 +3,30 @@
 // the WebSocket duplex binding (hello, subscriptions, roster, commands), the
 // SSE stream, event ingest, /healthz, and mounts the operators' inbox page.
 //
-// It sits on the return flow (bus → control → attention): it fans the hub's
-// events out to subscribers and routes each command to the one session that
-// claims it, through the small Target interface; it never decides a command
-// itself.
+// Every request first passes a guard: a Host that names neither the
+// address the request arrived on, localhost nor a loopback IP (on that
+// port), nor an allowed host, is refused (the DNS-rebinding defence), and so
+// is a browser request whose Origin is neither the endpoint's own nor an
+// allowed one; a request body has a read deadline. Other bridges join at
+// /join, where each side proves it knows the token before anything flows
+// (package proof); the token never crosses the wire there.
 //
-// Spec sections: AEP-0003 §3 (bindings: §3.2 ingest, §3.3 SSE, §3.4
-// discovery, §3.5 WebSocket), §4 and §4.1 (hello, roster), §5 (replay), §6
-// (attr-match subscriptions), §8 (authentication, backpressure); AEP-0004 §4
-// (command routing and connection-scoped refusals).
+// It sits on the return flow (bus → control → attention): it fans the hub's
+// events out to subscribers, each subscription starting with the open
+// questions it matches, and routes each command to the one session that
+// claims it, through the small Target interface; it never decides a command
+// itself. It decides who may write what: the sessions of this process are
+// written only by their bridge, a source only by the one live connection
+// that writes it, a question's lifecycle only by its owner, and consumers
+// send commands, never events (authority.go). Everything a peer sends is
+// bounded: each event in bytes, commands and requests in rate, with one
+// reply for each refused.
+//
+// Spec sections: AEP-0002 §7 (the attention lifecycle); AEP-0003 §3
+// (bindings: §3.2 ingest, §3.3 SSE, §3.4 discovery, §3.5 WebSocket and its
+// liveness), §4 and §4.1 (hello, roster), §4 rule 6 (the token proof and the
+// open-question snapshot advertised under capabilities.experimental), §5
+// (replay), §6 (attr-match subscriptions), §8 (authentication,
+// backpressure); AEP-0004 §4 (command routing, connection-scoped refusals,
+// §4.5 ambiguity).
 package endpoint

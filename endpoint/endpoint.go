@@ -8,9 +8,13 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
+	"github.com/agenteventprotocol/aep-mcp-bridge/proof"
 )
 
 // Options configure an Endpoint.
@@ -22,7 +26,11 @@ type Options struct {
 	Hub *bus.Hub
 	// Agent names the endpoint in its hello; "" means "aep-mcp-bridge".
 	Agent string
-	// MaxBody bounds a POSTed body and a WebSocket frame; 0 means 1 MiB.
+	// MaxEvent bounds one event: a POSTed event, one NDJSON line, one
+	// WebSocket frame. 0 means DefaultMaxEvent.
+	MaxEvent int64
+	// MaxBody bounds a POSTed body (an NDJSON batch); 0 means
+	// DefaultMaxBody. MaxEvent is lowered to it when above.
 	MaxBody int64
 	// Health reports extra /healthz members (relay, upstream); nil means
 	// none.
@@ -34,21 +42,56 @@ type Options struct {
 	// page, which carries no data and reads the token from the URL
 	// fragment (fragments never reach the server).
 	Root http.Handler
+	// AllowHosts are Host values served besides the address a request
+	// arrived on, localhost and loopback IPs (each with that port): "name"
+	// matches the name on any port, "name:port" that port only. Nil means
+	// none (--allow-host).
+	AllowHosts []string
+	// AllowOrigins are browser origins (scheme://host[:port]) allowed
+	// besides the endpoint's own; they get CORS headers. Nil means none
+	// (--allow-origin).
+	AllowOrigins []string
+	// BodyTimeout bounds reading a request's body, streams aside; 0 means
+	// DefaultBodyTimeout (60s).
+	BodyTimeout time.Duration
+
+	// Test knobs: the connection queue (0 means socketQueue), the
+	// liveness timers (0 means pingEvery and pongWait), and a hook run
+	// after a departed connection's sources are released.
+	queue               int
+	pingEvery, pongWait time.Duration
+	afterRelease        func()
 }
+
+// Default size bounds of what peers send.
+const (
+	DefaultMaxEvent = 1 << 20
+	DefaultMaxBody  = 4 << 20
+)
 
 // Endpoint serves the AEP bindings over HTTP: discovery, the WebSocket
 // duplex binding, SSE, ingest, and /healthz (AEP-0003 §3).
 //
 // An Endpoint is safe for concurrent use; Close ends every connection.
 type Endpoint struct {
-	opts Options
-	log  *slog.Logger
+	opts    Options
+	log     *slog.Logger
+	hosts   []allowedHost
+	origins []string
 
-	// mu guards claims, conns and closed.
-	mu     sync.Mutex
-	claims []Claim
-	conns  map[*socket]struct{}
-	closed bool
+	// mu guards the fields below.
+	mu      sync.Mutex
+	claims  []Claim
+	conns   map[*socket]struct{}
+	joining map[*websocket.Conn]struct{} // connections still proving the token
+	closed  bool
+	// localSessions and localSources are reserved for this process's own
+	// sessions, live and recently ended (retired, oldest first);
+	// sources maps a source to the connection that writes it.
+	localSessions map[string]bool
+	localSources  map[string]bool
+	retired       []Claim
+	sources       map[string]*sourceHolder
 }
 
 // New returns an endpoint.
@@ -59,54 +102,99 @@ func New(o Options) (*Endpoint, error) {
 	if o.Hub == nil {
 		return nil, errors.New("the AEP endpoint needs a hub")
 	}
+	if o.MaxEvent <= 0 {
+		o.MaxEvent = DefaultMaxEvent
+	}
 	if o.MaxBody <= 0 {
-		o.MaxBody = 1 << 20
+		o.MaxBody = DefaultMaxBody
+	}
+	o.MaxEvent = min(o.MaxEvent, o.MaxBody)
+	if o.queue <= 0 {
+		o.queue = socketQueue
+	}
+	if o.pingEvery <= 0 {
+		o.pingEvery = pingEvery
+	}
+	if o.pongWait <= 0 {
+		o.pongWait = pongWait
 	}
 	if o.Agent == "" {
 		o.Agent = "aep-mcp-bridge"
 	}
-	e := &Endpoint{opts: o, log: o.Logger, conns: map[*socket]struct{}{}}
+	if o.BodyTimeout <= 0 {
+		o.BodyTimeout = DefaultBodyTimeout
+	}
+	hosts, err := parseAllowHosts(o.AllowHosts)
+	if err != nil {
+		return nil, err
+	}
+	origins, err := parseAllowOrigins(o.AllowOrigins)
+	if err != nil {
+		return nil, err
+	}
+	e := &Endpoint{opts: o, log: o.Logger, hosts: hosts, origins: origins,
+		conns: map[*socket]struct{}{}, joining: map[*websocket.Conn]struct{}{},
+		localSessions: map[string]bool{}, localSources: map[string]bool{}, sources: map[string]*sourceHolder{}}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}
 	return e, nil
 }
 
-// Handler returns the HTTP handler of every binding.
+// Handler returns the HTTP handler of every binding. Every request passes
+// the Host and Origin guard first; every surface but /healthz, the inbox
+// page, discovery without credentials and the token proof at /join needs
+// the bearer token.
 func (e *Endpoint) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", e.healthz)
 	if e.opts.Root != nil {
 		mux.Handle("GET /{$}", e.opts.Root)
 	}
-	mux.Handle("GET /events", e.auth(http.HandlerFunc(e.discovery)))
-	mux.Handle("GET /.well-known/aep", e.auth(http.HandlerFunc(e.discovery)))
+	mux.HandleFunc("GET /events", e.discovery)
+	mux.HandleFunc("GET /.well-known/aep", e.discovery)
 	mux.Handle("POST /events", e.auth(http.HandlerFunc(e.ingest)))
 	mux.Handle("GET /socket", e.auth(http.HandlerFunc(e.serveSocket)))
 	mux.Handle("GET /stream", e.auth(http.HandlerFunc(e.serveStream)))
-	return mux
+	mux.HandleFunc("GET "+proof.Path, e.serveJoin)
+	return e.guard(mux)
 }
 
-// auth requires the bearer token, from the Authorization header or, for
-// browsers, ?access_token= (AEP-0003 §8.1). Tokens are compared in
-// constant time and never logged.
-func (e *Endpoint) auth(next http.Handler) http.Handler {
-	want := []byte(e.opts.Token)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := ""
-		if h := r.Header.Get("Authorization"); len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
-			got = strings.TrimSpace(h[7:])
-		} else if t := r.URL.Query().Get("access_token"); t != "" {
-			got = t
+// bearer returns the credential a request presents: the Authorization
+// header's bearer token or, for browsers, ?access_token= (AEP-0003 §8.1).
+func bearer(r *http.Request) (string, bool) {
+	if h := r.Header.Get("Authorization"); h != "" {
+		if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+			return strings.TrimSpace(h[7:]), true
 		}
-		if subtle.ConstantTimeCompare([]byte(got), want) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="aep"`)
-			writeError(w, http.StatusUnauthorized, "unauthorized",
-				"this endpoint needs the bridge's bearer token: send Authorization: Bearer <token> (or ?access_token= from a browser); the bridge prints where its token is stored when it starts")
+		return "", true
+	}
+	if t := r.URL.Query().Get("access_token"); t != "" {
+		return t, true
+	}
+	return "", false
+}
+
+// tokenOK compares a presented token with the endpoint's in constant time.
+func (e *Endpoint) tokenOK(got string) bool {
+	return subtle.ConstantTimeCompare([]byte(got), []byte(e.opts.Token)) == 1
+}
+
+// auth requires the bearer token. Tokens are never logged.
+func (e *Endpoint) auth(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if got, _ := bearer(r); !e.tokenOK(got) {
+			unauthorized(w)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+func unauthorized(w http.ResponseWriter) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="aep"`)
+	writeError(w, http.StatusUnauthorized, "unauthorized",
+		"this endpoint needs the bridge's bearer token: send Authorization: Bearer <token> (or ?access_token= from a browser); the bridge prints where its token is stored when it starts")
 }
 
 // httpError is the body of every refusal on the HTTP surfaces.
@@ -144,8 +232,23 @@ func (e *Endpoint) capabilities() *aep.Capabilities {
 		Capture:      []string{"none", "metadata", "redacted", "full"},
 		Control:      aep.NewControlCaps(e.accepts()).Raw(),
 		Roster:       json.RawMessage("{}"),
-		Experimental: json.RawMessage("{}"),
+		Experimental: experimental(),
 	}
+}
+
+// experimental advertises what this endpoint adds to AEP 0.1 (AEP-0003 §4
+// rule 6): every subscription starts with the open questions it matches,
+// counted in the subscribed frame (see subscribe).
+func experimental() json.RawMessage {
+	members := map[string]json.RawMessage{"open-questions": json.RawMessage(`{"snapshot":true}`)}
+	var proofs map[string]json.RawMessage
+	if json.Unmarshal(proof.Advertisement(), &proofs) == nil {
+		for k, v := range proofs {
+			members[k] = v
+		}
+	}
+	b, _ := json.Marshal(members) // raw members of valid JSON always encode
+	return b
 }
 
 // discoveryDoc is the discovery document (AEP-0003 §3.4).
@@ -156,13 +259,25 @@ type discoveryDoc struct {
 	Capabilities *aep.Capabilities `json:"capabilities"`
 }
 
+// discovery serves the discovery document. Without credentials it is the
+// public part only (aep, role, endpoints and the token-proof capability),
+// so a bridge can learn that this endpoint proves the token without sending
+// it; with the token it is whole; with a wrong token it is refused.
 func (e *Endpoint) discovery(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, discoveryDoc{
+	doc := discoveryDoc{
 		AEP:          []string{aep.Version},
 		Role:         "collector",
 		Endpoints:    map[string]string{"events": "/events", "stream": "/stream", "socket": "/socket"},
-		Capabilities: e.capabilities(),
-	})
+		Capabilities: &aep.Capabilities{Experimental: proof.Advertisement()},
+	}
+	if got, presented := bearer(r); presented {
+		if !e.tokenOK(got) {
+			unauthorized(w)
+			return
+		}
+		doc.Capabilities = e.capabilities()
+	}
+	writeJSON(w, http.StatusOK, doc)
 }
 
 // Connections returns the number of open WebSocket connections.
@@ -180,6 +295,9 @@ func (e *Endpoint) Close() {
 	conns := make([]*socket, 0, len(e.conns))
 	for c := range e.conns {
 		conns = append(conns, c)
+	}
+	for c := range e.joining {
+		c.Close() // a proof in progress ends; serveJoin cleans up
 	}
 	e.mu.Unlock()
 	for _, c := range conns {

@@ -32,40 +32,69 @@ func (r *recordingTarget) Submit(cmd aep.Event, authenticated bool) (string, str
 	return "", ""
 }
 
-func newTestEndpoint(t *testing.T) (*httptest.Server, *bus.Hub, *bus.Emitter, *recordingTarget) {
-	t.Helper()
-	hub := bus.NewHubSize(4, 8)
-	em, err := bus.NewEmitter(bus.EmitterOptions{Agent: "bridge", Session: "s1", Host: "h", Sinks: []bus.Sink{hub}, AttentionCapture: aep.CaptureRedacted})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ep, err := New(Options{Token: testToken, Hub: hub, MaxBody: 64 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tg := &recordingTarget{}
-	ep.AddClaim(Claim{Session: "s1", Agent: "bridge", Accepts: []string{"control.attention.respond"}, Target: tg})
-	srv := httptest.NewServer(ep.Handler())
-	t.Cleanup(func() { ep.Close(); srv.Close() })
-	return srv, hub, em, tg
+// fixture is an endpoint serving one local session, s1, over loopback.
+type fixture struct {
+	srv *httptest.Server
+	ep  *Endpoint
+	hub *bus.Hub
+	em  *bus.Emitter
+	tg  *recordingTarget
+	// released receives once each time a connection's sources are
+	// released (the endpoint noticed it left).
+	released chan struct{}
 }
 
-func emit(t *testing.T, em *bus.Emitter, typ string, data any) aep.Event {
+// newFixture starts an endpoint with a hub of hubOpts and the options o
+// (Token and Hub are filled in).
+func newFixture(t *testing.T, hubOpts bus.HubOptions, o Options) *fixture {
+	t.Helper()
+	f := &fixture{hub: bus.NewHubWith(hubOpts), tg: &recordingTarget{}, released: make(chan struct{}, 64)}
+	em, err := bus.NewEmitter(bus.EmitterOptions{Agent: "bridge", Session: "s1", Host: "h", Sinks: []bus.Sink{f.hub}, AttentionCapture: aep.CaptureRedacted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.em = em
+	o.Token, o.Hub = testToken, f.hub
+	o.afterRelease = func() { f.released <- struct{}{} }
+	if f.ep, err = New(o); err != nil {
+		t.Fatal(err)
+	}
+	f.ep.AddClaim(Claim{Session: "s1", Source: em.Source(), Agent: "bridge", Accepts: []string{"control.attention.respond"}, Target: f.tg})
+	f.srv = httptest.NewServer(f.ep.Handler())
+	t.Cleanup(func() { f.ep.Close(); f.srv.Close() })
+	return f
+}
+
+func newTestEndpoint(t *testing.T) (*httptest.Server, *bus.Hub, *bus.Emitter, *recordingTarget) {
+	t.Helper()
+	f := newFixture(t, bus.HubOptions{ReplayPerSession: 4, ReplaySessions: 8}, Options{MaxBody: 64 << 10})
+	return f.srv, f.hub, f.em, f.tg
+}
+
+// emit emits an event of the local session; a lifecycle event names its
+// question as subject.
+func emit(t *testing.T, em *bus.Emitter, typ string, data any, subject ...string) aep.Event {
 	t.Helper()
 	capture := aep.CaptureMetadata
 	if strings.HasPrefix(typ, "attention.") {
 		capture = aep.CaptureRedacted
 	}
-	ev, _, err := em.Emit(aep.Draft{Type: typ, Capture: capture, Severity: aep.SeverityNotice, Data: data})
+	d := aep.Draft{Type: typ, Capture: capture, Severity: aep.SeverityNotice, Data: data}
+	if len(subject) > 0 {
+		d.Subject = subject[0]
+	}
+	ev, _, err := em.Emit(d)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return ev
 }
 
+// TestAuthIsRequiredEverywhereButHealthz checks every data surface; discovery
+// without credentials is only its public part (see TestDiscoveryWithoutToken).
 func TestAuthIsRequiredEverywhereButHealthz(t *testing.T) {
 	srv, _, _, _ := newTestEndpoint(t)
-	for _, path := range []string{"/events", "/.well-known/aep", "/stream", "/socket"} {
+	for _, path := range []string{"/stream", "/socket"} {
 		resp, err := http.Get(srv.URL + path)
 		if err != nil {
 			t.Fatal(err)
@@ -156,7 +185,7 @@ func TestSocketHelloRules(t *testing.T) {
 func TestSocketSubscribeReplayLiveAndErrors(t *testing.T) {
 	srv, _, em, tg := newTestEndpoint(t)
 	first := emit(t, em, "session.started", nil)
-	emit(t, em, "attention.requested", aep.AttentionRequested{Kind: "input", Prompt: "mail ops@example.com?"})
+	asked := emit(t, em, "attention.requested", aep.AttentionRequested{Kind: "input", Prompt: "mail ops@example.com?"})
 	c := dial(t, srv)
 	c.hello()
 	// An invalid filter is refused in-band; the connection survives.
@@ -174,15 +203,17 @@ func TestSocketSubscribeReplayLiveAndErrors(t *testing.T) {
 		t.Fatalf("ping: %v", f)
 	}
 	c.send(`{"type":"subscribe","id":"a","filter":{"type":["attention.*","session.*"]},"from":"all","capture":"metadata"}`)
-	if f := c.read(); f["type"] != "subscribed" {
-		t.Fatalf("got %v", f)
+	if f := c.read(); f["type"] != "subscribed" || f["open"] != float64(1) || f["replay"] != float64(1) {
+		t.Fatalf("got %v; want subscribed with one open question and one replayed event", f)
+	}
+	// The open question comes first, down-leveled like any event; the
+	// replay follows without it.
+	req := c.read()
+	if req["id"] != asked.ID || req["capture"] != "metadata" || strings.Contains(req["data"].(map[string]any)["prompt"].(string), "ops@") {
+		t.Fatalf("got %v; want the open question first, at the metadata ceiling", req)
 	}
 	if ev := c.read(); ev["id"] != first.ID {
-		t.Fatalf("replay did not start with the first buffered event: %v", ev)
-	}
-	req := c.read()
-	if req["capture"] != "metadata" || strings.Contains(req["data"].(map[string]any)["prompt"].(string), "ops@") {
-		t.Fatalf("the capture ceiling was not applied: %v", req)
+		t.Fatalf("replay did not follow with the first buffered event: %v", ev)
 	}
 	live := emit(t, em, "attention.timeout", aep.AttentionTimeout{AfterMS: 5})
 	if ev := c.read(); ev["id"] != live.ID {
@@ -252,7 +283,7 @@ func TestStreamReplayAndResume(t *testing.T) {
 		return lines
 	}
 	lines := get("live=0&from=all", nil)
-	want := []string{"id: s1:0:0", "event: session.started", "data: ", "id: s1:0:1", "event: attention.timeout", "data: ", ": replay-complete"}
+	want := []string{": subscribed open=0 replay=2", "id: s1:0:0", "event: session.started", "data: ", "id: s1:0:1", "event: attention.timeout", "data: ", ": replay-complete"}
 	if len(lines) != len(want) {
 		t.Fatalf("got %q", lines)
 	}
@@ -261,11 +292,11 @@ func TestStreamReplayAndResume(t *testing.T) {
 			t.Errorf("line %d: %q; want prefix %q", i, lines[i], w)
 		}
 	}
-	if !strings.Contains(lines[2], a.ID) || !strings.Contains(lines[5], b.ID) {
+	if !strings.Contains(lines[3], a.ID) || !strings.Contains(lines[6], b.ID) {
 		t.Errorf("wrong events: %q", lines)
 	}
 	lines = get("live=0", map[string]string{"Last-Event-ID": "s1:0:0"})
-	if len(lines) != 4 || lines[0] != "id: s1:0:1" {
+	if len(lines) != 5 || lines[1] != "id: s1:0:1" {
 		t.Fatalf("resume after s1:0:0: %q", lines)
 	}
 	if lines := get("filter="+url.QueryEscape(`{"time":"x"}`), nil); len(lines) == 0 || !strings.Contains(lines[0], "invalid-filter") {

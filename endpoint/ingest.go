@@ -3,12 +3,14 @@ package endpoint
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
 )
 
 // ingest is POST /events (AEP-0003 §3.2): one event, or NDJSON.
@@ -24,39 +26,99 @@ func (e *Endpoint) ingest(w http.ResponseWriter, r *http.Request) {
 			"POST application/json (one event) or application/x-ndjson (one event per line)")
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, e.opts.MaxBody+1))
+	limit, tooLarge := e.opts.MaxBody, fmt.Sprintf("the body exceeds %d bytes (%s); send smaller batches", e.opts.MaxBody, sizeName(e.opts.MaxBody))
+	if mt == "application/json" {
+		limit, tooLarge = e.opts.MaxEvent, fmt.Sprintf("the event exceeds %d bytes (%s), the most this endpoint takes per event; send smaller events", e.opts.MaxEvent, sizeName(e.opts.MaxEvent))
+	}
+	body, err := readBody(r, limit)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid-event", "reading the body: "+err.Error())
 		return
 	}
-	if int64(len(body)) > e.opts.MaxBody {
-		writeError(w, http.StatusRequestEntityTooLarge, "too-large",
-			fmt.Sprintf("the body exceeds %d bytes; send smaller batches", e.opts.MaxBody))
+	if int64(len(body)) > limit {
+		writeError(w, http.StatusRequestEntityTooLarge, "too-large", tooLarge)
 		return
 	}
-	lines := [][]byte{body}
+	lines := [][]byte{bytes.TrimSpace(body)}
 	if mt == "application/x-ndjson" {
 		lines = splitLines(body, int(e.opts.MaxBody))
 	}
+	evs, refusal := e.parseBatch(lines)
+	if refusal != nil {
+		writeJSON(w, refusal.status, refusal.body)
+		return
+	}
+	if err := e.opts.Hub.Ingest(evs, lines); err != nil {
+		var ie *bus.IngestError
+		if !errors.As(err, &ie) {
+			writeError(w, http.StatusInternalServerError, "internal", err.Error())
+			return
+		}
+		status := http.StatusForbidden
+		if ie.Code == "limit-exceeded" {
+			status = http.StatusTooManyRequests
+		}
+		writeJSON(w, status, httpError{Error: ie.Code, Line: &ie.Index, Detail: ie.Detail})
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]int{"accepted": len(evs)})
+}
+
+// ingestRefusal is an HTTP refusal of a batch, naming its first bad line.
+type ingestRefusal struct {
+	status int
+	body   httpError
+}
+
+// parseBatch parses and checks every line before any is written: a batch
+// is accepted whole or refused whole (AEP-0003 §3.2), with the first
+// failing line's index.
+func (e *Endpoint) parseBatch(lines [][]byte) ([]*aep.Event, *ingestRefusal) {
+	refuse := func(status int, code string, i int, detail string) *ingestRefusal {
+		return &ingestRefusal{status, httpError{Error: code, Line: &i, Detail: detail}}
+	}
 	evs := make([]*aep.Event, 0, len(lines))
 	for i, l := range lines {
+		if int64(len(l)) > e.opts.MaxEvent {
+			return nil, refuse(http.StatusRequestEntityTooLarge, "too-large", i, fmt.Sprintf(
+				"event %d is %d bytes; this endpoint takes events of at most %d bytes (%s): send smaller events", i, len(l), e.opts.MaxEvent, sizeName(e.opts.MaxEvent)))
+		}
 		ev, err := aep.Parse(l)
 		if err != nil {
-			writeJSON(w, http.StatusBadRequest, httpError{Error: "invalid-event", Line: &i, Detail: err.Error()})
-			return
+			return nil, refuse(http.StatusBadRequest, "invalid-event", i, err.Error())
 		}
 		if aep.IsCommand(ev.Type) {
 			// Control flows only on the duplex binding (AEP-0004 §4.1).
-			writeJSON(w, http.StatusBadRequest, httpError{Error: "invalid-event", Line: &i,
-				Detail: "commands are accepted only on the WebSocket binding /socket"})
-			return
+			return nil, refuse(http.StatusBadRequest, "invalid-event", i, "commands are accepted only on the WebSocket binding /socket")
+		}
+		if why := e.authorize(nil, ev); why != "" {
+			return nil, refuse(http.StatusForbidden, "unauthorized", i, why)
 		}
 		evs = append(evs, ev)
 	}
-	for i, ev := range evs {
-		e.opts.Hub.Write(*ev, lines[i])
+	return evs, nil
+}
+
+// sizeName writes a byte count for people: 1 MiB, 64 KiB, or bytes.
+func sizeName(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
 	}
-	writeJSON(w, http.StatusAccepted, map[string]int{"accepted": len(evs)})
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// readBody reads at most limit+1 bytes of a request body, in one
+// allocation when the request says its length.
+func readBody(r *http.Request, limit int64) ([]byte, error) {
+	var buf bytes.Buffer
+	if n := r.ContentLength; n > 0 && n <= limit {
+		buf.Grow(int(n) + bytes.MinRead)
+	}
+	_, err := buf.ReadFrom(io.LimitReader(r.Body, limit+1))
+	return buf.Bytes(), err
 }
 
 // splitLines returns the non-blank lines of an NDJSON body.

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"slices"
 	"sync"
 	"time"
 
@@ -14,20 +13,39 @@ import (
 )
 
 const (
-	writeWait   = 10 * time.Second
+	// writeWait bounds every frame written.
+	writeWait = 10 * time.Second
+	// socketQueue bounds the events the subscriptions of one connection
+	// have handed to its writer, and, separately, the frames it answers
+	// its peer's requests with.
 	socketQueue = 1024
+	// pingEvery and pongWait are the liveness rules (AEP-0003 §3.5 rule 5,
+	// with WebSocket pings, which every client answers): a peer that has
+	// sent nothing, not even a pong, for pongWait is gone, and what it
+	// wrote is released.
+	pingEvery = 30 * time.Second
+	pongWait  = 90 * time.Second
 )
 
 var upgrader = websocket.Upgrader{
-	// The bearer token, not the Origin, authenticates a connection; the
-	// inbox is served from this endpoint and browsers send their origin.
+	// The endpoint's guard (guard.go) has already refused a foreign Origin
+	// before the upgrade, and it allows the --allow-origin list that the
+	// upgrader's own same-host check would refuse.
 	CheckOrigin: func(r *http.Request) bool { return true },
 }
 
 // socket is one WebSocket connection (AEP-0003 §3.5).
+//
+// Its writer sends two queues: ctrl, the frames the connection answers its
+// peer with (hello, subscribed, errors, pongs, rosters, and commands routed
+// to an emitter), and out, the events its subscriptions deliver. ctrl goes
+// first, so a reply never waits behind a replay and a replay never makes a
+// reply overflow; subscriptions wait for room in out, and their own live
+// queues in the hub decide when a consumer is too slow.
 type socket struct {
 	e    *Endpoint
 	conn *websocket.Conn
+	ctrl chan []byte
 	out  chan []byte
 	// bye carries the reason of an orderly close to the writer, which
 	// first lets every subscription deliver what it already holds, then
@@ -37,6 +55,13 @@ type socket struct {
 	wg        sync.WaitGroup // the writer and the forwarders
 	fwg       sync.WaitGroup // the forwarders alone
 	closeOnce sync.Once
+
+	// flood and warned belong to the reader goroutine.
+	flood  bucket
+	warned time.Time
+	// sources counts the sources this connection writes; the endpoint's
+	// mutex guards it.
+	sources int
 
 	// mu guards the fields below.
 	mu       sync.Mutex
@@ -58,9 +83,15 @@ func (e *Endpoint) serveSocket(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // the upgrader already answered
 	}
-	conn.SetReadLimit(e.opts.MaxBody)
-	s := &socket{e: e, conn: conn, out: make(chan []byte, socketQueue), bye: make(chan string, 1),
-		done: make(chan struct{}), subs: map[string]*socketSub{}}
+	e.runSocket(conn)
+}
+
+// runSocket serves an upgraded connection, from its hello to its close:
+// one from /socket, or one from /join whose peer proved the token.
+func (e *Endpoint) runSocket(conn *websocket.Conn) {
+	conn.SetReadLimit(e.opts.MaxEvent)
+	s := &socket{e: e, conn: conn, ctrl: make(chan []byte, e.opts.queue), out: make(chan []byte, e.opts.queue),
+		bye: make(chan string, 1), done: make(chan struct{}), subs: map[string]*socketSub{}}
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
@@ -72,29 +103,33 @@ func (e *Endpoint) serveSocket(w http.ResponseWriter, r *http.Request) {
 	s.wg.Add(1)
 	go s.writeLoop()
 	s.readLoop()
+	// Nothing more can come from the peer: what it wrote is released at
+	// once, so its reconnection is not refused while this one drains.
+	e.dropClaims(s)
+	e.releaseSources(s)
 	// The writer sends what is queued and a closing frame (unless one is
 	// already on its way), then closes; every goroutine ends with it.
 	s.shutdown("the connection ended")
 	s.wg.Wait()
-	e.dropClaims(s)
 	e.mu.Lock()
 	delete(e.conns, s)
 	e.mu.Unlock()
 }
 
-// send queues a frame (any frame struct) or an event's bytes. It drops
-// nothing silently: a connection whose queue is full is closed with a
-// reason (AEP-0003 §8.4).
+// send queues a frame (any frame struct) or a command's bytes on the
+// connection's reply queue. It drops nothing silently: a peer that sends
+// requests without reading the answers until the queue is full is closed
+// with a reason (AEP-0003 §8.4).
 func (s *socket) send(v any) {
 	b, ok := v.([]byte)
 	if !ok {
 		b = aep.EncodeFrame(v)
 	}
 	select {
-	case s.out <- b:
+	case s.ctrl <- b:
 	case <-s.done:
 	default:
-		s.shutdown("the consumer is too slow: its queue is full; reconnect and resume from the last position seen")
+		s.shutdown(fmt.Sprintf("the peer is not reading: %d answers to its requests are waiting; reconnect and resume from the last position seen", cap(s.ctrl)))
 	}
 }
 
@@ -107,12 +142,50 @@ func (s *socket) write(b []byte) error {
 	return s.conn.WriteMessage(websocket.TextMessage, b)
 }
 
-func (s *socket) writeLoop() {
-	defer s.wg.Done()
+// writeOrClose writes b, or closes the connection when it cannot.
+func (s *socket) writeOrClose(b []byte) bool {
+	if err := s.write(b); err != nil {
+		s.close()
+		return false
+	}
+	return true
+}
+
+// flushCtrl writes every reply queued now. An event taken from out is
+// written after it: a subscription's subscribed and replay-exhausted frames
+// are queued before its first event, so they always precede it.
+func (s *socket) flushCtrl() bool {
 	for {
 		select {
+		case b := <-s.ctrl:
+			if !s.writeOrClose(b) {
+				return false
+			}
+		default:
+			return true
+		}
+	}
+}
+
+func (s *socket) writeLoop() {
+	defer s.wg.Done()
+	ping := time.NewTicker(s.e.opts.pingEvery)
+	defer ping.Stop()
+	for {
+		if !s.flushCtrl() {
+			return
+		}
+		select {
+		case b := <-s.ctrl:
+			if !s.writeOrClose(b) {
+				return
+			}
 		case b := <-s.out:
-			if err := s.write(b); err != nil {
+			if !s.flushCtrl() || !s.writeOrClose(b) {
+				return
+			}
+		case <-ping.C:
+			if s.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(writeWait)) != nil {
 				s.close()
 				return
 			}
@@ -138,7 +211,7 @@ func (s *socket) shutdown(reason string) {
 	}
 }
 
-// drain ends the subscriptions and writes everything they and the queue
+// drain ends the subscriptions and writes everything they and the queues
 // hold. It runs on the writer.
 func (s *socket) drain() {
 	s.mu.Lock()
@@ -151,19 +224,18 @@ func (s *socket) drain() {
 	go func() { s.fwg.Wait(); close(forwarded) }()
 	for {
 		select {
+		case b := <-s.ctrl:
+			s.writeOrClose(b) // a failure ends the forwarders with done
 		case b := <-s.out:
-			if s.write(b) != nil {
-				s.close() // the forwarders end with done
+			if s.flushCtrl() {
+				s.writeOrClose(b)
 			}
 		case <-forwarded:
-			for {
-				select {
-				case b := <-s.out:
-					s.write(b)
-				default:
-					return
+			if s.flushCtrl() {
+				for len(s.out) > 0 && s.writeOrClose(<-s.out) {
 				}
 			}
+			return
 		}
 	}
 }
@@ -191,187 +263,4 @@ func (s *socket) close() {
 		}
 		s.mu.Unlock()
 	})
-}
-
-// Flood control: each connection may send frameBurst frames at once and
-// frameRate per second after that; frames beyond are refused in-band.
-const (
-	frameBurst = 512
-	frameRate  = 256
-)
-
-// bucket is a token bucket.
-type bucket struct {
-	tokens float64
-	last   time.Time
-}
-
-func (b *bucket) take(now time.Time) bool {
-	if b.last.IsZero() {
-		b.tokens, b.last = frameBurst, now
-	}
-	b.tokens = min(frameBurst, b.tokens+now.Sub(b.last).Seconds()*frameRate)
-	b.last = now
-	if b.tokens < 1 {
-		return false
-	}
-	b.tokens--
-	return true
-}
-
-func (s *socket) readLoop() {
-	var flood bucket
-	var warned time.Time
-	for {
-		kind, data, err := s.conn.ReadMessage()
-		if err != nil {
-			return
-		}
-		if now := time.Now(); !flood.take(now) {
-			if now.Sub(warned) > time.Second {
-				warned = now
-				var probe struct {
-					ID string `json:"id"`
-				}
-				json.Unmarshal(data, &probe)
-				s.errorFrame("", probe.ID, "limit-exceeded", fmt.Sprintf("more than %d frames per second; frames are being refused, slow down", frameRate))
-			}
-			continue
-		}
-		if kind == websocket.BinaryMessage {
-			s.errorFrame("", "", "unsupported", "binary frames are reserved in AEP 0.1; send JSON text frames")
-			continue
-		}
-		if !s.dispatch(data) {
-			return
-		}
-	}
-}
-
-// dispatch handles one text frame; it returns false to end the connection.
-func (s *socket) dispatch(data []byte) bool {
-	f, err := aep.DecodeFrame(data)
-	if err != nil {
-		s.errorFrame("", "", "invalid-frame", err.Error())
-		return true
-	}
-	s.mu.Lock()
-	hello := s.hello
-	s.mu.Unlock()
-	if !hello {
-		if f.Type != aep.FrameHello {
-			s.errorFrame("", "", "hello-required", "the first frame must be hello (AEP-0003 §3.5)")
-			s.shutdown("hello required")
-			return false
-		}
-		return s.handleHello(f)
-	}
-	if aep.IsEventType(f.Type) {
-		s.handleEvent(data)
-		return true
-	}
-	switch f.Type {
-	case aep.FrameSubscribe:
-		s.subscribe(f)
-	case aep.FrameUnsubscribe:
-		s.unsubscribe(f.ID)
-	case aep.FramePing:
-		s.send(aep.Ping{Type: aep.FramePong, T: f.T})
-	case aep.FrameRoster:
-		s.roster(f.ID)
-	case aep.FrameClosing:
-		return false
-	default:
-		// Unknown frame types are ignored (AEP-0003 §2).
-	}
-	return true
-}
-
-func (s *socket) handleHello(f aep.Frame) bool {
-	if !slices.Contains(f.Versions, aep.Version) {
-		s.send(aep.ErrorFrame{Type: aep.FrameError, Code: "version-unsupported", Versions: []string{aep.Version},
-			Detail: "this endpoint speaks AEP " + aep.Version})
-		s.shutdown("version unsupported")
-		return false
-	}
-	s.mu.Lock()
-	s.hello, s.role = true, f.Role
-	s.agent, s.instance, s.emits = f.Identity.Agent, f.Identity.Instance, f.Capabilities.Emits
-	if c := f.Capabilities.Control; len(c) > 0 && string(c) != "null" {
-		s.control = c
-		s.accepts = f.Capabilities.Accepts()
-	}
-	s.mu.Unlock()
-	s.send(aep.NewHello(aep.RoleBoth, aep.Identity{Agent: s.e.opts.Agent}, s.e.capabilities()))
-	return true
-}
-
-// handleEvent takes an event sent on the connection: a command is routed
-// to the session that owns it; anything else is ingested.
-func (s *socket) handleEvent(data []byte) {
-	ev, err := aep.Parse(data)
-	if err != nil {
-		var probe struct {
-			ID string `json:"id"`
-		}
-		json.Unmarshal(data, &probe)
-		s.errorFrame("", probe.ID, "invalid-event", err.Error())
-		return
-	}
-	if !aep.IsCommand(ev.Type) {
-		s.mu.Lock()
-		emitter := s.role == aep.RoleEmitter || s.role == aep.RoleBoth
-		s.mu.Unlock()
-		if emitter && ev.Session != "" && ev.Seq != nil {
-			// An emitter owns the sessions it sequences: commands for
-			// them are routed to this connection.
-			s.e.claimFor(s, ev.Session)
-		}
-		s.e.opts.Hub.Write(*ev, data)
-		return
-	}
-	s.command(ev, data)
-}
-
-// command routes a command to the one session that claims it (AEP-0004 §4).
-func (s *socket) command(ev *aep.Event, data []byte) {
-	claim, code := s.e.route(ev.Session)
-	if code != "" {
-		// AEP-0004 §4.2: a connection-scoped refusal; it never enters
-		// the session's history.
-		detail := fmt.Sprintf("no connected emitter owns session %q", ev.Session)
-		if code == "ambiguous" {
-			detail = fmt.Sprintf("more than one live emitter claims session %q; the command was not delivered", ev.Session)
-		}
-		s.errorFrame("", ev.ID, code, detail)
-		return
-	}
-	if !slices.Contains(claim.Accepts, ev.Type) {
-		s.errorFrame("", ev.ID, "unsupported", fmt.Sprintf("session %q accepts %v, not %s", ev.Session, claim.Accepts, ev.Type))
-		return
-	}
-	var code2, detail2 string
-	if rt, ok := claim.Target.(RawTarget); ok {
-		code2, detail2 = rt.SubmitRaw(data)
-	} else {
-		code2, detail2 = claim.Target.Submit(*ev, true)
-	}
-	if code2 != "" {
-		s.errorFrame("", ev.ID, code2, detail2)
-	}
-}
-
-func (s *socket) roster(id string) {
-	if id == "" {
-		s.errorFrame("", "", "invalid-filter", "roster needs an id")
-		return
-	}
-	s.mu.Lock()
-	role := s.role
-	s.mu.Unlock()
-	if role == aep.RoleEmitter {
-		s.errorFrame(id, "", "unauthorized", "roster is answered on consumer connections only")
-		return
-	}
-	s.send(aep.Roster{Type: aep.FrameRoster, ID: id, Entries: s.e.rosterEntries()})
 }

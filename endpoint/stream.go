@@ -1,9 +1,11 @@
 package endpoint
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -29,7 +31,7 @@ func (e *Endpoint) serveStream(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "internal", "streaming unsupported")
 		return
 	}
-	sub, exhausted := e.opts.Hub.SubscribeFrom(req.filter.Match, req.from, bus.DefaultQueue)
+	sub, exhausted := e.opts.Hub.SubscribeFrom(req.filter.Match, req.from, subscriptionQueue)
 	defer sub.Close()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -39,8 +41,12 @@ func (e *Endpoint) serveStream(w http.ResponseWriter, r *http.Request) {
 	for _, x := range exhausted {
 		fmt.Fprintf(w, ": replay-exhausted %s %d:%d\n\n", x.Session, x.Earliest.Epoch, x.Earliest.Seq)
 	}
+	// The counts of the subscribed frame (see subscribe), as a comment.
+	open, replay := sub.Counts()
+	fmt.Fprintf(w, ": subscribed open=%d replay=%d\n\n", open, replay)
 	fl.Flush()
-	st := &sseStream{w: w, fl: fl, ceiling: req.ceiling}
+	st := &sseStream{w: w, rc: http.NewResponseController(w), ceiling: req.ceiling}
+	defer st.rc.SetWriteDeadline(time.Time{}) // the connection may serve another request
 	if r.URL.Query().Get("live") == "0" {
 		st.replay(sub)
 		return
@@ -75,27 +81,81 @@ func parseStreamQuery(r *http.Request) (subscription, error) {
 // sseStream writes deliveries as server-sent events.
 type sseStream struct {
 	w       http.ResponseWriter
-	fl      http.Flusher
+	rc      *http.ResponseController
 	ceiling aep.Capture
 }
 
+// flush sends what is written, within writeWait: a consumer that stops
+// reading ends its stream instead of holding its subscription forever.
+func (st *sseStream) flush() bool {
+	st.rc.SetWriteDeadline(time.Now().Add(writeWait))
+	return st.rc.Flush() == nil
+}
+
+// backlog writes the open questions and the replay the subscription
+// starts with; it returns false when the consumer is gone.
+func (st *sseStream) backlog(sub *bus.Subscription) bool {
+	n := 0
+	for d := range sub.Backlog() {
+		st.event(d)
+		if n++; n%64 == 0 && !st.flush() {
+			return false
+		}
+	}
+	return st.flush()
+}
+
 // event writes one delivery, down-leveled to the stream's ceiling; its id
-// is {session}:{epoch}:{seq} when it has a position.
+// is {session}:{epoch}:{seq} when it has a position. Whatever the event
+// holds, it cannot end a field early or start another (AEP-0003 §3.3):
+// id and event fields that would hold a line break or NUL are left out
+// (with a comment saying so), and every line of the data gets its own
+// "data:" prefix.
 func (st *sseStream) event(d *bus.Delivery) {
 	b, err := downlevel(d, st.ceiling)
 	if err != nil {
 		return
 	}
 	if d.Event.Seq != nil {
-		fmt.Fprintf(st.w, "id: %s:%d:%d\n", d.Event.Session, d.Event.EpochOrZero(), *d.Event.Seq)
+		writeField(st.w, "id", fmt.Sprintf("%s:%d:%d", d.Event.Session, d.Event.EpochOrZero(), *d.Event.Seq))
 	}
-	fmt.Fprintf(st.w, "event: %s\ndata: %s\n\n", d.Event.Type, b)
+	writeField(st.w, "event", d.Event.Type)
+	for len(b) > 0 {
+		i := bytes.IndexAny(b, "\r\n")
+		if i < 0 {
+			i = len(b)
+		}
+		io.WriteString(st.w, "data: ")
+		st.w.Write(b[:i])
+		io.WriteString(st.w, "\n")
+		b = b[i:]
+		if bytes.HasPrefix(b, []byte("\r\n")) {
+			b = b[2:]
+		} else if len(b) > 0 {
+			b = b[1:]
+		}
+	}
+	io.WriteString(st.w, "\n")
 }
 
-// replay writes what the subscription already holds, then a marker
-// (live=0). A subscription closed for slowness ends the stream without the
-// marker, so the consumer knows the replay is incomplete.
+// writeField writes one SSE field, or a comment in its place when the value
+// holds a character that would break the framing.
+func writeField(w io.Writer, name, value string) {
+	if strings.ContainsAny(value, "\r\n\x00") {
+		fmt.Fprintf(w, ": %s left out: it holds a line break or NUL\n", name)
+		return
+	}
+	fmt.Fprintf(w, "%s: %s\n", name, value)
+}
+
+// replay writes what the subscription starts with and what it already
+// holds, then a marker (live=0). A subscription closed for slowness ends
+// the stream without the marker, so the consumer knows the replay is
+// incomplete.
 func (st *sseStream) replay(sub *bus.Subscription) {
+	if !st.backlog(sub) {
+		return
+	}
 	for done := false; !done; {
 		select {
 		case d, ok := <-sub.C:
@@ -108,12 +168,15 @@ func (st *sseStream) replay(sub *bus.Subscription) {
 		}
 	}
 	fmt.Fprint(st.w, ": replay-complete\n\n")
-	st.fl.Flush()
+	st.flush()
 }
 
-// live writes deliveries as they come, with a heartbeat, until the client
-// goes or the subscription ends.
+// live writes the backlog, then deliveries as they come, with a
+// heartbeat, until the client goes or the subscription ends.
 func (st *sseStream) live(ctx context.Context, sub *bus.Subscription) {
+	if !st.backlog(sub) {
+		return
+	}
 	tick := time.NewTicker(sseHeartbeat)
 	defer tick.Stop()
 	for {
@@ -124,10 +187,14 @@ func (st *sseStream) live(ctx context.Context, sub *bus.Subscription) {
 				return
 			}
 			st.event(d)
-			st.fl.Flush()
+			if !st.flush() {
+				return
+			}
 		case <-tick.C:
 			fmt.Fprint(st.w, ": ping\n\n")
-			st.fl.Flush()
+			if !st.flush() {
+				return
+			}
 		case <-ctx.Done():
 			return
 		}

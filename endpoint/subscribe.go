@@ -15,6 +15,9 @@ const (
 	maxSubscriptions = 64
 	// maxPositions bounds the resume positions of one request.
 	maxPositions = bus.DefaultReplaySessions
+	// subscriptionQueue is each subscription's live queue in the hub. The
+	// backlog does not count against it.
+	subscriptionQueue = 4096
 )
 
 type socketSub struct {
@@ -87,18 +90,22 @@ func (s *socket) subscribe(f aep.Frame) {
 		s.errorFrame(f.ID, "", "limit-exceeded", fmt.Sprintf("at most %d subscriptions per connection", maxSubscriptions))
 		return
 	}
-	s.send(aep.Ref{Type: aep.FrameSubscribed, ID: f.ID})
-	sub, exhausted := s.e.opts.Hub.SubscribeFrom(req.filter.Match, req.from, bus.DefaultQueue)
-	for _, x := range exhausted {
-		s.send(aep.ReplayExhausted{Type: aep.FrameReplayExhausted, Sub: f.ID, Session: x.Session,
-			Earliest: aep.Earliest{Epoch: x.Earliest.Epoch, Seq: x.Earliest.Seq}})
-	}
+	sub, exhausted := s.e.opts.Hub.SubscribeFrom(req.filter.Match, req.from, subscriptionQueue)
 	ss := &socketSub{id: f.ID, sub: sub, ceiling: req.ceiling, last: map[string]bus.Position{}}
 	s.mu.Lock()
 	if s.draining {
 		s.mu.Unlock()
 		sub.Close() // the connection is closing: nothing more is delivered
 		return
+	}
+	// The frames go out before the forwarder hands over its first event
+	// (the writer sends replies first): subscribed, then replay-exhausted
+	// ahead of any replayed event (AEP-0003 §5).
+	open, replay := sub.Counts()
+	s.send(aep.Subscribed{Type: aep.FrameSubscribed, ID: f.ID, Open: open, Replay: replay})
+	for _, x := range exhausted {
+		s.send(aep.ReplayExhausted{Type: aep.FrameReplayExhausted, Sub: f.ID, Session: x.Session,
+			Earliest: aep.Earliest{Epoch: x.Earliest.Epoch, Seq: x.Earliest.Seq}})
 	}
 	s.subs[f.ID] = ss
 	s.wg.Add(1)
@@ -107,12 +114,19 @@ func (s *socket) subscribe(f aep.Frame) {
 	go s.forward(ss)
 }
 
-// forward moves one subscription's deliveries to the connection. It waits
-// for room in the connection's queue: backpressure is the hub's, which
-// closes a subscription that falls behind with a reason (AEP-0003 §8.4).
+// forward moves one subscription's deliveries to the connection: its
+// backlog (open questions, then replay), then live events. It waits for
+// room in the connection's queue: backpressure is the hub's, which closes a
+// subscription whose live queue overflows with a reason (AEP-0003 §8.4);
+// the backlog never counts against that queue.
 func (s *socket) forward(ss *socketSub) {
 	defer s.wg.Done()
 	defer s.fwg.Done()
+	for d := range ss.sub.Backlog() {
+		if !s.deliver(ss, d) {
+			return
+		}
+	}
 	for {
 		select {
 		case d, ok := <-ss.sub.C:
@@ -122,24 +136,33 @@ func (s *socket) forward(ss *socketSub) {
 				}
 				return
 			}
-			b, err := downlevel(d, ss.ceiling)
-			if err != nil {
-				continue
-			}
-			select {
-			case s.out <- b:
-			case <-s.done:
+			if !s.deliver(ss, d) {
 				return
-			}
-			if d.Event.Seq != nil {
-				s.mu.Lock()
-				ss.last[d.Event.Session] = bus.Position{Session: d.Event.Session, Epoch: d.Event.EpochOrZero(), Seq: *d.Event.Seq}
-				s.mu.Unlock()
 			}
 		case <-s.done:
 			return
 		}
 	}
+}
+
+// deliver queues one delivery, down-leveled to the subscription's ceiling,
+// and records its position; it returns false once the connection is done.
+func (s *socket) deliver(ss *socketSub, d *bus.Delivery) bool {
+	b, err := downlevel(d, ss.ceiling)
+	if err != nil {
+		return true
+	}
+	select {
+	case s.out <- b:
+	case <-s.done:
+		return false
+	}
+	if d.Event.Seq != nil {
+		s.mu.Lock()
+		ss.last[d.Event.Session] = bus.Position{Session: d.Event.Session, Epoch: d.Event.EpochOrZero(), Seq: *d.Event.Seq}
+		s.mu.Unlock()
+	}
+	return true
 }
 
 func (s *socket) unsubscribe(id string) {

@@ -1,7 +1,6 @@
 package operator
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +15,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/sse"
 )
 
 // Client talks to one AEP endpoint.
@@ -104,61 +104,112 @@ func (c *Client) Stream(ctx context.Context, q url.Values, fn func(ev *aep.Event
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		return fmt.Errorf("GET /stream: %s: %s", resp.Status, strings.TrimSpace(string(b)))
 	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	for sc.Scan() {
-		line := sc.Bytes()
-		if len(line) < 6 || string(line[:6]) != "data: " {
-			continue
-		}
-		raw := append([]byte(nil), line[6:]...)
-		ev, err := aep.Parse(raw)
+	r := sse.NewReader(resp.Body, sse.Options{})
+	for {
+		e, err := r.Next()
 		if err != nil {
-			continue
+			if err == io.EOF || ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("reading the event stream of %s: %w", c.Endpoint, err)
 		}
-		if !fn(ev, raw) {
+		ev, err := aep.Parse(e.Data)
+		if err != nil {
+			continue // AEP-0003 §3.3: an event's data is one envelope; skip anything else
+		}
+		if !fn(ev, e.Data) {
 			return nil
 		}
 	}
-	if err := sc.Err(); err != nil && ctx.Err() == nil {
-		return err
-	}
-	return nil
 }
 
-// Pending lists the questions the endpoint holds that have no terminal yet,
-// oldest first.
+// Pending lists the open questions the endpoint holds, oldest first. It
+// reads the open-question snapshot every subscription of this bridge's
+// endpoint starts with: a live-only subscription to attention.requested,
+// whose subscribed frame counts the open questions that follow it (the
+// experimental capability "open-questions"). Every open question is listed,
+// whatever the endpoint's replay has evicted, each once.
 func (c *Client) Pending(ctx context.Context) ([]Question, error) {
-	q := url.Values{"live": {"0"}, "from": {"all"}, "filter": {`{"type":["attention.*"]}`}}
-	open := map[string]*Question{}
-	var order []string
-	err := c.Stream(ctx, q, func(ev *aep.Event, _ []byte) bool {
-		switch ev.Type {
-		case "attention.requested":
-			var d aep.AttentionRequested
-			json.Unmarshal(ev.Data, &d)
-			t, _ := time.Parse(time.RFC3339Nano, ev.Time)
-			if _, dup := open[ev.ID]; !dup {
-				order = append(order, ev.ID)
-			}
-			open[ev.ID] = &Question{ID: ev.ID, Session: ev.Session, Agent: ev.Agent, Server: ev.Subject, Prompt: d.Prompt,
-				Kind: d.Kind, Asked: t, ExpiresAt: d.ExpiresAt, RespondVia: d.RespondVia, Options: d.Options, Fields: d.Fields}
-		case "attention.resolved", "attention.timeout":
-			delete(open, ev.Subject)
-		}
-		return true
-	})
+	conn, err := c.dialSocket(ctx)
 	if err != nil {
 		return nil, err
 	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	write := func(frame any) error { return conn.WriteMessage(websocket.TextMessage, aep.EncodeFrame(frame)) }
+	if err := write(aep.NewHello(aep.RoleConsumer, aep.Identity{Agent: c.agent()}, nil)); err != nil {
+		return nil, err
+	}
+	filter := json.RawMessage(`{"type":["attention.requested"]}`)
+	if err := write(aep.Subscribe{Type: aep.FrameSubscribe, ID: "pending", Filter: filter}); err != nil {
+		return nil, err
+	}
 	out := []Question{}
-	for _, id := range order {
-		if q, ok := open[id]; ok {
-			out = append(out, *q)
+	seen := map[string]bool{}
+	for want := -1; want < 0 || len(seen) < want; {
+		_, b, err := conn.ReadMessage()
+		if err != nil {
+			return nil, fmt.Errorf("reading the open questions from %s: %w", c.Endpoint, err)
+		}
+		if want, err = snapshotFrame(b, want); err != nil {
+			return nil, err
+		}
+		q, ok := requested(b)
+		if ok && want >= 0 && !seen[q.source+"\x00"+q.ID] {
+			seen[q.source+"\x00"+q.ID] = true
+			out = append(out, q.Question)
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Asked.Before(out[j].Asked) })
 	return out, nil
+}
+
+// snapshotFrame reads the frames of Pending's subscription: the subscribed
+// frame gives how many open questions follow; an error frame about it
+// ends the listing. It returns want, updated.
+func snapshotFrame(b []byte, want int) (int, error) {
+	var f struct {
+		Type   string `json:"type"`
+		ID     string `json:"id"`
+		Code   string `json:"code"`
+		Detail string `json:"detail"`
+		Open   *int   `json:"open"`
+	}
+	if json.Unmarshal(b, &f) != nil || f.ID != "pending" {
+		return want, nil
+	}
+	switch f.Type {
+	case aep.FrameError:
+		return want, fmt.Errorf("the endpoint refused to list its open questions: %s %s", f.Code, f.Detail)
+	case aep.FrameSubscribed:
+		if f.Open == nil {
+			return want, errors.New("the endpoint does not count its open questions (the open-questions capability of aep-mcp-bridge); point --endpoint at a bridge's endpoint")
+		}
+		return *f.Open, nil
+	}
+	return want, nil
+}
+
+// sourced is a question with the source that asked it.
+type sourced struct {
+	Question
+	source string
+}
+
+// requested reads a Question from an attention.requested event's bytes.
+func requested(b []byte) (sourced, bool) {
+	var ev struct {
+		ID, Type, Source, Session, Agent, Subject, Time string
+		Data                                            aep.AttentionRequested
+	}
+	if json.Unmarshal(b, &ev) != nil || ev.Type != "attention.requested" || ev.ID == "" || ev.Session == "" {
+		return sourced{}, false
+	}
+	t, _ := time.Parse(time.RFC3339Nano, ev.Time)
+	d := ev.Data
+	return sourced{Question{ID: ev.ID, Session: ev.Session, Agent: ev.Agent, Server: ev.Subject, Prompt: d.Prompt,
+		Kind: d.Kind, Asked: t, ExpiresAt: d.ExpiresAt, RespondVia: d.RespondVia, Options: d.Options, Fields: d.Fields}, ev.Source}, true
 }
 
 // Ack is the outcome of sending a command.
@@ -182,8 +233,8 @@ var ErrNoAck = errors.New("no ack within the window")
 // send; returning false drops the connection (tests use it).
 //
 // When no attempt could connect, the error matches ErrUnreachable: the
-// command was never sent. When it was sent and no ack came, the error
-// matches ErrNoAck.
+// command was never sent. When it was sent and no ack came, the error is a
+// *NoAckError, which matches ErrNoAck.
 func (c *Client) Respond(ctx context.Context, q Question, answer aep.Answer, window time.Duration, hook func(attempt int) bool) (Ack, error) {
 	data, _ := json.Marshal(aep.Respond{Answer: answer})
 	cmd := aep.Event{AEP: aep.Version, ID: aep.NewID(), Type: "control.attention.respond", Subject: q.ID, Cause: q.ID,
@@ -252,21 +303,30 @@ func (c *Client) socketURL() (string, error) {
 	return u.String(), nil
 }
 
-// sendOnce connects, subscribes to the command's acks, sends it and waits.
-// sent reports whether the command went out on this connection.
-func (c *Client) sendOnce(ctx context.Context, id string, raw []byte, keep func() bool) (ack Ack, sent bool, err error) {
+// dialSocket opens the endpoint's WebSocket with the token.
+func (c *Client) dialSocket(ctx context.Context) (*websocket.Conn, error) {
 	u, err := c.socketURL()
 	if err != nil {
-		return Ack{}, false, err
+		return nil, err
 	}
 	conn, resp, err := websocket.DefaultDialer.DialContext(ctx, u, http.Header{"Authorization": {"Bearer " + c.Token}})
 	if err != nil {
 		if resp != nil && resp.StatusCode == http.StatusUnauthorized {
-			return Ack{}, false, errors.New("the endpoint refused the token: pass --token or set AEP_TOKEN to the bridge's token")
+			return nil, errors.New("the endpoint refused the token: pass --token or set AEP_TOKEN to the bridge's token")
 		}
 		if resp == nil && ctx.Err() == nil {
-			return Ack{}, false, &unreachable{c.Endpoint, err}
+			return nil, &unreachable{c.Endpoint, err}
 		}
+		return nil, fmt.Errorf("connecting to %s: %w", c.Endpoint, err)
+	}
+	return conn, nil
+}
+
+// sendOnce connects, subscribes to the command's acks, sends it and waits.
+// sent reports whether the command went out on this connection.
+func (c *Client) sendOnce(ctx context.Context, id string, raw []byte, keep func() bool) (ack Ack, sent bool, err error) {
+	conn, err := c.dialSocket(ctx)
+	if err != nil {
 		return Ack{}, false, err
 	}
 	defer conn.Close()

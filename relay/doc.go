@@ -6,9 +6,19 @@
 // reconnects with backoff, and pending questions are re-announced with
 // their original ids.
 //
+// The token never goes to an unproven peer. Before each connection the link
+// asks the peer's discovery, without credentials, whether it offers the
+// token proof (package proof); if so, the link proves the token at
+// {base}/join and the token never crosses the wire, and from then on the
+// link never sends it in clear to that address. A peer without the proof
+// gets the bearer token only over TLS or on a loopback address, and the hub
+// on the listen port (JoinHub) never: it must prove the token.
+//
 // It sits at the end of the outbound flow (a Sink of the session emitters)
 // and the start of the return flow (commands go to a Target).
 //
-// Spec sections: AEP-0003 §3.5 and §4 (the WebSocket binding and hello, as
-// an emitter), §5 (redelivery), AEP-0004 §4 (commands routed by a relay).
+// Spec sections: AEP-0003 §3.4 (discovery), §3.5 and §4 (the WebSocket
+// binding and hello, as an emitter; the proof is advertised under
+// capabilities.experimental, §4 rule 6), §5 (redelivery), §8.1 (TLS and
+// bearer tokens off-host), AEP-0004 §4 (commands routed by a relay).
 package relay

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -34,8 +35,17 @@ type LinkOptions struct {
 	// URL is the relay's socket (ws://host:port/socket); an http(s) base
 	// URL is accepted and pointed at its /socket.
 	URL string
-	// Token is the bearer token presented to the relay.
+	// Token is the shared token. A relay that offers the token proof
+	// (package proof) is linked by proving it, and the token never crosses
+	// the wire; one that does not gets it as a bearer token only over TLS
+	// (wss) or on a loopback address.
 	Token string
+	// RequireProof refuses a peer that does not prove the token, whatever
+	// the URL: the hub on the listen port, whose holder is unknown.
+	RequireProof bool
+	// Dial opens the link's connections (discovery and WebSocket); nil
+	// means a net.Dialer.
+	Dial DialFunc
 	// Agent and Instance identify this emitter in its hello.
 	Agent, Instance string
 	// Accepts lists the commands this emitter accepts.
@@ -62,12 +72,16 @@ type LinkOptions struct {
 //
 // A Link is a Sink. It is safe for concurrent use; Run owns its goroutines.
 type Link struct {
-	opts LinkOptions
-	log  *slog.Logger
-	url  string
+	opts   LinkOptions
+	log    *slog.Logger
+	url    string
+	to     targets
+	client *http.Client
+	dialer *websocket.Dialer
 
 	// mu guards the fields below.
 	mu        sync.Mutex
+	proven    bool // the peer proved the token once: never send it in clear
 	target    Target
 	queue     [][]byte
 	sev       []aep.Severity
@@ -97,7 +111,15 @@ func NewLink(o LinkOptions) (*Link, error) {
 	if o.MaxBackoff <= 0 {
 		o.MaxBackoff = 10 * time.Second
 	}
-	l := &Link{opts: o, log: o.Logger, url: u, wake: make(chan struct{}, 1)}
+	if o.Dial == nil {
+		o.Dial = (&net.Dialer{}).DialContext
+	}
+	to, err := targetsOf(u)
+	if err != nil {
+		return nil, err
+	}
+	l := &Link{opts: o, log: o.Logger, url: u, to: to, client: discoveryClient(o.Dial),
+		dialer: &websocket.Dialer{HandshakeTimeout: 10 * time.Second, NetDialContext: o.Dial}, wake: make(chan struct{}, 1)}
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
 	}
@@ -214,7 +236,11 @@ func (l *Link) Run(ctx context.Context) {
 		if errors.Is(err, errConnected) {
 			backoff = l.opts.MinBackoff
 		}
-		l.log.Warn("relay link down; reconnecting", "err", err, "in", backoff.String())
+		if IsRefusal(err) {
+			l.log.Error("relay link refused; nothing was sent", "err", err, "retry_in", backoff.String())
+		} else {
+			l.log.Warn("relay link down; reconnecting", "err", err, "in", backoff.String())
+		}
 		jitter := time.Duration(rand.Int64N(int64(backoff)/2 + 1))
 		select {
 		case <-time.After(backoff/2 + jitter):
@@ -273,16 +299,12 @@ func (l *Link) read(conn *websocket.Conn, w *linkWriter, r *linkReader) {
 	r.err = l.readLoop(conn, w.write)
 }
 
-// handshake dials the relay and exchanges hello frames (AEP-0003 §4).
+// handshake opens a connection to the relay and exchanges hello frames
+// (AEP-0003 §4).
 func (l *Link) handshake(ctx context.Context) (*websocket.Conn, error) {
-	h := http.Header{"Authorization": {"Bearer " + l.opts.Token}}
-	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second}
-	conn, resp, err := d.DialContext(ctx, l.url, h)
+	conn, err := l.connect(ctx)
 	if err != nil {
-		if resp != nil && resp.StatusCode == http.StatusUnauthorized {
-			return nil, fmt.Errorf("the relay refused the token (401): pass the relay's token with --token or AEP_TOKEN")
-		}
-		return nil, fmt.Errorf("dialing: %w", err)
+		return nil, err
 	}
 	hello := aep.EncodeFrame(aep.NewHello(aep.RoleEmitter, aep.Identity{Agent: l.opts.Agent, Instance: l.opts.Instance},
 		&aep.Capabilities{Emits: []string{"session", "attention", "control", "error"}, Control: aep.NewControlCaps(l.opts.Accepts).Raw()}))
@@ -299,7 +321,7 @@ func (l *Link) handshake(ctx context.Context) (*websocket.Conn, error) {
 	}
 	if reply, err := aep.DecodeFrame(b); err != nil || reply.Type != aep.FrameHello {
 		conn.Close()
-		return nil, fmt.Errorf("the relay answered hello with %s", strings.TrimSpace(string(b)))
+		return nil, fmt.Errorf("the relay answered hello with %s", shorten(strings.TrimSpace(string(b))))
 	}
 	conn.SetReadDeadline(time.Time{})
 	return conn, nil

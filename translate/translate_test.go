@@ -3,30 +3,19 @@ package translate
 import (
 	"encoding/json"
 	"errors"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/fixture"
 )
 
 // kitchenSink loads the 2025-11-25 schema that server-everything's
 // trigger-elicitation-request sends.
 func kitchenSink(t testing.TB) (string, json.RawMessage) {
 	t.Helper()
-	b, err := os.ReadFile("testdata/everything.elicitation.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var p struct {
-		Message         string          `json:"message"`
-		RequestedSchema json.RawMessage `json:"requestedSchema"`
-	}
-	if err := json.Unmarshal(b, &p); err != nil {
-		t.Fatal(err)
-	}
-	return p.Message, p.RequestedSchema
+	return fixture.KitchenSink(t)
 }
 
 func TestParseKitchenSink(t *testing.T) {

@@ -1,16 +1,35 @@
-// Package upstream holds the bridge's client transports to remote MCP
-// servers: streamable HTTP (MCP 2025-03-26 and later) and the legacy
-// HTTP+SSE transport (2024-11-05). Each is a stream of raw JSON-RPC
-// messages (elicit.Conn), so the proxy treats a remote server exactly as a
-// spawned one.
+// Package upstream holds the bridge's side of the upstream MCP server: a
+// spawned stdio process (Process), or a remote server over streamable
+// HTTP (MCP 2025-03-26 and later) or the legacy HTTP+SSE transport
+// (2024-11-05) (Conn). A Conn is a stream of raw JSON-RPC messages
+// (elicit.Conn), so the proxy treats a remote server exactly as a spawned
+// one.
 //
-// They exist because a human's answer must reach the server whenever it is
-// given: a response to a server's elicitation/create is POSTed when the
-// operator answers, bounded only by the bridge's --timeout, never by a
-// transport's own request timeout.
+// The remote transports are the bridge's own because a human's answer
+// must reach the server whenever it is given: a response to a server's
+// elicitation/create is POSTed when the operator answers, bounded only by
+// the bridge's --timeout, never by a transport's own request timeout.
 //
-// Spec sections: MCP basic/transports (streamable HTTP: POST with Accept,
+// One file per concern:
+//   - process.go: a spawned server, its exit status, and its stop (stdin
+//     closed, then SIGTERM, then SIGKILL, to its process group);
+//   - conn.go: the Conn, its options, the order of POSTs, DELETE on Close;
+//   - post.go: a streamable POST and its answer (202, JSON, an event
+//     stream, or an error status), the session id and protocol version an
+//     initialize answer sets, and the fall-back to HTTP+SSE;
+//   - stream.go: event streams, a POST's and the standing GET stream, and
+//     their resumption with Last-Event-ID;
+//   - legacy.go: the HTTP+SSE transport's stream and endpoint POSTs;
+//   - errors.go: typed errors (*HTTPStatusError, ErrUnauthorized) and the
+//     advice a failed request carries (DNS, TLS, connection refused),
+//     chosen with errors.As on the cause, never on its text.
+//
+// Every event stream is read by internal/sse, which follows the WHATWG
+// HTML event-stream rules (CR, LF and CRLF line ends, the last event ID
+// persisting across events) and bounds each event's size.
+//
+// Spec sections: MCP basic/transports (stdio; streamable HTTP: POST with Accept,
 // JSON and SSE responses, Mcp-Session-Id, MCP-Protocol-Version, the GET
-// stream, resumption with Last-Event-ID, DELETE; and the backwards
-// compatibility section for HTTP+SSE servers).
+// stream, resumability and redelivery with Last-Event-ID, DELETE; and the
+// backwards compatibility section for HTTP+SSE servers).
 package upstream

@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/sse"
 )
 
 // legacy is the 2024-11-05 HTTP+SSE transport: a GET event stream whose
@@ -17,6 +19,19 @@ type legacy struct {
 	c        *Conn
 	endpoint string
 }
+
+// Event types of the HTTP+SSE transport (MCP 2024-11-05, "HTTP with
+// SSE"); mcp-go exports no constants for them.
+const (
+	// eventEndpoint is the first event: its data is the URL to POST to.
+	eventEndpoint = "endpoint"
+	// eventMessage carries one JSON-RPC message; it is also the type of
+	// an event that names none.
+	eventMessage = "message"
+)
+
+// endpointWait bounds the wait for the endpoint event.
+const endpointWait = 30 * time.Second
 
 // startLegacy opens the event stream and waits for the endpoint event.
 func (c *Conn) startLegacy() error {
@@ -28,41 +43,19 @@ func (c *Conn) startLegacy() error {
 	c.headers(req.Header)
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("opening the HTTP+SSE stream: %s", describeNetErr(c.opts.URL, err))
-	}
-	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
-		resp.Body.Close()
-		return fmt.Errorf("%v (HTTP %d from %s); pass --header 'Authorization: …' with the server's credentials", ErrUnauthorized, resp.StatusCode, c.opts.URL)
+		return fmt.Errorf("opening the HTTP+SSE stream: %w", describeNetErr(c.opts.URL, err))
 	}
 	if resp.StatusCode != http.StatusOK {
-		resp.Body.Close()
-		return fmt.Errorf("the server answered the HTTP+SSE stream with HTTP %d; is --url right?", resp.StatusCode)
+		defer resp.Body.Close()
+		se := newHTTPStatusError(req, resp)
+		if se.Unauthorized() {
+			return se
+		}
+		return fmt.Errorf("opening the HTTP+SSE stream: %w; is --url right?", se)
 	}
 	endpoint := make(chan string, 1)
 	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		defer resp.Body.Close()
-		got := false
-		readSSE(resp.Body, func(ev sseEvent) bool {
-			if !got && ev.event == "endpoint" {
-				got = true
-				endpoint <- strings.TrimSpace(string(ev.data))
-				return true
-			}
-			if (ev.event == "" || ev.event == "message") && json.Valid(ev.data) {
-				c.deliver(bytes.TrimSpace(ev.data))
-			}
-			return true
-		})
-		if !got {
-			close(endpoint)
-		}
-		if c.ctx.Err() == nil {
-			c.log.Error("the HTTP+SSE stream ended; the session is lost")
-			c.stop() // ends the session: the reader sees EOF
-		}
-	}()
+	go c.readLegacyStream(resp.Body, endpoint)
 	select {
 	case ep, ok := <-endpoint:
 		if !ok || ep == "" {
@@ -77,8 +70,40 @@ func (c *Conn) startLegacy() error {
 		c.legacy = &legacy{c: c, endpoint: base.ResolveReference(ref).String()}
 		c.mu.Unlock()
 		return nil
-	case <-time.After(30 * time.Second):
-		return fmt.Errorf("the HTTP+SSE stream sent no endpoint event within 30s")
+	case <-time.After(endpointWait):
+		return fmt.Errorf("the HTTP+SSE stream sent no endpoint event within %v", endpointWait)
+	}
+}
+
+// readLegacyStream reads the HTTP+SSE stream until it ends: the first
+// endpoint event goes to endpoint (closed if the stream ends first), and
+// messages to the reader. The session cannot outlive its stream, so its
+// end stops the Conn.
+func (c *Conn) readLegacyStream(body io.ReadCloser, endpoint chan<- string) {
+	defer c.wg.Done()
+	defer body.Close()
+	got := false
+	lastID := ""
+	err := readEvents(body, &lastID, func(ev sse.Event) bool {
+		switch {
+		case !got && ev.Type == eventEndpoint:
+			got = true
+			endpoint <- strings.TrimSpace(string(ev.Data))
+		case ev.Type == eventMessage && json.Valid(ev.Data):
+			c.deliver(bytes.TrimSpace(ev.Data))
+		}
+		return true
+	})
+	if !got {
+		close(endpoint)
+	}
+	if c.ctx.Err() == nil {
+		if err != nil {
+			c.log.Error("the HTTP+SSE stream broke; the session is lost", "err", err)
+		} else {
+			c.log.Error("the HTTP+SSE stream ended; the session is lost")
+		}
+		c.stop() // ends the session: the reader sees EOF
 	}
 }
 
@@ -94,17 +119,12 @@ func (l *legacy) post(msg []byte) error {
 	l.c.headers(req.Header)
 	resp, err := l.c.hc.Do(req)
 	if err != nil {
-		l.c.fail(env.ID, describeNetErr(l.endpoint, err))
+		l.c.fail(env.ID, describeNetErr(l.endpoint, err).Error())
 		return nil
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 300 {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 2048))
-		msg := fmt.Sprintf("the server answered HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(body)))
-		if resp.StatusCode == 401 || resp.StatusCode == 403 {
-			msg = fmt.Sprintf("%v (HTTP %d); pass --header 'Authorization: …' with the server's credentials", ErrUnauthorized, resp.StatusCode)
-		}
-		l.c.fail(env.ID, msg)
+		l.c.fail(env.ID, newHTTPStatusError(req, resp).Error())
 	}
 	return nil
 }

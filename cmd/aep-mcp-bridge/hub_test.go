@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/squatter"
 )
 
 func freeAddr(t *testing.T) string {
@@ -80,6 +83,42 @@ func TestSecondBridgeJoinsTheFirstsEndpoint(t *testing.T) {
 	t.Fatalf("B's session never appeared on A's endpoint: %v\nB's stderr: %s", sc.Err(), errB.String())
 }
 
+// TestSquatterOnThePortGetsNothing puts a hostile server on --listen's port
+// before the bridge starts: the bridge exits with an error naming the port
+// and what answered there, and the squatter received neither the token nor
+// any event.
+func TestSquatterOnThePortGetsNothing(t *testing.T) {
+	const token = "squatted-token-0123456789abcdefghijklmnopqrstuvwxyz"
+	for _, tc := range []struct {
+		name string
+		mode squatter.Mode
+		what string
+	}{
+		{name: "answers discovery like an old bridge", mode: squatter.Naive, what: "without the token proof"},
+		{name: "claims the token proof", mode: squatter.Mimic, what: "does not know this bridge's token"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sq := squatter.Start(t, "127.0.0.1:0", tc.mode)
+			var stderr lockedBuffer
+			err := run(context.Background(), []string{"--listen", sq.Addr, "--token", token, "--log-dir", "off", "--state-dir", t.TempDir(), "--", "cat"},
+				strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n"), io.Discard, &stderr)
+			if err == nil || !strings.Contains(err.Error(), sq.Addr) || !strings.Contains(err.Error(), tc.what) || !strings.Contains(err.Error(), "--listen") {
+				t.Fatalf("got %v; want an error naming %s, saying %q and suggesting --listen", err, sq.Addr, tc.what)
+			}
+			t.Logf("the bridge said: %v", err)
+			got := sq.Received()
+			if tc.mode == squatter.Mimic && !bytes.Contains(got, []byte("proof-challenge")) {
+				t.Errorf("the squatter never saw the proof's challenge; the test did not reach the proof:\n%s", got)
+			}
+			for _, secret := range []string{token, "Bearer", "access_token", `"aep":"0.1"`, "session.started", "proof-finish"} {
+				if bytes.Contains(got, []byte(secret)) {
+					t.Errorf("the squatter received %q:\n%s", secret, got)
+				}
+			}
+		})
+	}
+}
+
 func TestPortTakenBySomethingElse(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -90,7 +129,7 @@ func TestPortTakenBySomethingElse(t *testing.T) {
 	var stderr lockedBuffer
 	err = run(context.Background(), []string{"--listen", ln.Addr().String(), "--token", "port-taken-token-0123456789abcdefghij", "--log-dir", "off", "--", "cat"},
 		strings.NewReader(""), io.Discard, &stderr)
-	if err == nil || !strings.Contains(err.Error(), "not an AEP endpoint") {
-		t.Fatalf("got %v; want an error saying the port is taken by something else", err)
+	if err == nil || !strings.Contains(err.Error(), ln.Addr().String()) || !strings.Contains(err.Error(), `answered "404 Not Found"`) {
+		t.Fatalf("got %v; want an error naming the port and the 404 that answered there", err)
 	}
 }

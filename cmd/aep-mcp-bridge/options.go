@@ -59,7 +59,8 @@ func (c *config) options(stderr io.Writer) (bridge.HostOptions, bridge.Options, 
 		}
 		logger.Info("scripted answers loaded", "file", c.answers, "rules", rules.Len(), "answers_only", c.answersOnly)
 	}
-	ho := bridge.HostOptions{Agent: c.agent, Root: inbox.Handler(), Logger: logger}
+	ho := bridge.HostOptions{Agent: c.agent, Root: inbox.Handler(), Logger: logger,
+		AllowHosts: c.allowHosts, AllowOrigins: c.allowOrigins}
 	if c.listen != "off" {
 		ho.Listen = c.listen
 	}
@@ -97,4 +98,14 @@ func redactOptions(redactEnv string) aep.RedactOptions {
 		}
 	}
 	return redact
+}
+
+// listFlag collects a repeatable flag's values.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(v string) error {
+	*l = append(*l, v)
+	return nil
 }

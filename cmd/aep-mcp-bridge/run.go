@@ -52,6 +52,8 @@ type config struct {
 	url, transport     string
 	headers            headerFlag
 	headerEnv          listFlag
+	allowHosts         listFlag
+	allowOrigins       listFlag
 	stateDir           string
 	command            []string
 
@@ -97,6 +99,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:8787", "the embedded AEP endpoint's address; \"off\" disables it")
 	fs.StringVar(&c.token, "token", "", "bearer token for the AEP endpoint (or env AEP_TOKEN), at least 32 characters; default: generated once and stored in the state folder")
 	fs.BoolVar(&c.insecureToken, "insecure-token", false, "accept a --token or AEP_TOKEN shorter than 32 characters")
+	fs.Var(&c.allowHosts, "allow-host", "a further Host the endpoint serves (name, or name:port), besides its listen address, localhost and loopback IPs; repeatable")
+	fs.Var(&c.allowOrigins, "allow-origin", "a further browser origin (scheme://host[:port]) that may use the endpoint, besides its own; repeatable")
 	fs.StringVar(&c.relay, "relay", "", "also connect out to the AEP relay at this URL (its /socket) as an emitter that accepts control.attention.respond")
 	fs.StringVar(&c.url, "url", "", "a remote MCP server's endpoint (streamable HTTP, or HTTP+SSE) instead of a command")
 	fs.Var(&c.headers, "header", "a header for a remote server, 'Name: value'; repeatable")
@@ -223,16 +227,6 @@ func (h *headerFlag) Set(v string) error {
 		return fmt.Errorf("want 'Name: value', got %q", v)
 	}
 	*h = append(*h, strings.TrimSpace(name)+":"+strings.TrimSpace(value))
-	return nil
-}
-
-// listFlag collects a repeated flag's values.
-type listFlag []string
-
-func (l *listFlag) String() string { return strings.Join(*l, ",") }
-
-func (l *listFlag) Set(v string) error {
-	*l = append(*l, v)
 	return nil
 }
 

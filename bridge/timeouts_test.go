@@ -1,0 +1,101 @@
+package bridge
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+)
+
+// short is every timeout of the host under test: short, so the test runs
+// fast; each check waits for the server's own close, never for a sleep.
+const short = 100 * time.Millisecond
+
+// closedByServer reads conn until the server closes it and returns what it
+// sent; it fails t when the connection is still open after waitLimit.
+func closedByServer(t *testing.T, conn net.Conn) string {
+	t.Helper()
+	conn.SetReadDeadline(time.Now().Add(waitLimit))
+	b, err := io.ReadAll(conn)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("the server kept the connection open for %v; got %q", waitLimit, b)
+	}
+	return string(b)
+}
+
+func rawConn(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestStalledAndIdleConnectionsEnd: a stalled header, a stalled body and an
+// idle keep-alive connection are closed by the server, while a WebSocket
+// and an SSE stream opened before all of them still deliver afterwards.
+func TestStalledAndIdleConnectionsEnd(t *testing.T) {
+	h := newTestHost(t, HostOptions{Listener: loopback(t), Token: trustToken, HeaderTimeout: short, BodyTimeout: short, IdleTimeout: short})
+	addr := h.Addr()
+	op := connectOperatorWith(t, addr, trustToken)
+	op.until(func(m map[string]any) bool { return m["type"] == "subscribed" })
+	resp, err := (&http.Client{Timeout: waitLimit}).Get("http://" + addr + "/stream?access_token=" + trustToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+
+	t.Run("stalled header", func(t *testing.T) {
+		c := rawConn(t, addr)
+		io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: "+addr+"\r\n")
+		closedByServer(t, c)
+	})
+	t.Run("stalled body", func(t *testing.T) {
+		c := rawConn(t, addr)
+		io.WriteString(c, "POST /events HTTP/1.1\r\nHost: "+addr+"\r\nAuthorization: Bearer "+trustToken+
+			"\r\nAEP-Version: 0.1\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{")
+		if got := closedByServer(t, c); got != "" && !strings.Contains(got, "timeout") {
+			t.Errorf("the stalled body was answered %q; want a timeout or a bare close", got)
+		}
+	})
+	t.Run("idle keep-alive", func(t *testing.T) {
+		c := rawConn(t, addr)
+		io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: "+addr+"\r\n\r\n")
+		r := bufio.NewReader(c)
+		first, err := http.ReadResponse(r, nil)
+		if err != nil || first.StatusCode != 200 {
+			t.Fatalf("first request: %v %v", first, err)
+		}
+		io.Copy(io.Discard, first.Body)
+		c.SetReadDeadline(time.Now().Add(waitLimit))
+		if rest, err := io.ReadAll(r); errors.Is(err, os.ErrDeadlineExceeded) || len(rest) > 0 {
+			t.Fatalf("the idle connection: %q, %v; want a close", rest, err)
+		}
+	})
+
+	// Both streams outlived every timeout above; they still deliver.
+	ev := aep.Event{AEP: aep.Version, ID: "LIVE1", Type: "session.started", Time: "2026-01-01T00:00:00Z",
+		Source: "aep://h/agent/t/session/t", Agent: "t", Session: "t", Seq: aep.Int64(0)}
+	raw, _ := json.Marshal(ev)
+	h.Hub().Write(ev, raw)
+	op.until(func(m map[string]any) bool { return m["id"] == "LIVE1" })
+	op.send(`{"type":"ping","t":1}`)
+	op.until(func(m map[string]any) bool { return m["type"] == "pong" })
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), `"id":"LIVE1"`) {
+			return
+		}
+	}
+	t.Fatalf("the SSE stream ended before the live event: %v", sc.Err())
+}

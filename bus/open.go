@@ -1,0 +1,186 @@
+package bus
+
+import (
+	"container/list"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+)
+
+// Attention lifecycle types that settle a question (AEP-0002 §7 rule 2):
+// once one arrives from the question's owner, the question is no longer
+// open.
+const (
+	typeRequested = "attention.requested"
+	typeAnswered  = "attention.answered"
+	typeResolved  = "attention.resolved"
+	typeTimeout   = "attention.timeout"
+	typeEnded     = "session.ended"
+)
+
+// IsLifecycle reports whether t is a lifecycle event of a question that
+// only the question's owner may emit: attention.answered, .resolved
+// (dismissals included) and .timeout (AEP-0002 §7).
+func IsLifecycle(t string) bool {
+	return t == typeAnswered || t == typeResolved || t == typeTimeout
+}
+
+// openQuestion is one question that has no terminal yet: its original
+// attention.requested, kept whole until its owner settles it.
+type openQuestion struct {
+	d    *Delivery
+	key  string // (source, id): the question's identity (AEP-0001 §7.4)
+	sess string // sessionKey of the owner
+	size int64
+	elem *list.Element // in openSet.order
+}
+
+// openSet is the state of every open question the hub serves, in the order
+// they were asked. It is not history: a question leaves it only when its
+// owner (the same source and session) settles it with attention.resolved or
+// attention.timeout, or ends the session; nothing else evicts it.
+//
+// An openSet is guarded by its hub's mutex.
+type openSet struct {
+	byKey map[string]*openQuestion
+	// byID finds a question by its id alone, as consumers and commands
+	// address it (subject); ids are ULIDs, and the hub refuses an ingested
+	// question whose id another owner's open question already has.
+	byID       map[string]*openQuestion
+	order      *list.List // of *openQuestion, oldest first
+	perSession map[string]int
+	bytes      int64
+}
+
+func newOpenSet() *openSet {
+	return &openSet{byKey: map[string]*openQuestion{}, byID: map[string]*openQuestion{},
+		order: list.New(), perSession: map[string]int{}}
+}
+
+func questionKey(source, id string) string { return source + "\x00" + id }
+
+// has reports whether d is the attention.requested of a question still open.
+func (o *openSet) has(d *Delivery) bool {
+	if d.Event.Type != typeRequested {
+		return false
+	}
+	q, ok := o.byKey[questionKey(d.Event.Source, d.Event.ID)]
+	return ok && q.d.Event.Session == d.Event.Session
+}
+
+// change is what an event did to the open set.
+type change int
+
+const (
+	unchanged change = iota
+	opened
+	reannounced // an open question asked again with its original id
+	settled
+)
+
+// apply updates the set for an event and says what changed. A lifecycle
+// event settles a question only when it comes from the question's owner:
+// the same source and session as the attention.requested.
+func (o *openSet) apply(d *Delivery) change {
+	ev := &d.Event
+	switch ev.Type {
+	case typeRequested:
+		if ev.Session == "" {
+			return unchanged
+		}
+		key := questionKey(ev.Source, ev.ID)
+		if _, dup := o.byKey[key]; dup {
+			return reannounced
+		}
+		q := &openQuestion{d: d, key: key, sess: sessionKey(ev), size: deliverySize(d)}
+		q.elem = o.order.PushBack(q)
+		o.byKey[key] = q
+		if _, taken := o.byID[ev.ID]; !taken {
+			o.byID[ev.ID] = q
+		}
+		o.perSession[q.sess]++
+		o.bytes += q.size
+		return opened
+	case typeResolved, typeTimeout:
+		q, ok := o.byKey[questionKey(ev.Source, ev.Subject)]
+		if !ok || q.d.Event.Session != ev.Session {
+			return unchanged
+		}
+		o.remove(q)
+		return settled
+	case typeEnded:
+		// A session never ends with a question pending (AEP-0002 §7 rule
+		// 2); what its owner left open cannot be answered any more.
+		k := sessionKey(ev)
+		if o.perSession[k] == 0 {
+			return unchanged
+		}
+		for e := o.order.Front(); e != nil; {
+			next := e.Next()
+			if q := e.Value.(*openQuestion); q.sess == k {
+				o.remove(q)
+			}
+			e = next
+		}
+		return settled
+	}
+	return unchanged
+}
+
+func (o *openSet) remove(q *openQuestion) {
+	o.order.Remove(q.elem)
+	delete(o.byKey, q.key)
+	if o.byID[q.d.Event.ID] == q {
+		delete(o.byID, q.d.Event.ID)
+	}
+	if o.perSession[q.sess]--; o.perSession[q.sess] <= 0 {
+		delete(o.perSession, q.sess)
+	}
+	o.bytes -= q.size
+}
+
+// questionOf returns the id of the question ev asks or changes the state
+// of, or "" for any other event (attention.routed included: any consumer
+// may say it routed a question, AEP-0002 §7 rule 3).
+func questionOf(ev *aep.Event) string {
+	switch {
+	case ev.Type == typeRequested:
+		return ev.ID
+	case IsLifecycle(ev.Type):
+		return ev.Subject
+	}
+	return ""
+}
+
+// ownerConflict returns why ev, which asks or changes question q, may not
+// when owner asked q, or "": a question's lifecycle comes only from its
+// owner (the same source and session), and a new question may not take the
+// id of another owner's question (consumers address questions by id).
+func ownerConflict(owner, ev *aep.Event) string {
+	if owner == nil || (owner.Source == ev.Source && owner.Session == ev.Session) {
+		return ""
+	}
+	if ev.Type == typeRequested {
+		return "question " + ev.ID + " is already open under another emitter; a question id names one question"
+	}
+	return "question " + ev.Subject + " belongs to another emitter; only the emitter that asked it may answer, resolve or time it out"
+}
+
+// owner returns the attention.requested of the open question id, or nil.
+func (o *openSet) owner(id string) *aep.Event {
+	if q, ok := o.byID[id]; ok {
+		return &q.d.Event
+	}
+	return nil
+}
+
+// snapshot returns the open questions f selects, oldest first.
+func (o *openSet) snapshot(f Filter) []*Delivery {
+	out := make([]*Delivery, 0, o.order.Len())
+	for e := o.order.Front(); e != nil; e = e.Next() {
+		d := e.Value.(*openQuestion).d
+		if f == nil || f(&d.Event) {
+			out = append(out, d)
+		}
+	}
+	return out
+}

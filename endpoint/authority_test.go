@@ -1,0 +1,268 @@
+package endpoint
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
+)
+
+// remoteEvent is an event of a remote emitter: its source names the
+// emitter, its session may collide with anyone's.
+func remoteEvent(source, session, id, typ, subject string, seq int) string {
+	subj := ""
+	if subject != "" {
+		subj = fmt.Sprintf(`"subject":%q,`, subject)
+	}
+	return fmt.Sprintf(`{"aep":"0.1","id":%q,"type":%q,%s"time":"2026-01-01T00:00:00Z","source":%q,"agent":"e","session":%q,"seq":%d,"severity":"notice","data":%s}`,
+		id, typ, subj, source, session, seq, payloads[typ])
+}
+
+// payloads are valid data of each type the tests send (AEP-0002 §5).
+var payloads = map[string]string{
+	"attention.requested": `{"kind":"input","prompt":"p"}`,
+	"attention.answered":  `{"answer":{"option":"yes"}}`,
+	"attention.resolved":  `{"resolution":"answered"}`,
+	"attention.timeout":   `{"after_ms":1}`,
+	"session.started":     `{}`,
+	"progress.status":     `{}`,
+}
+
+// emitterConn dials and says hello as an emitter with the given instance.
+func emitterConn(t *testing.T, srv *httptest.Server, instance string) *wsClient {
+	t.Helper()
+	c := dial(t, srv)
+	c.send(`{"type":"hello","versions":["0.1"],"role":"emitter","identity":{"agent":"e","instance":"` + instance + `"},"capabilities":{"control":{"accepts":["control.attention.respond"]}}}`)
+	if f := c.read(); f["type"] != "hello" {
+		t.Fatalf("hello reply: %v", f)
+	}
+	return c
+}
+
+// sendEvent sends an event and reads the refusal it draws, if any, by
+// pinging after it: frames are answered in order.
+func (w *wsClient) sendEvent(ev string) map[string]any {
+	w.t.Helper()
+	w.send(ev)
+	w.send(`{"type":"ping","t":"after"}`)
+	for {
+		f := w.read()
+		switch {
+		case f["type"] == "pong" && f["t"] == "after":
+			return nil
+		case f["type"] == "error":
+			w.read() // the pong
+			return f
+		}
+	}
+}
+
+func post(t *testing.T, base, ct, body string) (int, httpError) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", base+"/events", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("Content-Type", ct)
+	req.Header.Set("AEP-Version", "0.1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var e httpError
+	json.Unmarshal(b, &e)
+	return resp.StatusCode, e
+}
+
+// TestLocalSessionsAreWrittenOnlyByTheirBridge replays the observed
+// attack, and its variants on both bindings: with the token, nobody writes
+// into a session of this process, under any source.
+func TestLocalSessionsAreWrittenOnlyByTheirBridge(t *testing.T) {
+	srv, hub, em, _ := newTestEndpoint(t)
+	q := emit(t, em, "attention.requested", aep.AttentionRequested{Kind: "input", Prompt: "deploy?"})
+	tests := []struct {
+		name, event, detail string
+	}{
+		{"the bridge's own source, session and a made-up seq", remoteEvent(em.Source(), "s1", "F1", "attention.resolved", q.ID, 99), "belongs to a bridge in this process"},
+		{"another source in the bridge's session", remoteEvent("aep://evil/agent/e", "s1", "F2", "attention.answered", q.ID, 0), "belongs to a bridge in this process"},
+		{"the bridge's source in another session", remoteEvent(em.Source(), "elsewhere", "F3", "attention.timeout", q.ID, 0), "is a session of this process"},
+		{"a plain event in the bridge's session", remoteEvent("aep://evil/agent/e", "s1", "F4", "progress.status", "", 0), "belongs to a bridge in this process"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, body := post(t, srv.URL, "application/json", tt.event)
+			if code != http.StatusForbidden || body.Error != "unauthorized" || !strings.Contains(body.Detail, tt.detail) {
+				t.Fatalf("POST: %d %+v; want 403 unauthorized saying %q", code, body, tt.detail)
+			}
+			c := emitterConn(t, srv, "i")
+			f := c.sendEvent(tt.event)
+			if f == nil || f["code"] != "unauthorized" || f["cause"] == nil || !strings.Contains(f["detail"].(string), tt.detail) {
+				t.Fatalf("WS: %v; want an unauthorized error frame naming the event", f)
+			}
+		})
+	}
+	if st := hub.Stats(); st.Open != 1 {
+		t.Fatalf("%d open questions; want the bridge's question still open", st.Open)
+	}
+	c := dial(t, srv)
+	c.hello()
+	c.send(`{"type":"roster","id":"r"}`)
+	if f := c.read(); len(f["entries"].([]any)) != 1 {
+		t.Fatalf("roster %v; want only the bridge's claim", f)
+	}
+	// So operators' answers still reach the bridge, never "ambiguous".
+	if f := c.sendEvent(`{"aep":"0.1","id":"C1","type":"control.attention.respond","subject":"` + q.ID + `","time":"2026-01-01T00:00:00Z","source":"aep://op/agent/op","agent":"op","session":"s1","data":{"answer":{"option":"decline"}}}`); f != nil {
+		t.Fatalf("an operator's answer: %v; want it routed to the bridge", f)
+	}
+	for _, line := range sseData(sse(t, srv.URL, "live=0&from=all")) {
+		if strings.Contains(line, `"F`) {
+			t.Fatalf("a refused event reached subscribers: %s", line)
+		}
+	}
+}
+
+// TestAConsumerSendsCommandsNeverEvents: hello as a consumer (or with no
+// role) makes a connection a commander, never an emitter.
+func TestAConsumerSendsCommandsNeverEvents(t *testing.T) {
+	srv, _, _, tg := newTestEndpoint(t)
+	for _, hello := range []string{
+		`{"type":"hello","versions":["0.1"],"role":"consumer","identity":{"agent":"op"}}`,
+		`{"type":"hello","versions":["0.1"],"identity":{"agent":"op"}}`,
+	} {
+		c := dial(t, srv)
+		c.send(hello)
+		c.read()
+		f := c.sendEvent(remoteEvent("aep://op/agent/op", "mine", "E1", "session.started", "", 0))
+		if f == nil || f["code"] != "unauthorized" || f["cause"] != "E1" || !strings.Contains(f["detail"].(string), "consumer") {
+			t.Fatalf("event from %s: %v; want unauthorized", hello, f)
+		}
+		// Its commands are routed; frames are handled in order, so the
+		// command has reached the session when the pong after it arrives.
+		if f := c.sendEvent(`{"aep":"0.1","id":"C1","type":"control.attention.respond","subject":"Q","time":"2026-01-01T00:00:00Z","source":"aep://op/agent/op","agent":"op","session":"s1","data":{"answer":{"option":"decline"}}}`); f != nil {
+			t.Fatalf("command from %s: %v", hello, f)
+		}
+	}
+	tg.mu.Lock()
+	defer tg.mu.Unlock()
+	if len(tg.cmds) != 2 {
+		t.Fatalf("%d commands reached the session; want both", len(tg.cmds))
+	}
+}
+
+// TestASourceHasOneWriter: a source a live connection writes is refused to
+// every other connection and to POST; when that connection leaves with a
+// question open, only the same emitter (agent and instance) may take the
+// source back and settle it.
+func TestASourceHasOneWriter(t *testing.T) {
+	f := newFixture(t, bus.HubOptions{}, Options{})
+	srv, hub := f.srv, f.hub
+	const src = "aep://b/agent/e/session/r"
+	a := emitterConn(t, srv, "host-b/1")
+	if f := a.sendEvent(remoteEvent(src, "r", "Q", "attention.requested", "srv", 0)); f != nil {
+		t.Fatalf("the emitter's own question: %v", f)
+	}
+	impostor := emitterConn(t, srv, "host-b/1")
+	if f := impostor.sendEvent(remoteEvent(src, "r", "X1", "attention.resolved", "Q", 1)); f == nil || f["code"] != "unauthorized" || !strings.Contains(f["detail"].(string), "another live connection") {
+		t.Fatalf("second connection: %v; want unauthorized", f)
+	}
+	if code, body := post(t, srv.URL, "application/json", remoteEvent(src, "r", "X2", "attention.resolved", "Q", 1)); code != 403 {
+		t.Fatalf("POST as the source: %d %+v; want 403", code, body)
+	}
+	a.c.Close()
+	<-f.released
+	if code, body := post(t, srv.URL, "application/json", remoteEvent(src, "r", "X3", "attention.resolved", "Q", 1)); code != 403 || !strings.Contains(body.Detail, "left questions open") {
+		t.Fatalf("POST while the emitter is away: %d %+v; want 403", code, body)
+	}
+	other := emitterConn(t, srv, "host-z/9")
+	if f := other.sendEvent(remoteEvent(src, "r", "X4", "attention.resolved", "Q", 1)); f == nil || f["code"] != "unauthorized" {
+		t.Fatalf("another emitter while the owner is away: %v; want unauthorized", f)
+	}
+	back := emitterConn(t, srv, "host-b/1")
+	if f := back.sendEvent(remoteEvent(src, "r", "R", "attention.resolved", "Q", 1)); f != nil {
+		t.Fatalf("the owner back: %v; want its resolution accepted", f)
+	}
+	if n := hub.Stats().Open; n != 0 {
+		t.Fatalf("%d open; want the owner's resolution to settle the question", n)
+	}
+}
+
+// TestLifecycleComesOnlyFromTheQuestionsOwner: another emitter, even one
+// legitimately sharing the session name, cannot answer, resolve or time
+// out someone else's question.
+func TestLifecycleComesOnlyFromTheQuestionsOwner(t *testing.T) {
+	srv, hub, _, _ := newTestEndpoint(t)
+	owner := emitterConn(t, srv, "a")
+	owner.sendEvent(remoteEvent("aep://a/agent/e", "shared", "Q", "attention.requested", "srv", 0))
+	other := emitterConn(t, srv, "b")
+	for i, typ := range []string{"attention.answered", "attention.resolved", "attention.timeout"} {
+		ev := remoteEvent("aep://b/agent/e", "shared", fmt.Sprintf("L%d", i), typ, "Q", i)
+		if f := other.sendEvent(ev); f == nil || f["code"] != "unauthorized" || !strings.Contains(f["detail"].(string), "only the emitter that asked it") {
+			t.Fatalf("%s by another emitter over WS: %v; want unauthorized", typ, f)
+		}
+		if code, _ := post(t, srv.URL, "application/json", strings.Replace(ev, `"L`, `"P`, 1)); code != 403 {
+			t.Fatalf("%s by another emitter over POST: %d; want 403", typ, code)
+		}
+	}
+	if f := other.sendEvent(remoteEvent("aep://b/agent/e", "shared", "Q", "attention.requested", "srv", 9)); f == nil || f["code"] != "unauthorized" {
+		t.Fatalf("a question reusing an open question's id: %v; want unauthorized", f)
+	}
+	if n := hub.Stats().Open; n != 1 {
+		t.Fatalf("%d open; want the owner's question untouched", n)
+	}
+}
+
+// TestCollidingEmittersStayVisibleAsAmbiguous: two emitters with different
+// sources on one session name are both legitimate (AEP-0001 §5.2); both
+// are served, and a command to the session is refused ambiguous (AEP-0004
+// §4.5) until one leaves.
+func TestCollidingEmittersStayVisibleAsAmbiguous(t *testing.T) {
+	srv, _, _, _ := newTestEndpoint(t)
+	a := emitterConn(t, srv, "a")
+	b := emitterConn(t, srv, "b")
+	for i, c := range []*wsClient{a, b} {
+		if f := c.sendEvent(remoteEvent(fmt.Sprintf("aep://%d/agent/e", i), "shared", fmt.Sprintf("S%d", i), "session.started", "", 0)); f != nil {
+			t.Fatalf("emitter %d: %v", i, f)
+		}
+	}
+	op := dial(t, srv)
+	op.hello()
+	op.send(`{"type":"roster","id":"r"}`)
+	if f := op.read(); len(f["entries"].([]any)) != 3 {
+		t.Fatalf("roster %v; want the bridge's claim and both emitters'", f)
+	}
+	op.send(`{"aep":"0.1","id":"C","type":"control.attention.respond","subject":"Q","time":"2026-01-01T00:00:00Z","source":"aep://op/agent/op","agent":"op","session":"shared","data":{"answer":{"option":"decline"}}}`)
+	if f := op.read(); f["code"] != "ambiguous" || f["cause"] != "C" {
+		t.Fatalf("command: %v; want ambiguous", f)
+	}
+	got := sseData(sse(t, srv.URL, "live=0&from=all&filter="+`%7B%22session%22%3A%22shared%22%7D`))
+	if len(got) != 2 {
+		t.Fatalf("history of the shared session: %q; want both emitters' events", got)
+	}
+}
+
+// TestAConnectionWritesABoundedNumberOfSources: the endpoint's record of
+// who writes what cannot be grown without bound by one connection.
+func TestAConnectionWritesABoundedNumberOfSources(t *testing.T) {
+	srv, _, _, _ := newTestEndpoint(t)
+	c := emitterConn(t, srv, "many")
+	for i := range maxSourcesPerConn + 1 {
+		c.send(remoteEvent(fmt.Sprintf("aep://many/agent/e/session/m%d", i), fmt.Sprintf("m%d", i), fmt.Sprintf("E%d", i), "session.started", "", 0))
+	}
+	c.send(`{"type":"ping","t":"end"}`)
+	var refused []string
+	for f := c.read(); f["type"] != "pong"; f = c.read() {
+		if f["type"] == "error" {
+			refused = append(refused, fmt.Sprint(f["cause"], " ", f["code"], " ", f["detail"]))
+		}
+	}
+	want := fmt.Sprintf("E%d unauthorized this connection already writes %d sources", maxSourcesPerConn, maxSourcesPerConn)
+	if len(refused) != 1 || !strings.HasPrefix(refused[0], want) {
+		t.Fatalf("refused %q; want only the last event, saying %q", refused, want)
+	}
+}

@@ -1,0 +1,96 @@
+package endpoint
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/proof"
+)
+
+// joinWait bounds the whole token proof on /join.
+const joinWait = 10 * time.Second
+
+// serveJoin is GET /join: a bridge that links to this endpoint proves that
+// it knows the token, after this endpoint proved it first (package proof),
+// and the token itself never crosses the wire. Then the connection is an
+// AEP WebSocket connection like /socket's, starting with hello (AEP-0003
+// §4). A peer that fails the proof gets an error frame and nothing else.
+func (e *Endpoint) serveJoin(w http.ResponseWriter, r *http.Request) {
+	conn, err := upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return // the upgrader already answered
+	}
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		conn.Close()
+		return
+	}
+	e.joining[conn] = struct{}{}
+	e.mu.Unlock()
+	err = e.proveJoin(conn, r.Host)
+	e.mu.Lock()
+	delete(e.joining, conn)
+	e.mu.Unlock()
+	if err != nil {
+		e.log.Warn("a peer on /join did not prove it knows the token; closing", "remote", r.RemoteAddr, "err", err)
+		var pe *proof.Error
+		if errors.As(err, &pe) {
+			conn.SetWriteDeadline(time.Now().Add(time.Second))
+			conn.WriteMessage(websocket.TextMessage, aep.EncodeFrame(aep.NewError("", "", "unauthorized", "token proof refused: "+pe.Error())))
+			conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.ClosePolicyViolation, "token proof refused"), time.Now().Add(time.Second))
+		}
+		conn.Close()
+		return
+	}
+	conn.SetReadDeadline(time.Time{})
+	conn.SetWriteDeadline(time.Time{})
+	e.runSocket(conn)
+}
+
+// proveJoin runs the hub's side of the token proof on conn, whose request
+// named host.
+func (e *Endpoint) proveJoin(conn *websocket.Conn, host string) error {
+	conn.SetReadLimit(proof.MaxFrame)
+	deadline := time.Now().Add(joinWait)
+	conn.SetReadDeadline(deadline)
+	conn.SetWriteDeadline(deadline)
+	hub, err := proof.NewHub(e.opts.Token, host, rand.Reader)
+	if err != nil {
+		return err
+	}
+	challenge, err := readText(conn)
+	if err != nil {
+		return err
+	}
+	response, err := hub.Challenge(challenge)
+	if err != nil {
+		return err
+	}
+	if err := conn.WriteMessage(websocket.TextMessage, response); err != nil {
+		return fmt.Errorf("sending the hub's proof: %w", err)
+	}
+	finish, err := readText(conn)
+	if err != nil {
+		return err
+	}
+	return hub.Finish(finish)
+}
+
+// readText reads one text frame of the exchange.
+func readText(conn *websocket.Conn) ([]byte, error) {
+	kind, b, err := conn.ReadMessage()
+	if err != nil {
+		return nil, fmt.Errorf("reading the token proof: %w", err)
+	}
+	if kind != websocket.TextMessage {
+		return nil, &proof.Error{Step: "token proof", Reason: "binary frames are not part of the exchange"}
+	}
+	return b, nil
+}

@@ -1,0 +1,33 @@
+// Package sse reads text/event-stream, the server-sent events format, for
+// every client of an event stream in the bridge: the remote MCP upstreams
+// (streamable HTTP response and GET streams, the legacy HTTP+SSE stream),
+// the operator CLI's view of an AEP endpoint's /stream, and the fan-out
+// benchmark.
+//
+// It follows the event stream interpretation of the WHATWG HTML standard,
+// section "Server-sent events" (parsing an event stream, interpreting an
+// event stream, dispatching the event):
+//   - lines end with LF, CR or CRLF, and one leading byte order mark is
+//     dropped;
+//   - the stream is decoded as UTF-8, each invalid sequence becoming U+FFFD;
+//   - a line starting with a colon is a comment; a line with no colon is a
+//     field with an empty value; one space after the colon is dropped;
+//   - "event" sets the event type, "data" appends a line to the data,
+//     "id" sets the last event ID unless its value holds a NUL, "retry"
+//     sets the reconnection time when it is all ASCII digits, and any
+//     other field is ignored;
+//   - a blank line dispatches: the last event ID becomes the stream's and
+//     persists until the stream sets another; an event with no data is
+//     not dispatched; the final LF of the data is removed; an unnamed
+//     event is of type "message";
+//   - an event the stream ends inside is discarded.
+//
+// Two things are the bridge's own, because a peer's bytes are hostile:
+// memory is bounded (Options.MaxEventSize; an event over it stops the
+// stream with a *TooLargeError that names the limit, never a truncated
+// event), and a stream that ends inside an event says so (ErrPartialEvent)
+// rather than ending as if clean.
+//
+// A Reader parses; reconnecting, and honouring the retry time, is its
+// caller's business (see upstream for MCP's resumption with Last-Event-ID).
+package sse

@@ -1,0 +1,87 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/proof"
+)
+
+// connect opens one connection to the relay, before hello. It asks the
+// relay's discovery, without credentials, whether it offers the token proof:
+//   - if it does, the link proves the token at {base}/join and the token
+//     never crosses the wire; from then on the link never sends it in
+//     clear to this URL, so an impostor that later holds the address and
+//     offers no proof gets nothing;
+//   - if it does not, the bearer token goes to {base}/socket only over TLS
+//     or to a loopback address, and never with RequireProof.
+func (l *Link) connect(ctx context.Context) (*websocket.Conn, error) {
+	p, err := discover(ctx, l.client, l.to.discovery)
+	if err != nil {
+		return nil, fmt.Errorf("asking %s whether it offers the token proof: %w", l.to.discovery, err)
+	}
+	if p.proof {
+		conn, err := prove(ctx, l.dialer, l.to, l.opts.Token)
+		if err != nil {
+			if errors.Is(err, proof.ErrMismatch) {
+				return nil, &Refusal{Addr: l.to.host, What: p.what, Why: fmt.Sprintf(
+					"it does not know this bridge's token (%v); pass the relay's token with --token or AEP_TOKEN", err)}
+			}
+			return nil, err
+		}
+		l.mu.Lock()
+		l.proven = true
+		l.mu.Unlock()
+		return conn, nil
+	}
+	if err := l.bearerAllowed(p); err != nil {
+		return nil, err
+	}
+	h := http.Header{"Authorization": {"Bearer " + l.opts.Token}}
+	conn, resp, err := l.dialer.DialContext(ctx, l.to.socket, h)
+	if err != nil {
+		if resp != nil && resp.StatusCode == http.StatusUnauthorized {
+			return nil, fmt.Errorf("the relay refused the token (401): pass the relay's token with --token or AEP_TOKEN")
+		}
+		return nil, fmt.Errorf("dialing: %w", err)
+	}
+	return conn, nil
+}
+
+// bearerAllowed says whether the bearer token may go to a peer that does not
+// offer the token proof; the error, a *Refusal, says why not and what to do.
+func (l *Link) bearerAllowed(p peer) error {
+	l.mu.Lock()
+	proven := l.proven
+	l.mu.Unlock()
+	switch {
+	case l.opts.RequireProof:
+		return &Refusal{Addr: l.to.host, What: p.what, Why: "it does not offer the token proof, so it cannot show that it knows this bridge's token"}
+	case proven:
+		return &Refusal{Addr: l.to.host, What: p.what, Why: "the relay at this address proved the token before and no longer offers the proof; it may be an impostor"}
+	case !l.to.bearerOK:
+		return &Refusal{Addr: l.to.host, What: p.what, Why: "it does not offer the token proof, and the bearer token goes only over TLS or to a loopback address; " +
+			"use a wss:// (or https://) relay URL, a relay on this machine, or a relay that offers the token proof"}
+	}
+	return nil
+}
+
+// Check asks the relay, before the link runs, whether the link may use it.
+// It returns a *Refusal when the relay answered and the token could go to
+// it only in clear to a remote address; nil when the proof or the bearer
+// token may be used, or when the relay cannot be reached yet (Run then
+// decides on each connection, and refuses the same way).
+func (l *Link) Check(ctx context.Context) error {
+	if l.to.bearerOK && !l.opts.RequireProof {
+		return nil
+	}
+	p, err := discover(ctx, l.client, l.to.discovery)
+	if err != nil || p.proof {
+		return nil
+	}
+	return l.bearerAllowed(p)
+}

@@ -1,0 +1,284 @@
+package relay
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
+	"github.com/agenteventprotocol/aep-mcp-bridge/endpoint"
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/squatter"
+)
+
+const (
+	token     = "relay-token-0123456789abcdefghijklmnopqrstuvwxyz"
+	waitLimit = 20 * time.Second
+)
+
+// to dials every address at addr: a relay.example URL reaches a local test
+// server, so the link sees a remote host while the traffic stays on this
+// machine.
+func to(addr string) DialFunc {
+	return func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
+	}
+}
+
+// syncBuffer is a log sink tests read while the link writes.
+type syncBuffer struct {
+	mu      sync.Mutex
+	b       bytes.Buffer
+	changed chan struct{}
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.changed != nil {
+		close(s.changed)
+		s.changed = nil
+	}
+	return s.b.Write(p)
+}
+
+// waitFor blocks until the log holds text n times, failing t after
+// waitLimit.
+func (s *syncBuffer) waitFor(t *testing.T, text string, n int) {
+	t.Helper()
+	deadline := time.After(waitLimit)
+	for {
+		s.mu.Lock()
+		if strings.Count(s.b.String(), text) >= n {
+			s.mu.Unlock()
+			return
+		}
+		if s.changed == nil {
+			s.changed = make(chan struct{})
+		}
+		ch := s.changed
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("the log never said %q %d times:\n%s", text, n, s.String())
+		}
+	}
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// runLink starts l until the test ends.
+func runLink(t *testing.T, l *Link) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { l.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+func newLink(t *testing.T, o LinkOptions) (*Link, *syncBuffer) {
+	t.Helper()
+	logs := &syncBuffer{}
+	o.Token, o.Agent, o.Instance = token, "b", "test"
+	o.MinBackoff, o.MaxBackoff = 10*time.Millisecond, 50*time.Millisecond
+	o.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	l, err := NewLink(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, logs
+}
+
+// event is a session event for the link to carry.
+func event(t *testing.T, id string) (aep.Event, []byte) {
+	t.Helper()
+	ev := aep.Event{AEP: aep.Version, ID: id, Type: "session.started", Time: "2026-01-01T00:00:00Z",
+		Source: "aep://h/agent/b/session/s", Agent: "b", Session: "s", Seq: aep.Int64(0)}
+	raw, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev, raw
+}
+
+// assertNothingSent checks what a peer that must get nothing received.
+func assertNothingSent(t *testing.T, got []byte) {
+	t.Helper()
+	for _, secret := range []string{token, "Bearer", "session.started", "proof-finish"} {
+		if bytes.Contains(got, []byte(secret)) {
+			t.Errorf("the peer received %q:\n%s", secret, got)
+		}
+	}
+}
+
+// TestPlainRelayOffHostIsRefused: a relay without the token proof, on plain
+// ws:// to a remote name, gets nothing; Check says why and what to do, and
+// Run keeps refusing.
+func TestPlainRelayOffHostIsRefused(t *testing.T) {
+	sq := squatter.Start(t, "127.0.0.1:0", squatter.Naive)
+	l, logs := newLink(t, LinkOptions{URL: "ws://relay.example:9000/socket", Dial: to(sq.Addr)})
+	err := l.Check(context.Background())
+	if !IsRefusal(err) || !strings.Contains(err.Error(), "relay.example:9000") || !strings.Contains(err.Error(), "wss://") {
+		t.Fatalf("Check: %v; want a refusal naming the relay and saying to use wss://", err)
+	}
+	ev, raw := event(t, "E1")
+	l.Write(ev, raw)
+	runLink(t, l)
+	if !sq.WaitRequests(3, waitLimit) {
+		t.Fatal("the link never tried the relay again")
+	}
+	assertNothingSent(t, sq.Received())
+	if !strings.Contains(logs.String(), "relay link refused; nothing was sent") {
+		t.Errorf("the log does not say the link was refused:\n%s", logs)
+	}
+}
+
+// TestPlainRelayOnLoopbackGetsTheBearer: a relay without the token proof on
+// a loopback address is still linked, with the bearer token.
+func TestPlainRelayOnLoopbackGetsTheBearer(t *testing.T) {
+	sq := squatter.Start(t, "127.0.0.1:0", squatter.Naive)
+	l, _ := newLink(t, LinkOptions{URL: "ws://" + sq.Addr + "/socket"})
+	if err := l.Check(context.Background()); err != nil {
+		t.Fatalf("Check: %v; want a loopback relay accepted", err)
+	}
+	ev, raw := event(t, "E1")
+	l.Write(ev, raw)
+	runLink(t, l)
+	if !sq.Await(waitLimit, func(got []byte, _ int) bool { return bytes.Contains(got, []byte(`"id":"E1"`)) }) {
+		t.Fatalf("the event never reached the loopback relay:\n%s", sq.Received())
+	}
+	if !bytes.Contains(sq.Received(), []byte("Bearer "+token)) {
+		t.Fatal("the loopback relay got events without the bearer token")
+	}
+}
+
+// realRelay is an AEP endpoint (which offers the token proof) on addr.
+type realRelay struct {
+	hub  *bus.Hub
+	ep   *endpoint.Endpoint
+	srv  *http.Server
+	addr string
+	done chan struct{}
+}
+
+func startReal(t *testing.T, addr, tok string) *realRelay {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &realRelay{hub: bus.NewHub(), addr: ln.Addr().String(), done: make(chan struct{})}
+	if r.ep, err = endpoint.New(endpoint.Options{Token: tok, Hub: r.hub}); err != nil {
+		t.Fatal(err)
+	}
+	r.srv = &http.Server{Handler: r.ep.Handler()}
+	go func() { r.srv.Serve(ln); close(r.done) }()
+	t.Cleanup(r.stop)
+	return r
+}
+
+func (r *realRelay) stop() {
+	r.ep.Close()
+	r.srv.Close()
+	<-r.done
+	r.hub.Close()
+}
+
+// TestProvenRelayIsNeverSentTheToken: a link to a relay that offers the
+// token proof delivers events without the bearer token ever crossing; once
+// the relay proved the token, an impostor that takes its address and offers
+// no proof gets nothing, loopback or not.
+func TestProvenRelayIsNeverSentTheToken(t *testing.T) {
+	real := startReal(t, "127.0.0.1:0", token)
+	sub := real.hub.Subscribe(func(ev *aep.Event) bool { return ev.Session == "s" }, 8)
+	l, logs := newLink(t, LinkOptions{URL: "http://" + real.addr})
+	ev, raw := event(t, "E1")
+	l.Write(ev, raw)
+	runLink(t, l)
+	select {
+	case d := <-sub.C:
+		if d.Event.ID != "E1" {
+			t.Fatalf("the relay got %s; want E1", d.Event.ID)
+		}
+	case <-time.After(waitLimit):
+		t.Fatalf("the event never reached the relay; log:\n%s", logs)
+	}
+	sub.Close()
+	real.stop()
+	sq := squatter.Start(t, real.addr, squatter.Naive)
+	ev2, raw2 := event(t, "E2")
+	l.Write(ev2, raw2)
+	if !sq.WaitRequests(3, waitLimit) {
+		t.Fatal("the link never tried the address again")
+	}
+	assertNothingSent(t, sq.Received())
+	if !strings.Contains(logs.String(), "proved the token before") {
+		t.Errorf("the log does not say why nothing was sent:\n%s", logs)
+	}
+}
+
+// TestRelayWithAnotherTokenGetsNoProof: a relay that offers the proof but
+// holds another token fails the bridge's check; the link says so and never
+// completes a hello.
+func TestRelayWithAnotherTokenGetsNoProof(t *testing.T) {
+	real := startReal(t, "127.0.0.1:0", "another-token-0123456789abcdefghijklmnopqrstuvw")
+	sub := real.hub.Subscribe(func(*aep.Event) bool { return true }, 8)
+	defer sub.Close()
+	l, logs := newLink(t, LinkOptions{URL: "ws://" + real.addr + "/socket"})
+	ev, raw := event(t, "E1")
+	l.Write(ev, raw)
+	runLink(t, l)
+	logs.waitFor(t, "does not know this bridge's token", 2)
+	select {
+	case d := <-sub.C:
+		t.Fatalf("the relay with another token received %s", d.Raw)
+	default:
+	}
+	if l.Connected() {
+		t.Fatal("the link connected to a relay that does not know the token")
+	}
+}
+
+func TestTargets(t *testing.T) {
+	for _, tc := range []struct {
+		name, url             string
+		join, discovery, host string
+		bearerOK              bool
+	}{
+		{name: "loopback", url: "ws://127.0.0.1:8787/socket", join: "ws://127.0.0.1:8787/join",
+			discovery: "http://127.0.0.1:8787/events", host: "127.0.0.1:8787", bearerOK: true},
+		{name: "localhost", url: "ws://localhost:1/socket", join: "ws://localhost:1/join",
+			discovery: "http://localhost:1/events", host: "localhost:1", bearerOK: true},
+		{name: "IPv6 loopback", url: "ws://[::1]:1/socket", join: "ws://[::1]:1/join",
+			discovery: "http://[::1]:1/events", host: "[::1]:1", bearerOK: true},
+		{name: "TLS under a prefix", url: "wss://relay.example/aep/socket", join: "wss://relay.example/aep/join",
+			discovery: "https://relay.example/aep/events", host: "relay.example", bearerOK: true},
+		{name: "plain remote", url: "ws://relay.example:9000/socket?x=1", join: "ws://relay.example:9000/join",
+			discovery: "http://relay.example:9000/events", host: "relay.example:9000"},
+		{name: "a name that merely starts like loopback", url: "ws://127.0.0.1.example/socket", join: "ws://127.0.0.1.example/join",
+			discovery: "http://127.0.0.1.example/events", host: "127.0.0.1.example"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := targetsOf(tc.url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := targets{socket: tc.url, join: tc.join, discovery: tc.discovery, host: tc.host, bearerOK: tc.bearerOK}
+			if got != want {
+				t.Fatalf("got %+v; want %+v", got, want)
+			}
+		})
+	}
+}

@@ -1,0 +1,227 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// Options configure a remote upstream.
+type Options struct {
+	// URL is the server's MCP endpoint (streamable HTTP) or its SSE URL.
+	URL string
+	// Header is added to every request (--header), e.g. Authorization.
+	Header http.Header
+	// Transport is "streamable", "sse", or "" to choose automatically:
+	// streamable HTTP, falling back to HTTP+SSE when the server answers
+	// the initialize POST the way the spec's backwards-compatibility
+	// section describes.
+	Transport string
+	// Client is the HTTP client; nil means one with no overall timeout
+	// (streams and human answers last as long as they need) and a 10 s
+	// dial timeout.
+	Client *http.Client
+	// Logger receives logs; nil discards them. Headers are never logged.
+	Logger *slog.Logger
+}
+
+// Conn is a remote MCP server as a stream of raw JSON-RPC messages.
+// It implements elicit.Conn. It is safe for concurrent use.
+type Conn struct {
+	opts Options
+	hc   *http.Client
+	log  *slog.Logger
+	in   chan []byte
+	ctx  context.Context
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+
+	// order keeps POSTs in the order the client sent them: a POST's
+	// body is on the wire before the next one starts.
+	order sync.Mutex
+
+	// mu guards the fields below.
+	mu        sync.Mutex
+	session   string
+	version   string
+	legacy    *legacy // set when the HTTP+SSE transport is in use
+	getStream bool
+	closed    bool
+}
+
+// Dial prepares a remote upstream. Nothing is sent until the client's
+// first message.
+func Dial(o Options) (*Conn, error) {
+	switch o.Transport {
+	case "", "streamable", "sse":
+	default:
+		return nil, fmt.Errorf("--transport %q: want streamable or sse", o.Transport)
+	}
+	if !strings.HasPrefix(o.URL, "http://") && !strings.HasPrefix(o.URL, "https://") {
+		return nil, fmt.Errorf("--url %q: want an http:// or https:// URL", o.URL)
+	}
+	c := &Conn{opts: o, hc: o.Client, log: o.Logger, in: make(chan []byte, 256)}
+	if c.hc == nil {
+		c.hc = &http.Client{Transport: &http.Transport{
+			Proxy:               http.ProxyFromEnvironment,
+			DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			TLSHandshakeTimeout: 10 * time.Second,
+			MaxIdleConnsPerHost: 16,
+		}}
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	c.ctx, c.stop = context.WithCancel(context.Background())
+	if o.Transport == "sse" {
+		if err := c.startLegacy(); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// ReadMessage returns the next message from the server; io.EOF after Close.
+func (c *Conn) ReadMessage() ([]byte, error) {
+	select {
+	case m := <-c.in:
+		return m, nil
+	case <-c.ctx.Done():
+		return nil, io.EOF
+	}
+}
+
+// deliver hands a server message to the reader.
+func (c *Conn) deliver(m []byte) {
+	select {
+	case c.in <- m:
+	case <-c.ctx.Done():
+	}
+}
+
+// envelope is what the transport reads of a client message.
+type envelope struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+}
+
+func (e envelope) isRequest() bool { return e.Method != "" && len(e.ID) > 0 && string(e.ID) != "null" }
+
+// codeTransport is the JSON-RPC error code of a request the transport
+// could not carry to the server or back. JSON-RPC 2.0 §5.1 leaves
+// -32000 to -32099 to implementations; the TypeScript SDK names -32000
+// ConnectionClosed, and mcp-go exports no constant for it.
+const codeTransport = -32000
+
+// rpcError is a JSON-RPC error response.
+type rpcError struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Error   struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// fail answers a client request with a JSON-RPC error, so nothing hangs.
+func (c *Conn) fail(id json.RawMessage, msg string) {
+	if len(id) == 0 || string(id) == "null" {
+		c.log.Warn("upstream error on a message that takes no response", "err", msg)
+		return
+	}
+	e := rpcError{JSONRPC: mcp.JSONRPC_VERSION, ID: id}
+	e.Error.Code, e.Error.Message = codeTransport, msg
+	b, _ := json.Marshal(e)
+	c.deliver(b)
+}
+
+// WriteMessage sends one client message to the server. For streamable
+// HTTP it is POSTed; the response (JSON, or an SSE stream) is read in the
+// background, so a long call never blocks the next message.
+func (c *Conn) WriteMessage(msg []byte) error {
+	c.mu.Lock()
+	lg, closed := c.legacy, c.closed
+	c.mu.Unlock()
+	if closed {
+		return io.ErrClosedPipe
+	}
+	if lg != nil {
+		return lg.post(msg)
+	}
+	var env envelope
+	json.Unmarshal(msg, &env) // batches have no id: their errors are logged
+	c.order.Lock()
+	wrote := make(chan struct{})
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		c.post(msg, env, wrote)
+	}()
+	select {
+	case <-wrote:
+	case <-c.ctx.Done():
+	}
+	c.order.Unlock()
+	return nil
+}
+
+func (c *Conn) headers(h http.Header) {
+	for k, vs := range c.opts.Header {
+		for _, v := range vs {
+			h.Add(k, v)
+		}
+	}
+	c.mu.Lock()
+	if c.session != "" {
+		h.Set(mcp.HeaderSessionID, c.session)
+	}
+	if c.version != "" {
+		h.Set(mcp.HeaderProtocolVersion, c.version)
+	}
+	c.mu.Unlock()
+}
+
+// Close ends the session: DELETE for streamable HTTP, then stops every
+// stream.
+func (c *Conn) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	session, lg := c.session, c.legacy
+	c.mu.Unlock()
+	if session != "" && lg == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		req, err := http.NewRequestWithContext(ctx, "DELETE", c.opts.URL, nil)
+		if err == nil {
+			c.headers(req.Header)
+			if resp, err := c.hc.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}
+		cancel()
+	}
+	c.stop()
+	c.wg.Wait()
+	return nil
+}
+
+func compactJSON(b json.RawMessage) []byte {
+	var out bytes.Buffer
+	if json.Compact(&out, b) != nil {
+		return b
+	}
+	return out.Bytes()
+}
