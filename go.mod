@@ -4,10 +4,12 @@ go 1.26.0
 
 require (
 	github.com/chromedp/chromedp v0.23.0
+	github.com/creack/pty v1.1.24
 	github.com/google/go-cmp v0.7.0
 	github.com/gorilla/websocket v1.5.3
 	github.com/oklog/ulid/v2 v2.1.2
 	go.uber.org/goleak v1.3.0
+	golang.org/x/term v0.48.0
 	golang.org/x/tools v0.52.0
 )
 
@@ -17,11 +19,11 @@ require (
 	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2 // indirect
+	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/text v0.14.0 // indirect
 )
 
 require (
-	github.com/google/go-cmp v0.7.0
 	github.com/google/jsonschema-go v0.4.2 // indirect
 	github.com/mark3labs/mcp-go v1.2.1
 	github.com/spf13/cast v1.7.1 // indirect

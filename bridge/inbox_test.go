@@ -102,7 +102,7 @@ func TestInboxAnswersEveryFieldType(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(hist, "accepted by inbox") {
+	if !strings.Contains(hist, "Accepted by inbox through the AEP endpoint") {
 		t.Errorf("history shows %q", hist)
 	}
 }
@@ -182,6 +182,18 @@ func TestInboxDecline(t *testing.T) {
 	}
 	if got := elicitResult(t, s.result(call)); got["action"] != "decline" {
 		t.Fatalf("server got %v", got)
+	}
+	// The history says how it ended, who answered, through what, and when.
+	hsel := `#history article[data-qid="` + req.ID + `"] .outcome`
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(hsel+" time"))); err != nil {
+		t.Fatal(err)
+	}
+	hist, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(hsel)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(hist, "Declined by inbox through the AEP endpoint at ") {
+		t.Errorf("history says %q", hist)
 	}
 }
 

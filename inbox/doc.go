@@ -1,33 +1,20 @@
 // Package inbox is the operators' web inbox: one page, embedded in the
 // binary, that works offline (no CDN, no build step). Opened at / of the AEP
 // endpoint with the token in the URL fragment, it subscribes over /socket to
-// attention.* and control.* with replay-all, shows each pending question as
-// a card with a form rendered from its field specs, and answers with
-// control.attention.respond.
+// attention.* and control.* with replay-all, keeps every open question,
+// shows them a page at a time as cards with a form built from each
+// question's field specs, and answers with control.attention.respond.
+//
+// The page is assembled from page.html, style.css and three scripts:
+// check.js holds the bridge's answer rules (package translate) for what a
+// field spec carries, with the bridge's wording, so the page refuses what
+// the bridge would refuse before sending; fields.js builds one control per
+// field; app.js is the rest. The Content-Security-Policy allows exactly
+// that script and style by their hashes, and nothing inline besides.
 //
 // The page itself carries no data, so it is served without the token; every
 // event it shows comes over the authenticated socket. Server text is shown as
 // quoted, untrusted content and is only ever inserted as text, never as
-// markup (AEP-0002 §8).
+// markup (AEP-0002 §8); a URL question's address is shown as text, and only
+// an http(s) one becomes a link.
 package inbox
-
-import (
-	_ "embed"
-	"net/http"
-)
-
-//go:embed index.html
-var page []byte
-
-// Handler serves the inbox page.
-func Handler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := w.Header()
-		h.Set("Content-Type", "text/html; charset=utf-8")
-		h.Set("Cache-Control", "no-store")
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Referrer-Policy", "no-referrer")
-		h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self' ws: wss:; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
-		w.Write(page)
-	})
-}

@@ -46,17 +46,38 @@ func (c *Client) agent() string {
 
 // Question is a pending attention request.
 type Question struct {
-	ID         string          `json:"id"`
-	Session    string          `json:"session"`
-	Agent      string          `json:"agent"`
-	Server     string          `json:"server"`
-	Prompt     string          `json:"prompt"`
-	Kind       string          `json:"kind"`
-	Asked      time.Time       `json:"asked"`
-	ExpiresAt  string          `json:"expires_at,omitempty"`
-	RespondVia []string        `json:"respond_via,omitempty"`
-	Fields     []aep.FieldSpec `json:"fields,omitempty"`
+	ID         string    `json:"id"`
+	Session    string    `json:"session"`
+	Agent      string    `json:"agent"`
+	Server     string    `json:"server"`
+	Prompt     string    `json:"prompt"`
+	Kind       string    `json:"kind"`
+	Asked      time.Time `json:"asked"`
+	ExpiresAt  string    `json:"expires_at,omitempty"`
+	RespondVia []string  `json:"respond_via,omitempty"`
+	// Options are the answers a question takes by id: a URL question's
+	// accept, decline and cancel.
+	Options []aep.Choice `json:"options,omitempty"`
+	// Fields are a form's fields, in the order the server declared them,
+	// with their constraints (see aep.FieldSpec).
+	Fields []aep.FieldSpec `json:"fields,omitempty"`
 }
+
+// ErrUnreachable wraps the error of a connection to the endpoint that
+// could not be made: nothing was sent.
+var ErrUnreachable = errors.New("the endpoint cannot be reached")
+
+// unreachable wraps a dial error so callers can match ErrUnreachable.
+type unreachable struct {
+	endpoint string
+	err      error
+}
+
+func (e *unreachable) Error() string {
+	return fmt.Sprintf("connecting to %s: %v; is a bridge running with its endpoint on? (pass --endpoint for another one)", e.endpoint, e.err)
+}
+
+func (e *unreachable) Unwrap() []error { return []error{ErrUnreachable, e.err} }
 
 // Stream opens GET /stream with the given query and calls fn for every
 // event until fn returns false, the stream ends or ctx is done.
@@ -70,7 +91,10 @@ func (c *Client) Stream(ctx context.Context, q url.Values, fn func(ev *aep.Event
 	req.Header.Set("Accept", "text/event-stream")
 	resp, err := c.http().Do(req)
 	if err != nil {
-		return fmt.Errorf("connecting to %s: %w; is a bridge running with its endpoint on?", c.Endpoint, err)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return &unreachable{c.Endpoint, err}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusUnauthorized {
@@ -185,7 +209,7 @@ func requested(b []byte) (sourced, bool) {
 	t, _ := time.Parse(time.RFC3339Nano, ev.Time)
 	d := ev.Data
 	return sourced{Question{ID: ev.ID, Session: ev.Session, Agent: ev.Agent, Server: ev.Subject, Prompt: d.Prompt,
-		Kind: d.Kind, Asked: t, ExpiresAt: d.ExpiresAt, RespondVia: d.RespondVia, Fields: d.Fields}, ev.Source}, true
+		Kind: d.Kind, Asked: t, ExpiresAt: d.ExpiresAt, RespondVia: d.RespondVia, Options: d.Options, Fields: d.Fields}, ev.Source}, true
 }
 
 // Ack is the outcome of sending a command.
@@ -207,6 +231,10 @@ var ErrNoAck = errors.New("no ack within the window")
 // one command id across reconnects, so a retry after a dropped connection
 // gets the recorded ack (AEP-0004 §2.3). hook, if set, runs after each
 // send; returning false drops the connection (tests use it).
+//
+// When no attempt could connect, the error matches ErrUnreachable: the
+// command was never sent. When it was sent and no ack came, the error is a
+// *NoAckError, which matches ErrNoAck.
 func (c *Client) Respond(ctx context.Context, q Question, answer aep.Answer, window time.Duration, hook func(attempt int) bool) (Ack, error) {
 	data, _ := json.Marshal(aep.Respond{Answer: answer})
 	cmd := aep.Event{AEP: aep.Version, ID: aep.NewID(), Type: "control.attention.respond", Subject: q.ID, Cause: q.ID,
@@ -219,8 +247,10 @@ func (c *Client) Respond(ctx context.Context, q Question, answer aep.Answer, win
 	ctx, cancel := context.WithTimeout(ctx, window)
 	defer cancel()
 	var last error
+	everSent := false
 	for attempt := 1; ctx.Err() == nil; attempt++ {
-		ack, err := c.sendOnce(ctx, cmd.ID, raw, func() bool { return hook == nil || hook(attempt) })
+		ack, sent, err := c.sendOnce(ctx, cmd.ID, raw, func() bool { return hook == nil || hook(attempt) })
+		everSent = everSent || sent
 		if err == nil {
 			return ack, nil
 		}
@@ -233,11 +263,31 @@ func (c *Client) Respond(ctx context.Context, q Question, answer aep.Answer, win
 		case <-ctx.Done():
 		}
 	}
-	if last != nil && !errors.Is(last, context.DeadlineExceeded) {
-		return Ack{}, fmt.Errorf("%w (last error: %v)", ErrNoAck, last)
+	if !everSent && errors.Is(last, ErrUnreachable) {
+		return Ack{}, last
 	}
-	return Ack{}, ErrNoAck
+	if last != nil && !errors.Is(last, context.DeadlineExceeded) {
+		return Ack{}, &NoAckError{Last: last}
+	}
+	return Ack{}, &NoAckError{}
 }
+
+// NoAckError is Respond's error when the command may have been sent but
+// no ack arrived in the window. It matches ErrNoAck.
+type NoAckError struct {
+	// Last is the last connection error, if any.
+	Last error
+}
+
+func (e *NoAckError) Error() string {
+	if e.Last == nil {
+		return ErrNoAck.Error()
+	}
+	return fmt.Sprintf("%v (last error: %v)", ErrNoAck, e.Last)
+}
+
+// Is makes a NoAckError match ErrNoAck.
+func (e *NoAckError) Is(target error) bool { return target == ErrNoAck }
 
 func (c *Client) socketURL() (string, error) {
 	u, err := url.Parse(strings.TrimRight(c.Endpoint, "/") + "/socket")
@@ -264,33 +314,36 @@ func (c *Client) dialSocket(ctx context.Context) (*websocket.Conn, error) {
 		if resp != nil && resp.StatusCode == http.StatusUnauthorized {
 			return nil, errors.New("the endpoint refused the token: pass --token or set AEP_TOKEN to the bridge's token")
 		}
-		return nil, fmt.Errorf("connecting to %s: %w; is a bridge running with its endpoint on?", c.Endpoint, err)
+		if resp == nil && ctx.Err() == nil {
+			return nil, &unreachable{c.Endpoint, err}
+		}
+		return nil, fmt.Errorf("connecting to %s: %w", c.Endpoint, err)
 	}
 	return conn, nil
 }
 
 // sendOnce connects, subscribes to the command's acks, sends it and waits.
-func (c *Client) sendOnce(ctx context.Context, id string, raw []byte, keep func() bool) (Ack, error) {
+// sent reports whether the command went out on this connection.
+func (c *Client) sendOnce(ctx context.Context, id string, raw []byte, keep func() bool) (ack Ack, sent bool, err error) {
 	conn, err := c.dialSocket(ctx)
 	if err != nil {
-		return Ack{}, err
+		return Ack{}, false, err
 	}
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
 	write := func(frame any) error { return conn.WriteMessage(websocket.TextMessage, aep.EncodeFrame(frame)) }
 	if err := write(aep.NewHello(aep.RoleConsumer, aep.Identity{Agent: c.agent()}, nil)); err != nil {
-		return Ack{}, err
+		return Ack{}, false, err
 	}
 	filter, _ := json.Marshal(map[string]any{"cause": id, "type": []string{"control.*"}})
 	if err := write(aep.Subscribe{Type: aep.FrameSubscribe, ID: "ack", Filter: filter, From: aep.FromAll}); err != nil {
-		return Ack{}, err
+		return Ack{}, false, err
 	}
-	sent := false
 	for {
 		_, b, err := conn.ReadMessage()
 		if err != nil {
-			return Ack{}, err
+			return Ack{}, sent, err
 		}
 		f, err := aep.DecodeFrame(b)
 		if err != nil {
@@ -299,19 +352,19 @@ func (c *Client) sendOnce(ctx context.Context, id string, raw []byte, keep func(
 		switch {
 		case f.Type == aep.FrameSubscribed && f.ID == "ack" && !sent:
 			if err := conn.WriteMessage(websocket.TextMessage, raw); err != nil {
-				return Ack{}, err
+				return Ack{}, false, err
 			}
 			sent = true
 			if !keep() {
-				return Ack{}, errors.New("connection dropped after sending")
+				return Ack{}, true, errors.New("connection dropped after sending")
 			}
 		case f.Type == aep.FrameError && f.ID == "ack":
-			return Ack{}, fmt.Errorf("the endpoint refused the subscription: %s %s", f.Code, f.Detail)
+			return Ack{}, sent, fmt.Errorf("the endpoint refused the subscription: %s %s", f.Code, f.Detail)
 		case f.Type == aep.FrameError && f.Cause == id:
-			return Ack{Reason: f.Code, Detail: f.Detail, Raw: b}, nil
+			return Ack{Reason: f.Code, Detail: f.Detail, Raw: b}, true, nil
 		case aep.IsEventType(f.Type):
 			if ack, ok := ackOf(b, id); ok {
-				return ack, nil
+				return ack, true, nil
 			}
 		}
 	}

@@ -321,3 +321,22 @@ func TestURLAcceptOmitsContent(t *testing.T) {
 		})
 	}
 }
+
+func TestInvalidAnswerSaysEachPartOnce(t *testing.T) {
+	tests := []struct {
+		name string
+		err  InvalidAnswer
+		want string
+	}{
+		{"a rule about the answer itself", InvalidAnswer{Rule: "answer", Reason: "text and values together are ambiguous"}, "answer: text and values together are ambiguous"},
+		{"an AEP rule about the answer", InvalidAnswer{Rule: "AEP-0008", Reason: "text is accepted only as decline"}, "answer: AEP-0008: text is accepted only as decline"},
+		{"a field", InvalidAnswer{Field: "n", Rule: "maximum", Reason: "must be at most 3"}, `field "n": maximum: must be at most 3`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.err.Error(); got != tc.want {
+				t.Errorf("got %q; want %q", got, tc.want)
+			}
+		})
+	}
+}

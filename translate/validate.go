@@ -25,7 +25,10 @@ type InvalidAnswer struct {
 }
 
 func (e *InvalidAnswer) Error() string {
-	if e.Field == "" {
+	switch {
+	case e.Field == "" && e.Rule == "answer":
+		return "answer: " + e.Reason // the rule names the answer itself: say it once
+	case e.Field == "":
 		return fmt.Sprintf("answer: %s: %s", e.Rule, e.Reason)
 	}
 	return fmt.Sprintf("field %q: %s: %s", e.Field, e.Rule, e.Reason)

@@ -18,6 +18,15 @@ import (
 	"github.com/agenteventprotocol/aep-mcp-bridge/operator"
 )
 
+// Exit statuses of the operator commands (README "Operators").
+const (
+	exitFailure     = 1 // any other error: the token refused or unsafe, input ended
+	exitUsage       = 2 // a command-line error
+	exitRejected    = 3 // the bridge rejected the answer, or the question is not open
+	exitNoAck       = 4 // the answer was sent and no ack came within --wait
+	exitUnreachable = 5 // the endpoint could not be reached; nothing was sent
+)
+
 // exitError carries a specific exit status (respond's 3 and 4).
 type exitError struct {
 	code int
@@ -26,30 +35,46 @@ type exitError struct {
 
 func (e *exitError) Error() string { return e.msg }
 
+// defaultEndpoint is the embedded endpoint's address (--listen's default).
+const defaultEndpoint = "http://127.0.0.1:8787"
+
 // clientFlags are the flags every operator subcommand takes.
 func clientFlags(fs *flag.FlagSet) (endpoint, token, state *string) {
-	endpoint = fs.String("endpoint", "http://127.0.0.1:8787", "the AEP endpoint's base URL")
+	endpoint = fs.String("endpoint", defaultEndpoint, "the AEP endpoint's base URL")
 	token = fs.String("token", "", "bearer token (default: AEP_TOKEN, else the token the local bridge stored)")
 	state = fs.String("state-dir", "", "where the local bridge stores its token")
 	return
 }
 
-func newClient(endpoint, token, state string) (*operator.Client, error) {
+// clientToken resolves an operator command's token: --token, AEP_TOKEN,
+// else the stored one, which is refused when other users could read it.
+func clientToken(token, state string) (string, error) {
 	if token == "" {
 		token = os.Getenv("AEP_TOKEN")
 	}
-	if token == "" {
-		dir, err := stateDir(state)
-		if err != nil {
-			return nil, err
-		}
-		b, err := os.ReadFile(dir + "/token")
-		if err != nil {
-			return nil, fmt.Errorf("no token: pass --token, set AEP_TOKEN, or run a bridge once so it stores one in %s", dir)
-		}
-		token = strings.TrimSpace(string(b))
+	if token != "" {
+		return token, nil
 	}
-	return &operator.Client{Endpoint: endpoint, Token: token}, nil
+	dir, err := stateDir(state)
+	if err != nil {
+		return "", err
+	}
+	t, _, err := readTokenFile(dir)
+	if err != nil {
+		return "", err
+	}
+	if t == "" {
+		return "", fmt.Errorf("no token: pass --token, set AEP_TOKEN, or run a bridge once so it stores one in %s", dir)
+	}
+	return t, nil
+}
+
+func newClient(endpoint, token, state string) (*operator.Client, error) {
+	t, err := clientToken(token, state)
+	if err != nil {
+		return nil, err
+	}
+	return &operator.Client{Endpoint: endpoint, Token: t}, nil
 }
 
 func subcommandFlags(name, usage string, stderr io.Writer) *flag.FlagSet {
@@ -66,7 +91,7 @@ func subcommandFlags(name, usage string, stderr io.Writer) *flag.FlagSet {
 func runPending(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := subcommandFlags("pending", "pending [--json] [--endpoint URL] [--token T]", stderr)
 	endpoint, token, state := clientFlags(fs)
-	asJSON := fs.Bool("json", false, "print the questions as JSON")
+	asJSON := fs.Bool("json", false, "print the questions as JSON, with each one's options and fields")
 	if fs.Parse(args) != nil || fs.NArg() != 0 {
 		return errUsage
 	}
@@ -81,128 +106,35 @@ func runPending(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
 		enc.SetIndent("", "  ")
-		return enc.Encode(qs)
+		if err := enc.Encode(qs); err != nil {
+			return err
+		}
+		_, err := stdout.Write(jsonSafe(b.Bytes()))
+		return err
 	}
 	if len(qs) == 0 {
 		fmt.Fprintln(stdout, "no pending questions")
 		return nil
 	}
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "ID\tAGE\tSERVER\tPROMPT")
+	fmt.Fprintln(w, "ID\tAGE\tSERVER\tKIND\tPROMPT")
 	for _, q := range qs {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", q.ID, time.Since(q.Asked).Round(time.Second), q.Server, oneLine(q.Prompt, 60))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", oneLine(q.ID, 40), time.Since(q.Asked).Round(time.Second), oneLine(q.Server, 30),
+			oneLine(q.Kind, 10), oneLine(q.Prompt, 60))
 	}
 	return w.Flush()
 }
 
+// oneLine makes s one printable line of at most n characters.
 func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = printable(strings.Join(strings.Fields(s), " "), false)
 	if r := []rune(s); len(r) > n {
 		return string(r[:n-1]) + "…"
 	}
 	return s
-}
-
-// runRespond is `aep-mcp-bridge respond ID (--values JSON | --decline | --cancel | --text S)`.
-func runRespond(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	r, err := parseRespond(args, stderr)
-	if err != nil {
-		return err
-	}
-	c, err := newClient(r.endpoint, r.token, r.state)
-	if err != nil {
-		return err
-	}
-	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	qs, err := c.Pending(pctx)
-	if err != nil {
-		return err
-	}
-	var q *operator.Question
-	for i := range qs {
-		if qs[i].ID == r.id {
-			q = &qs[i]
-		}
-	}
-	if q == nil {
-		return &exitError{3, fmt.Sprintf("question %s is not pending at %s (unknown, answered, or expired); run aep-mcp-bridge pending", r.id, r.endpoint)}
-	}
-	ack, err := c.Respond(ctx, *q, r.answer, r.window, nil)
-	if errors.Is(err, operator.ErrNoAck) {
-		return &exitError{4, fmt.Sprintf("no ack within %s: %v", r.window, err)}
-	}
-	if err != nil {
-		return err
-	}
-	if !ack.Accepted {
-		return &exitError{3, fmt.Sprintf("rejected: %s: %s", ack.Reason, ack.Detail)}
-	}
-	fmt.Fprintln(stdout, "accepted")
-	return nil
-}
-
-// respondArgs is respond's command line.
-type respondArgs struct {
-	endpoint, token, state string
-	id                     string
-	answer                 aep.Answer
-	window                 time.Duration
-}
-
-// parseRespond reads respond's command line; flags may follow the ID.
-func parseRespond(args []string, stderr io.Writer) (respondArgs, error) {
-	fs := subcommandFlags("respond", "respond ID (--values JSON | --decline | --cancel | --text S) [--endpoint URL] [--token T]", stderr)
-	endpoint, token, state := clientFlags(fs)
-	values := fs.String("values", "", `answer values as a JSON object, e.g. '{"replicas":3}'`)
-	decline := fs.Bool("decline", false, "decline the question")
-	cancelQ := fs.Bool("cancel", false, "cancel the question")
-	text := fs.String("text", "", "answer with text (AEP-0008), e.g. \"decline\"")
-	window := fs.Duration("wait", 10*time.Second, "how long to wait for the ack")
-	var id string
-	for rest := args; len(rest) > 0; {
-		if err := fs.Parse(rest); err != nil {
-			return respondArgs{}, errUsage
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		if id != "" {
-			fmt.Fprintln(stderr, "aep-mcp-bridge respond: one question ID only")
-			return respondArgs{}, errUsage
-		}
-		id, rest = fs.Arg(0), fs.Args()[1:]
-	}
-	n := 0
-	for _, set := range []bool{*values != "", *decline, *cancelQ, *text != ""} {
-		if set {
-			n++
-		}
-	}
-	if id == "" || n != 1 {
-		fmt.Fprintln(stderr, "aep-mcp-bridge respond: give the question ID and exactly one of --values, --decline, --cancel, --text")
-		fs.Usage()
-		return respondArgs{}, errUsage
-	}
-	r := respondArgs{endpoint: *endpoint, token: *token, state: *state, id: id, window: *window}
-	switch {
-	case *values != "":
-		dec := json.NewDecoder(bytes.NewReader([]byte(*values)))
-		dec.UseNumber()
-		if err := dec.Decode(&r.answer.Values); err != nil || r.answer.Values == nil {
-			fmt.Fprintln(stderr, "aep-mcp-bridge respond: --values must be a JSON object, e.g. '{\"replicas\":3}'")
-			return respondArgs{}, errUsage
-		}
-	case *decline:
-		r.answer.Option = "decline"
-	case *cancelQ:
-		r.answer.Option = "cancel"
-	default:
-		r.answer.Text = *text
-	}
-	return r, nil
 }
 
 // runTail is `aep-mcp-bridge tail [--filter JSON] [--json]`.
@@ -228,17 +160,22 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *filter != "" {
 		q.Set("filter", *filter)
 	}
-	return c.Stream(ctx, q, func(ev *aep.Event, raw []byte) bool {
+	err = c.Stream(ctx, q, func(ev *aep.Event, raw []byte) bool {
 		if *asJSON {
-			fmt.Fprintf(stdout, "%s\n", raw)
+			fmt.Fprintf(stdout, "%s\n", jsonSafe(raw))
 		} else {
 			fmt.Fprintln(stdout, describe(ev))
 		}
 		return true
 	})
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
 }
 
-// describe renders one event as a readable line.
+// describe renders one event as a readable line. Every string in it comes
+// from a peer, so the whole line is made printable.
 func describe(ev *aep.Event) string {
 	t, _ := time.Parse(time.RFC3339Nano, ev.Time)
 	var d map[string]any
@@ -262,5 +199,6 @@ func describe(ev *aep.Event) string {
 	if subj == "" {
 		subj = "-"
 	}
-	return strings.TrimSpace(fmt.Sprintf("%s %s %-22s %s %s", t.Local().Format("15:04:05"), ev.Session, ev.Type, subj, oneLine(extra, 100)))
+	return strings.TrimSpace(fmt.Sprintf("%s %s %-22s %s %s", t.Local().Format("15:04:05"), oneLine(ev.Session, 80),
+		oneLine(ev.Type, 60), oneLine(subj, 80), oneLine(extra, 100)))
 }

@@ -70,8 +70,17 @@ func TestDemoAnsweredByTheCLI(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &qs) != nil || len(qs) != 1 || qs[0]["id"] != id || qs[0]["server"] != "aep-mcp-bridge-demo" {
 		t.Fatalf("pending --json (exit %d): %s", code, out)
 	}
-	if fields, _ := qs[0]["fields"].([]any); len(fields) != 6 {
-		t.Errorf("pending --json fields: %v", qs[0]["fields"])
+	// The fields come in the demo's declared order, the required service
+	// name first, with their constraints and defaults.
+	fields, _ := qs[0]["fields"].([]any)
+	if len(fields) != 6 {
+		t.Fatalf("pending --json fields: %v", qs[0]["fields"])
+	}
+	service, _ := fields[0].(map[string]any)
+	replicas, _ := fields[1].(map[string]any)
+	if service["id"] != "service" || service["required"] != true || service["minLength"] != 2.0 || service["pattern"] != "^[a-z][a-z0-9-]*$" ||
+		replicas["id"] != "replicas" || replicas["default"] != 2.0 || replicas["max"] != 10.0 {
+		t.Errorf("pending --json fields: %v", fields)
 	}
 	_, errOut, code := cli(t, append([]string{"respond", id, "--values", `{"service":"checkout","replicas":30}`}, endpoint...)...)
 	if code != 3 || !strings.Contains(errOut, `field "replicas": maximum`) {

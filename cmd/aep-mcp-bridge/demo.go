@@ -17,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"golang.org/x/term"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/bridge"
@@ -24,14 +25,16 @@ import (
 	"github.com/agenteventprotocol/aep-mcp-bridge/inbox"
 )
 
-// demoSchema covers every field type, with one required field.
+// demoSchema covers every field type, with one required field first and
+// the constraints and defaults operators are shown. It is sent as written
+// (json.RawMessage), so its properties keep their declared order.
 const demoSchema = `{"type":"object","properties":{
- "service":{"type":"string","title":"Service name","minLength":2},
+ "service":{"type":"string","title":"Service name","description":"The service to deploy, as named in the service catalog","minLength":2,"maxLength":40,"pattern":"^[a-z][a-z0-9-]*$"},
  "replicas":{"type":"integer","title":"Replicas","minimum":1,"maximum":10,"default":2},
  "canary":{"type":"boolean","title":"Start with a canary","default":true},
  "region":{"type":"string","title":"Region","oneOf":[{"const":"eu-west","title":"Europe (west)"},{"const":"us-east","title":"US (east)"}]},
- "checks":{"type":"array","title":"Checks to run","items":{"anyOf":[{"const":"smoke","title":"Smoke tests"},{"const":"load","title":"Load test"},{"const":"security","title":"Security scan"}]}},
- "contact":{"type":"string","title":"On-call email","format":"email"}},
+ "checks":{"type":"array","title":"Checks to run","items":{"anyOf":[{"const":"smoke","title":"Smoke tests"},{"const":"load","title":"Load test"},{"const":"security","title":"Security scan"}]},"maxItems":2},
+ "contact":{"type":"string","title":"On-call email","description":"Who is paged if the rollout fails","format":"email"}},
  "required":["service"]}`
 
 // runDemoServer is the built-in demo MCP server (hidden subcommand): its
@@ -44,10 +47,8 @@ func runDemoServer() error {
 		server.WithToolCapabilities(false))
 	s.AddTool(mcp.NewTool("deploy", mcp.WithDescription("Deploy a service after a human fills in the plan")),
 		func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			var schema map[string]any
-			json.Unmarshal([]byte(demoSchema), &schema)
 			res, err := s.RequestElicitation(ctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{
-				Message: "Plan the deployment of the checkout service", RequestedSchema: schema}})
+				Message: "Plan the deployment of the checkout service", RequestedSchema: json.RawMessage(demoSchema)}})
 			if err != nil {
 				return mcp.NewToolResultError("elicitation failed: " + err.Error()), nil
 			}
@@ -61,6 +62,7 @@ func runDemoServer() error {
 type demoConfig struct {
 	timeout                      time.Duration
 	listen, token, state, logDir string
+	insecureToken                bool
 }
 
 func parseDemoFlags(args []string, stderr io.Writer) (demoConfig, error) {
@@ -72,6 +74,7 @@ func parseDemoFlags(args []string, stderr io.Writer) (demoConfig, error) {
 	fs.StringVar(&c.token, "token", "", "bearer token (default: AEP_TOKEN, else the stored one)")
 	fs.StringVar(&c.state, "state-dir", "", "where the token is stored")
 	fs.StringVar(&c.logDir, "log-dir", "~/.aep/logs", "JSONL session logs; off disables them")
+	fs.BoolVar(&c.insecureToken, "insecure-token", false, "accept a --token or AEP_TOKEN shorter than 32 characters")
 	if fs.Parse(args) != nil || fs.NArg() != 0 || c.timeout <= 0 {
 		return demoConfig{}, errUsage
 	}
@@ -88,7 +91,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	token, _, err := loadToken(c.token, dir)
+	token, where, err := loadToken(c.token, dir, c.insecureToken)
 	if err != nil {
 		return err
 	}
@@ -121,7 +124,8 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	d := &demo{self: self, base: "http://" + h.Addr(), token: token, timeout: c.timeout, stdout: stdout}
+	d := &demo{self: self, base: "http://" + h.Addr(), token: token, timeout: c.timeout, stdout: stdout,
+		inbox: inboxCommand(h.Addr(), where, c.state), showToken: isTerminal(stdout)}
 	questions := h.Hub().Subscribe(func(ev *aep.Event) bool { return ev.Type == "attention.requested" }, 4)
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -146,6 +150,11 @@ type demo struct {
 	self, base, token string
 	timeout           time.Duration
 	stdout            io.Writer
+	// inbox is the command that prints the inbox link; showToken says
+	// the link itself may be printed, because stdout is a terminal and
+	// not a log file.
+	inbox     string
+	showToken bool
 }
 
 // run calls the tool, prints the question when it is raised, and returns
@@ -203,9 +212,19 @@ func (d *demo) printQuestion(id string) {
 	if d.base != "http://127.0.0.1:8787" {
 		endpointFlag = " --endpoint " + d.base
 	}
-	fmt.Fprintf(d.stdout, "Answer it in the inbox:\n  %s/#token=%s\n\n", d.base, d.token)
+	if d.showToken {
+		fmt.Fprintf(d.stdout, "Answer it in the inbox:\n  %s/#token=%s\n\n", d.base, d.token)
+	} else {
+		fmt.Fprintf(d.stdout, "Answer it in the inbox at %s/ (for the link with the token, run: %s)\n\n", d.base, strings.Replace(d.inbox, "aep-mcp-bridge", cmdName, 1))
+	}
 	fmt.Fprintf(d.stdout, "or from another terminal:\n  %s respond %s --values '{\"service\":\"checkout\",\"replicas\":3,\"canary\":true,\"region\":\"eu-west\",\"checks\":[\"smoke\",\"load\"]}'%s\n\n", cmdName, id, endpointFlag)
-	fmt.Fprintf(d.stdout, "(or: %s respond %s --decline%s)\n\n", cmdName, id, endpointFlag)
+	fmt.Fprintf(d.stdout, "(or answer field by field: %s respond %s%s; or: %s respond %s --decline%s)\n\n", cmdName, id, endpointFlag, cmdName, id, endpointFlag)
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // report prints the ElicitResult the server received.

@@ -50,7 +50,7 @@ func TestAllowFlagsReachTheEndpoint(t *testing.T) {
 
 func TestBadAllowOrigin(t *testing.T) {
 	var stderr lockedBuffer
-	err := run(context.Background(), []string{"--listen", freeAddr(t), "--token", "x", "--state-dir", t.TempDir(), "--log-dir", "off",
+	err := run(context.Background(), []string{"--listen", freeAddr(t), "--token", "guard-token-0123456789abcdefghijklmnopqrstuvwxyz", "--state-dir", t.TempDir(), "--log-dir", "off",
 		"--allow-origin", "dash.example", "--", "cat"}, strings.NewReader(""), io.Discard, &stderr)
 	if err == nil || !strings.Contains(err.Error(), "--allow-origin") || !strings.Contains(err.Error(), "scheme://host") {
 		t.Fatalf("got %v; want an error naming --allow-origin and the expected form", err)

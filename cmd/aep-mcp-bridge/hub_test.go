@@ -48,12 +48,12 @@ func runInProcess(t *testing.T, args ...string) (stdin io.WriteCloser, stderr *l
 func TestSecondBridgeJoinsTheFirstsEndpoint(t *testing.T) {
 	addr := freeAddr(t)
 	state := t.TempDir()
-	common := []string{"--listen", addr, "--token", "shared-token", "--state-dir", state, "--log-dir", "off"}
+	common := []string{"--listen", addr, "--token", "shared-token-0123456789abcdefghijklmnop", "--state-dir", state, "--log-dir", "off"}
 	_, errA, _ := runInProcess(t, append(common, "--agent", "bridge-a", "--", "cat")...)
 	errA.waitFor(t, "AEP endpoint on http://"+addr)
 
 	req, _ := http.NewRequest("GET", "http://"+addr+`/stream?filter={"agent":"bridge-b"}`, nil)
-	req.Header.Set("Authorization", "Bearer shared-token")
+	req.Header.Set("Authorization", "Bearer shared-token-0123456789abcdefghijklmnop")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
@@ -127,7 +127,7 @@ func TestPortTakenBySomethingElse(t *testing.T) {
 	defer ln.Close()
 	go http.Serve(ln, http.NotFoundHandler())
 	var stderr lockedBuffer
-	err = run(context.Background(), []string{"--listen", ln.Addr().String(), "--token", "x", "--log-dir", "off", "--", "cat"},
+	err = run(context.Background(), []string{"--listen", ln.Addr().String(), "--token", "port-taken-token-0123456789abcdefghij", "--log-dir", "off", "--", "cat"},
 		strings.NewReader(""), io.Discard, &stderr)
 	if err == nil || !strings.Contains(err.Error(), ln.Addr().String()) || !strings.Contains(err.Error(), `answered "404 Not Found"`) {
 		t.Fatalf("got %v; want an error naming the port and the 404 that answered there", err)

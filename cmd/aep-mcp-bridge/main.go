@@ -8,6 +8,10 @@
 //
 // The bridge spawns COMMAND as the upstream MCP server over stdio and serves
 // the MCP client on its own stdin and stdout. Logs go to stderr.
+//
+// The same binary is the operators' command line (inbox, pending, respond,
+// tail), rewrites MCP client configs to run every server through it (wrap,
+// unwrap), and runs a demo (demo). See the README for each.
 package main
 
 import (

@@ -46,6 +46,9 @@ func (c *config) options(stderr io.Writer) (bridge.HostOptions, bridge.Options, 
 	if err != nil {
 		return bad("--log-dir: %v", err)
 	}
+	if err := c.headers.fromEnv(c.headerEnv); err != nil {
+		return bad("%v", err)
+	}
 	if c.answersOnly && c.answers == "" {
 		return bad("--answers-only needs --answers FILE")
 	}
@@ -69,7 +72,7 @@ func (c *config) options(stderr io.Writer) (bridge.HostOptions, bridge.Options, 
 		if err != nil {
 			return bridge.HostOptions{}, bridge.Options{}, err
 		}
-		if ho.Token, c.tokenWhere, err = loadToken(c.token, dir); err != nil {
+		if ho.Token, c.tokenWhere, err = loadToken(c.token, dir, c.insecureToken); err != nil {
 			return bridge.HostOptions{}, bridge.Options{}, err
 		}
 	}

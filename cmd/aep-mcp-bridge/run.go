@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/bridge"
+	"github.com/agenteventprotocol/aep-mcp-bridge/operator"
 )
 
 // errUsage marks a command-line error already reported on stderr.
@@ -25,11 +26,13 @@ func exitCode(err error) int {
 	case err == nil:
 		return 0
 	case errors.Is(err, errUsage):
-		return 2
+		return exitUsage
 	case errors.As(err, &ee):
 		return ee.code
+	case errors.Is(err, operator.ErrUnreachable):
+		return exitUnreachable
 	}
-	return 1
+	return exitFailure
 }
 
 // config is the parsed command line.
@@ -42,11 +45,13 @@ type config struct {
 	logLevel           string
 	redactEnv          string
 	listen, token      string
+	insecureToken      bool
 	relay              string
 	answers            string
 	answersOnly        bool
 	url, transport     string
 	headers            headerFlag
+	headerEnv          listFlag
 	allowHosts         listFlag
 	allowOrigins       listFlag
 	stateDir           string
@@ -59,9 +64,11 @@ type config struct {
 const usage = `usage: aep-mcp-bridge [flags] -- COMMAND [ARGS...]
        aep-mcp-bridge [flags] --url https://host/mcp [--header 'Authorization: Bearer …' ...]
        aep-mcp-bridge demo [--timeout D]
+       aep-mcp-bridge inbox [--no-open]
        aep-mcp-bridge pending [--json]
-       aep-mcp-bridge respond ID (--values JSON | --decline | --cancel | --text S)
+       aep-mcp-bridge respond ID [--values JSON | --accept | --decline | --cancel | --text S]
        aep-mcp-bridge tail [--filter JSON] [--json]
+       aep-mcp-bridge wrap CONFIG [--write] | unwrap CONFIG [--write]
        aep-mcp-bridge answers-from LOG.jsonl [...] > answers.json
 
 Fronts the MCP server COMMAND (spawned over stdio) for the MCP client on this
@@ -90,12 +97,14 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&c.keepalive, "keepalive", 15*time.Second, "progress interval for in-flight requests while a question is pending; 0 disables")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level on stderr: debug, info, warn or error")
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:8787", "the embedded AEP endpoint's address; \"off\" disables it")
-	fs.StringVar(&c.token, "token", "", "bearer token for the AEP endpoint (or env AEP_TOKEN); default: generated once and stored in the state folder")
+	fs.StringVar(&c.token, "token", "", "bearer token for the AEP endpoint (or env AEP_TOKEN), at least 32 characters; default: generated once and stored in the state folder")
+	fs.BoolVar(&c.insecureToken, "insecure-token", false, "accept a --token or AEP_TOKEN shorter than 32 characters")
 	fs.Var(&c.allowHosts, "allow-host", "a further Host the endpoint serves (name, or name:port), besides its listen address, localhost and loopback IPs; repeatable")
 	fs.Var(&c.allowOrigins, "allow-origin", "a further browser origin (scheme://host[:port]) that may use the endpoint, besides its own; repeatable")
 	fs.StringVar(&c.relay, "relay", "", "also connect out to the AEP relay at this URL (its /socket) as an emitter that accepts control.attention.respond")
 	fs.StringVar(&c.url, "url", "", "a remote MCP server's endpoint (streamable HTTP, or HTTP+SSE) instead of a command")
 	fs.Var(&c.headers, "header", "a header for a remote server, 'Name: value'; repeatable")
+	fs.Var(&c.headerEnv, "header-env", "an environment variable holding a header for a remote server as 'Name: value' (kept off the command line); repeatable")
 	fs.StringVar(&c.transport, "transport", "", "remote transport: streamable or sse (default: streamable, falling back to sse)")
 	fs.StringVar(&c.answers, "answers", "", "a JSON file of rules that answer questions without a human (see the README)")
 	fs.BoolVar(&c.answersOnly, "answers-only", false, "with --answers: cancel every question no rule answers, instead of waiting for operators")
@@ -112,8 +121,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		fmt.Fprintln(stderr, "aep-mcp-bridge: give either --url or a command after --, not both")
 		return nil, errUsage
 	}
-	if (c.transport != "" || len(c.headers) > 0) && c.url == "" {
-		fmt.Fprintln(stderr, "aep-mcp-bridge: --transport and --header apply to --url")
+	if (c.transport != "" || len(c.headers) > 0 || len(c.headerEnv) > 0) && c.url == "" {
+		fmt.Fprintln(stderr, "aep-mcp-bridge: --transport, --header and --header-env apply to --url")
 		return nil, errUsage
 	}
 	if c.url == "" && len(c.command) == 0 {
@@ -138,7 +147,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		case "pending":
 			return runPending(ctx, args[1:], stdout, stderr)
 		case "respond":
-			return runRespond(ctx, args[1:], stdout, stderr)
+			return runRespond(ctx, args[1:], stdin, stdout, stderr)
+		case "inbox":
+			return runInbox(ctx, args[1:], stdout, stderr)
+		case "wrap":
+			return runWrap(args[1:], stdout, stderr, false)
+		case "unwrap":
+			return runWrap(args[1:], stdout, stderr, true)
 		case "tail":
 			return runTail(ctx, args[1:], stdout, stderr)
 		case "demo":
@@ -169,7 +184,7 @@ func runBridge(ctx context.Context, c *config, stdin io.Reader, stdout, stderr i
 		return err
 	}
 	if addr := h.Addr(); addr != "" {
-		announce(stderr, addr, ho.Token, c.tokenWhere)
+		announce(stderr, addr, c.tokenWhere, c.stateDir)
 	}
 	b, err := h.NewSession(o)
 	if err != nil {
@@ -188,12 +203,17 @@ func runBridge(ctx context.Context, c *config, stdin io.Reader, stdout, stderr i
 	return runErr
 }
 
-// announce prints where the endpoint serves and where its token is. The
-// inbox URL carries the token in its fragment, which browsers never send to
-// a server, so it stays out of every access log.
-func announce(stderr io.Writer, addr, token, where string) {
-	fmt.Fprintf(stderr, "aep-mcp-bridge: AEP endpoint on http://%s (token from %s)\n", addr, where)
-	fmt.Fprintf(stderr, "aep-mcp-bridge: operator inbox: http://%s/#token=%s\n", addr, token)
+// announce prints where the endpoint serves, where its token is, and the
+// inbox's address. It never prints the token: MCP hosts keep their
+// servers' stderr in log files. `aep-mcp-bridge inbox` prints the link
+// with the token to whoever asks for it on their own terminal.
+func announce(stderr io.Writer, addr, where, stateFlag string) {
+	from := "stored in " + where
+	if where == "--token" || where == "AEP_TOKEN" {
+		from = "from " + where
+	}
+	fmt.Fprintf(stderr, "aep-mcp-bridge: AEP endpoint on http://%s (token %s)\n", addr, from)
+	fmt.Fprintf(stderr, "aep-mcp-bridge: operator inbox at http://%s/; open it with: %s\n", addr, inboxCommand(addr, where, stateFlag))
 }
 
 // headerFlag collects repeated --header 'Name: value' flags.
@@ -207,6 +227,20 @@ func (h *headerFlag) Set(v string) error {
 		return fmt.Errorf("want 'Name: value', got %q", v)
 	}
 	*h = append(*h, strings.TrimSpace(name)+":"+strings.TrimSpace(value))
+	return nil
+}
+
+// fromEnv adds the headers that --header-env names.
+func (h *headerFlag) fromEnv(names []string) error {
+	for _, name := range names {
+		v, ok := os.LookupEnv(name)
+		if !ok {
+			return fmt.Errorf("--header-env %s: the variable is not set; set it to 'Name: value'", name)
+		}
+		if err := h.Set(v); err != nil {
+			return fmt.Errorf("--header-env %s: the variable holds no 'Name: value' header", name)
+		}
+	}
 	return nil
 }
 

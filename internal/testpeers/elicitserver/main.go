@@ -132,10 +132,12 @@ func ask(s *server.MCPServer) server.ToolHandlerFunc {
 		case "nested":
 			schema = nested
 		}
-		var requested map[string]any
-		if err := json.Unmarshal([]byte(schema), &requested); err != nil {
+		// Sent as written, so the properties keep their declared order.
+		var object map[string]any
+		if err := json.Unmarshal([]byte(schema), &object); err != nil {
 			return mcp.NewToolResultError("bad schema: " + err.Error()), nil
 		}
+		requested := json.RawMessage(schema)
 		msg := r.GetString("message", "Configure the deployment target")
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()

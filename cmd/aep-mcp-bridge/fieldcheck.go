@@ -1,0 +1,194 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/translate"
+)
+
+// fieldRules checks answers to one field with the bridge's own rules and
+// wording: it rebuilds the one-property schema the field spec describes
+// and validates with translate, so what the terminal says about an answer
+// is what the bridge would say. Rules a field spec does not carry
+// (integer-ness, exclusive bounds, multipleOf) are left to the bridge.
+type fieldRules struct {
+	spec aep.FieldSpec
+	form *translate.Form // nil when the spec names something translate cannot rebuild
+}
+
+func newFieldRules(s aep.FieldSpec) fieldRules {
+	r := fieldRules{spec: s}
+	schema := map[string]any{"type": "object", "properties": map[string]any{s.ID: specSchema(s)}}
+	if s.Required {
+		schema["required"] = []string{s.ID}
+	}
+	b, err := json.Marshal(schema)
+	if err != nil {
+		return r
+	}
+	if f, err := translate.Parse("", b); err == nil {
+		r.form = f
+	}
+	return r
+}
+
+// specSchema is the JSON Schema of one property as its field spec states it.
+func specSchema(s aep.FieldSpec) map[string]any {
+	p := map[string]any{}
+	setInt := func(k string, v *int) {
+		if v != nil {
+			p[k] = *v
+		}
+	}
+	switch s.Type {
+	case "string":
+		p["type"] = "string"
+		setInt("minLength", s.MinLength)
+		setInt("maxLength", s.MaxLength)
+		if s.Format != "" {
+			p["format"] = s.Format
+		}
+		if s.Pattern != "" {
+			p["pattern"] = s.Pattern
+		}
+	case "number":
+		p["type"] = "number"
+		if s.Min != "" {
+			p["minimum"] = s.Min
+		}
+		if s.Max != "" {
+			p["maximum"] = s.Max
+		}
+	case "boolean":
+		p["type"] = "boolean"
+	case "select":
+		ids := make([]string, len(s.Choices))
+		for i, c := range s.Choices {
+			ids[i] = c.ID
+		}
+		if s.Multi {
+			p["type"] = "array"
+			p["items"] = map[string]any{"type": "string", "enum": ids}
+			setInt("minItems", s.MinItems)
+			setInt("maxItems", s.MaxItems)
+		} else {
+			p["type"] = "string"
+			p["enum"] = ids
+		}
+	default:
+		p["type"] = s.Type // translate refuses it: no local check
+	}
+	return p
+}
+
+// check returns the bridge's message for value (nil: no value given), or
+// "" when the value passes.
+func (r fieldRules) check(value any, given bool) string {
+	if r.form == nil {
+		return ""
+	}
+	values := map[string]any{}
+	if given {
+		values[r.spec.ID] = value
+	}
+	if err := r.form.Validate(values); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// describeField lists what an operator needs to answer a field right the
+// first time: its type, constraints, choices and default.
+func describeField(s aep.FieldSpec) []string {
+	var lines []string
+	var c []string
+	n := func(v *int) string { return fmt.Sprint(*v) }
+	switch s.Type {
+	case "string":
+		kind := "text"
+		if s.Format != "" && s.Format != translate.FormatPassword {
+			kind = "text, format " + s.Format
+		}
+		c = append(c, kind)
+		switch {
+		case s.MinLength != nil && s.MaxLength != nil:
+			c = append(c, n(s.MinLength)+" to "+n(s.MaxLength)+" characters")
+		case s.MinLength != nil:
+			c = append(c, "at least "+n(s.MinLength)+" characters")
+		case s.MaxLength != nil:
+			c = append(c, "at most "+n(s.MaxLength)+" characters")
+		}
+		if s.Pattern != "" {
+			c = append(c, "matching the pattern "+s.Pattern)
+		}
+	case "number":
+		c = append(c, "a number")
+		if s.Min != "" {
+			c = append(c, "at least "+string(s.Min))
+		}
+		if s.Max != "" {
+			c = append(c, "at most "+string(s.Max))
+		}
+	case "boolean":
+		c = append(c, "yes or no")
+	case "select":
+		if s.Multi {
+			c = append(c, "choose any: numbers or ids, separated by commas")
+			if s.MinItems != nil {
+				c = append(c, "at least "+n(s.MinItems))
+			}
+			if s.MaxItems != nil {
+				c = append(c, "at most "+n(s.MaxItems))
+			}
+		} else {
+			c = append(c, "choose one: its number or id")
+		}
+	default:
+		c = append(c, "type "+s.Type)
+	}
+	if s.Secret {
+		c = append(c, "secret: not shown as you type")
+	}
+	lines = append(lines, strings.Join(c, ", "))
+	for i, ch := range s.Choices {
+		lines = append(lines, fmt.Sprintf("  %d) %s [%s]", i+1, ch.Label, ch.ID))
+	}
+	switch {
+	case s.Default != nil && redactedDefault(s):
+		lines = append(lines, "default: hidden by redaction on the bus; type the value")
+	case s.Default != nil:
+		lines = append(lines, "default: "+defaultText(s)+" (press Enter to take it)")
+	}
+	return lines
+}
+
+// redactedDefault reports a default the bus shows redacted (an email at
+// the redacted capture level): it is not the server's value, so it is
+// never taken as the answer.
+func redactedDefault(s aep.FieldSpec) bool {
+	str, ok := s.Default.(string)
+	return ok && strings.Contains(str, "[REDACTED:")
+}
+
+// defaultText shows a field's default as an operator would type it.
+func defaultText(s aep.FieldSpec) string {
+	switch v := s.Default.(type) {
+	case bool:
+		if v {
+			return "yes"
+		}
+		return "no"
+	case string:
+		return v
+	case []any:
+		parts := make([]string, len(v))
+		for i, x := range v {
+			parts[i] = fmt.Sprint(x)
+		}
+		return strings.Join(parts, ", ")
+	}
+	return fmt.Sprint(s.Default)
+}

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"html"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// runInbox is `aep-mcp-bridge inbox`: it prints the ready-to-open inbox
+// link, token included, and opens it in a browser when a desktop is
+// there. The token is never put on a command line (other users can read
+// those in the process list): the browser is pointed at a small page in
+// the private state folder that forwards to the link.
+func runInbox(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := subcommandFlags("inbox", "inbox [--no-open] [--endpoint URL] [--token T] [--state-dir DIR]", stderr)
+	endpoint, token, state := clientFlags(fs)
+	noOpen := fs.Bool("no-open", false, "print the link only; do not open a browser")
+	if fs.Parse(args) != nil || fs.NArg() != 0 {
+		return errUsage
+	}
+	base, err := url.Parse(strings.TrimRight(*endpoint, "/"))
+	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
+		fmt.Fprintf(stderr, "aep-mcp-bridge inbox: --endpoint %q: want the endpoint's http(s) base URL, e.g. %s\n", *endpoint, defaultEndpoint)
+		return errUsage
+	}
+	t, err := clientToken(*token, *state)
+	if err != nil {
+		return err
+	}
+	if err := checkEndpoint(ctx, base.String(), t); err != nil {
+		return err
+	}
+	link := base.String() + "/#token=" + url.QueryEscape(t)
+	fmt.Fprintln(stdout, link)
+	if *noOpen {
+		return nil
+	}
+	opener := desktopOpener()
+	if opener == nil {
+		fmt.Fprintln(stderr, "aep-mcp-bridge inbox: no desktop to open a browser on; open the link above yourself")
+		return nil
+	}
+	dir, err := stateDir(*state)
+	if err != nil {
+		return err
+	}
+	page, err := writeLauncher(dir, link)
+	if err != nil {
+		return err
+	}
+	cmd := opener(page)
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(stderr, "aep-mcp-bridge inbox: starting %s: %v; open the link above yourself\n", cmd.Path, err)
+		return nil
+	}
+	// The opener hands the page on and may run as long as the browser
+	// does: leave it running, this command is done.
+	cmd.Process.Release()
+	fmt.Fprintf(stderr, "aep-mcp-bridge inbox: opened in the browser (through %s)\n", page)
+	return nil
+}
+
+// checkEndpoint makes sure a bridge serves base and takes the token, so
+// the printed link works.
+func checkEndpoint(ctx context.Context, base, token string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", base+"/.well-known/aep", nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return &exitError{exitUnreachable, fmt.Sprintf("no bridge answers at %s (%v): start one, or pass --endpoint", base, errors.Unwrap(err))}
+	}
+	resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK:
+		return nil
+	case http.StatusUnauthorized:
+		return fmt.Errorf("the endpoint at %s refused the token: pass the bridge's token with --token or AEP_TOKEN, or --state-dir where that bridge stores it", base)
+	}
+	return fmt.Errorf("%s answered %q, not as an AEP endpoint: pass --endpoint with the bridge's address", base, resp.Status)
+}
+
+// desktopOpener returns how to open a file in the desktop's browser, or
+// nil when there is no desktop.
+func desktopOpener() func(path string) *exec.Cmd {
+	switch runtime.GOOS {
+	case "darwin":
+		return func(p string) *exec.Cmd { return exec.Command("open", p) }
+	case "windows":
+		return func(p string) *exec.Cmd { return exec.Command("rundll32", "url.dll,FileProtocolHandler", p) }
+	}
+	if os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "" {
+		return nil
+	}
+	xdg, err := exec.LookPath("xdg-open")
+	if err != nil {
+		return nil
+	}
+	return func(p string) *exec.Cmd { return exec.Command(xdg, p) }
+}
+
+// writeLauncher writes, readable by the user only, a page that forwards
+// the browser to link, and returns its path.
+func writeLauncher(dir, link string) (string, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("creating the state folder %s: %w", dir, err)
+	}
+	if err := checkFolder(dir); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "inbox.html")
+	page := `<!doctype html><meta charset="utf-8"><meta name="referrer" content="no-referrer">` +
+		`<title>aep-mcp-bridge inbox</title><meta http-equiv="refresh" content="0;url=` + html.EscapeString(link) + `">` +
+		`<p><a href="` + html.EscapeString(link) + `">Open the aep-mcp-bridge inbox</a></p>`
+	tmp, err := os.CreateTemp(dir, ".inbox-*.html")
+	if err != nil {
+		return "", fmt.Errorf("writing the inbox launcher: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.WriteString(page); err != nil {
+		tmp.Close()
+		return "", fmt.Errorf("writing the inbox launcher: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return "", fmt.Errorf("writing the inbox launcher: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return "", fmt.Errorf("writing the inbox launcher: %w", err)
+	}
+	return path, nil
+}
+
+// inboxCommand is the command line that prints the inbox link of the
+// endpoint at addr, for the token from where.
+func inboxCommand(addr, where, stateFlag string) string {
+	cmd := "aep-mcp-bridge inbox"
+	if "http://"+addr != defaultEndpoint {
+		cmd += " --endpoint http://" + addr
+	}
+	if stateFlag != "" && where != "--token" && where != "AEP_TOKEN" {
+		cmd += " --state-dir " + shellQuote(stateFlag)
+	}
+	return cmd
+}

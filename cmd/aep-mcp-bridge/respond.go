@@ -1,0 +1,163 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/operator"
+)
+
+const respondUsage = "respond ID [--values JSON | --accept | --decline | --cancel | --text S] [--wait D] [--endpoint URL] [--token T]\n\n" +
+	"With no answer flag, respond asks field by field in the terminal.\n" +
+	"Exit status: 0 accepted, 2 usage error, 3 rejected (or not open), 4 no ack within --wait,\n" +
+	"5 endpoint unreachable (nothing sent), 1 anything else."
+
+// runRespond is `aep-mcp-bridge respond ID [answer flag]`.
+func runRespond(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	r, err := parseRespond(args, stderr)
+	if err != nil {
+		return err
+	}
+	var tty *terminal
+	if r.interactive {
+		if tty = openTerminal(stdin, stderr); tty == nil {
+			fmt.Fprintln(stderr, "aep-mcp-bridge respond: no answer flag was given and stdin is not a terminal to ask on; "+
+				"pass --values JSON, --accept, --decline, --cancel or --text S")
+			return errUsage
+		}
+	}
+	c, err := newClient(r.endpoint, r.token, r.state)
+	if err != nil {
+		return err
+	}
+	q, err := findQuestion(ctx, c, r.id, r.endpoint)
+	if err != nil {
+		return err
+	}
+	switch {
+	case r.interactive:
+		if r.answer, err = tty.ask(ctx, q); err != nil {
+			return err
+		}
+	case r.answer.Option == "accept" && q.Kind != "auth":
+		fmt.Fprintf(stderr, "aep-mcp-bridge respond: --accept consents to a URL question; %s is a %s question: answer it with --values, or with no answer flag to be asked field by field\n",
+			r.id, printable(q.Kind, false))
+		return errUsage
+	}
+	ack, err := c.Respond(ctx, *q, r.answer, r.window, nil)
+	if err != nil {
+		return respondError(err, r.window)
+	}
+	if !ack.Accepted {
+		return &exitError{exitRejected, fmt.Sprintf("rejected (%s): %s", printable(ack.Reason, false), printable(ack.Detail, false))}
+	}
+	fmt.Fprintln(stdout, "accepted")
+	return nil
+}
+
+// respondError words a failed send for the operator.
+func respondError(err error, window time.Duration) error {
+	var noAck *operator.NoAckError
+	switch {
+	case errors.Is(err, operator.ErrUnreachable):
+		return err
+	case errors.As(err, &noAck):
+		msg := fmt.Sprintf("no ack within %s; the answer may still have been applied: run aep-mcp-bridge pending to see whether the question is open", window)
+		if noAck.Last != nil {
+			msg += fmt.Sprintf(" (last error: %v)", noAck.Last)
+		}
+		return &exitError{exitNoAck, msg}
+	}
+	return err
+}
+
+// findQuestion returns the open question id.
+func findQuestion(ctx context.Context, c *operator.Client, id, endpoint string) (*operator.Question, error) {
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	qs, err := c.Pending(pctx)
+	if err != nil {
+		return nil, err
+	}
+	for i := range qs {
+		if qs[i].ID == id {
+			return &qs[i], nil
+		}
+	}
+	return nil, &exitError{exitRejected, fmt.Sprintf("question %s is not open at %s (unknown, answered, or expired); run aep-mcp-bridge pending", printable(id, false), endpoint)}
+}
+
+// respondArgs is respond's command line.
+type respondArgs struct {
+	endpoint, token, state string
+	id                     string
+	answer                 aep.Answer
+	interactive            bool
+	window                 time.Duration
+}
+
+// parseRespond reads respond's command line; flags may follow the ID.
+func parseRespond(args []string, stderr io.Writer) (respondArgs, error) {
+	fs := subcommandFlags("respond", respondUsage, stderr)
+	endpoint, token, state := clientFlags(fs)
+	values := fs.String("values", "", `answer values as a JSON object, e.g. '{"replicas":3}'`)
+	accept := fs.Bool("accept", false, "consent to a URL question (after opening its page yourself)")
+	decline := fs.Bool("decline", false, "decline the question")
+	cancelQ := fs.Bool("cancel", false, "cancel the question")
+	text := fs.String("text", "", "answer with text (AEP-0008): \"decline\" or \"cancel\" for a form, \"accept\" too for a URL question")
+	window := fs.Duration("wait", 10*time.Second, "how long to wait for the ack")
+	var id string
+	for rest := args; len(rest) > 0; {
+		if err := fs.Parse(rest); err != nil {
+			return respondArgs{}, errUsage
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		if id != "" {
+			fmt.Fprintln(stderr, "aep-mcp-bridge respond: give one question ID only")
+			return respondArgs{}, errUsage
+		}
+		id, rest = fs.Arg(0), fs.Args()[1:]
+	}
+	n := 0
+	for _, set := range []bool{*values != "", *accept, *decline, *cancelQ, *text != ""} {
+		if set {
+			n++
+		}
+	}
+	if id == "" || n > 1 {
+		fmt.Fprintln(stderr, "aep-mcp-bridge respond: give the question ID and at most one of --values, --accept, --decline, --cancel, --text")
+		fs.Usage()
+		return respondArgs{}, errUsage
+	}
+	if *window <= 0 {
+		fmt.Fprintln(stderr, "aep-mcp-bridge respond: --wait must be positive")
+		return respondArgs{}, errUsage
+	}
+	r := respondArgs{endpoint: *endpoint, token: *token, state: *state, id: id, window: *window, interactive: n == 0}
+	switch {
+	case *values != "":
+		dec := json.NewDecoder(bytes.NewReader([]byte(*values)))
+		dec.UseNumber()
+		if err := dec.Decode(&r.answer.Values); err != nil || r.answer.Values == nil {
+			fmt.Fprintln(stderr, "aep-mcp-bridge respond: --values must be a JSON object, e.g. '{\"replicas\":3}'")
+			return respondArgs{}, errUsage
+		}
+	case *accept:
+		r.answer.Option = "accept"
+	case *decline:
+		r.answer.Option = "decline"
+	case *cancelQ:
+		r.answer.Option = "cancel"
+	default:
+		r.answer.Text = *text
+	}
+	return r, nil
+}

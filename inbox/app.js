@@ -1,0 +1,350 @@
+// app.js: the inbox. It subscribes to attention.* and control.* over
+// /socket, keeps every open question, shows one page of them as cards, and
+// answers with control.attention.respond. Server text is only ever
+// inserted as text, never as markup (AEP-0002 §8).
+"use strict";
+(function () {
+  const PAGE = 20;             // cards per page: 10,000 open questions stay responsive
+  const HISTORY_PAGE = 20;     // settled questions shown before "Show older"
+  const token = new URLSearchParams(location.hash.slice(1)).get("token");
+  const questions = new Map(); // attention request id -> question
+  let open = [];               // ids of open questions, in the order they were asked
+  const history = [];          // ids of settled questions, newest first
+  const commands = new Map();  // command id -> question id
+  const seen = new Set();      // source + id, for dedupe (AEP-0001 §7)
+  const positions = new Map(); // session -> {session, epoch, seq}
+  let ws = null, backoff = 1000, page = 0, historyShown = HISTORY_PAGE, renderTimer = 0;
+
+  const $ = (id) => document.getElementById(id);
+  function el(tag, attrs, ...kids) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k === "text") e.textContent = v; else e.setAttribute(k, v === true ? "" : v);
+    }
+    for (const k of kids) if (k) e.append(k);
+    return e;
+  }
+  function status(text, cls) { const s = $("status"); s.textContent = text; s.className = cls || ""; }
+
+  // ULIDs for command ids (time-sortable, 26 Crockford base32 characters).
+  const B32 = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+  function ulid() {
+    let t = Date.now(), s = "";
+    for (let i = 0; i < 10; i++) { s = B32[t % 32] + s; t = Math.floor(t / 32); }
+    const r = crypto.getRandomValues(new Uint8Array(16));
+    for (let i = 0; i < 16; i++) s += B32[r[i] % 32];
+    return s;
+  }
+  function ago(ms) {
+    const s = Math.max(0, Math.round(ms / 1000));
+    if (s < 60) return s + "s";
+    if (s < 3600) return Math.floor(s / 60) + "m " + (s % 60) + "s";
+    return Math.floor(s / 3600) + "h " + Math.floor((s % 3600) / 60) + "m";
+  }
+  function when(t) { const d = new Date(t); return isNaN(d) ? "" : d.toLocaleString(); }
+
+  // A number answer travels exactly as typed: the JSON text is written
+  // with the number's own digits, never through a double.
+  const Raw = Fields.Raw;
+  function toJSON(v) {
+    if (v instanceof Raw) return v.text;
+    if (Array.isArray(v)) return "[" + v.map(toJSON).join(",") + "]";
+    if (v && typeof v === "object") return "{" + Object.entries(v).map(([k, x]) => JSON.stringify(k) + ":" + toJSON(x)).join(",") + "}";
+    return JSON.stringify(v);
+  }
+
+  // exact keeps a number a double cannot hold as written (a bound or a
+  // default of 9007199254740993), where the browser gives the source text.
+  function exact(key, value, context) {
+    if (typeof value === "number" && context && typeof context.source === "string" && String(value) !== context.source) return new Raw(context.source);
+    return value;
+  }
+
+  function connect() {
+    if (!token) {
+      status("no token", "down");
+      const n = $("notice"); n.hidden = false;
+      n.textContent = "Open this page with the link `aep-mcp-bridge inbox` prints: it carries the token after #token=.";
+      return;
+    }
+    const proto = location.protocol === "https:" ? "wss:" : "ws:";
+    ws = new WebSocket(proto + "//" + location.host + "/socket?access_token=" + encodeURIComponent(token));
+    ws.onopen = () => ws.send(JSON.stringify({ type: "hello", versions: ["0.1"], role: "consumer", identity: { agent: "inbox", instance: "browser" } }));
+    ws.onmessage = (m) => { let f; try { f = JSON.parse(m.data, exact); } catch (e) { return; } onFrame(f); };
+    ws.onclose = () => {
+      status("reconnecting…", "down");
+      setTimeout(connect, backoff);
+      backoff = Math.min(backoff * 2, 10000);
+    };
+  }
+
+  function onFrame(f) {
+    if (!f || typeof f.type !== "string") return;
+    if (f.type === "hello") {
+      backoff = 1000;
+      status("connected", "up");
+      // Resume by position after a drop; replay everything held the first time.
+      const from = positions.size ? Array.from(positions.values()) : "all";
+      ws.send(JSON.stringify({ type: "subscribe", id: "inbox", filter: { type: ["attention.*", "control.*"] }, from }));
+      return;
+    }
+    if (f.type === "error") { onError(f); return; }
+    if (f.type === "closing" || f.type === "subscribed" || f.type === "pong") return;
+    if (f.type.indexOf(".") > 0) onEvent(f);
+  }
+
+  function onError(f) {
+    const qid = f.cause && commands.get(f.cause);
+    if (qid && questions.has(qid)) { showAck(questions.get(qid), "rejected", (f.code || "error") + (f.detail ? ": " + f.detail : "")); return; }
+    const n = $("notice"); n.hidden = false; n.textContent = "The endpoint refused a request: " + (f.code || "") + " " + (f.detail || "");
+  }
+
+  function onEvent(ev) {
+    if (ev.session && typeof ev.seq === "number") {
+      const p = positions.get(ev.session), epoch = ev.epoch || 0;
+      if (!p || epoch > p.epoch || (epoch === p.epoch && ev.seq > p.seq)) positions.set(ev.session, { session: ev.session, epoch, seq: ev.seq });
+    }
+    const key = ev.source + " " + ev.id;
+    if (seen.has(key)) return;
+    seen.add(key);
+    const d = ev.data || {};
+    switch (ev.type) {
+      case "attention.requested":
+        if (questions.has(ev.id)) return;
+        questions.set(ev.id, { id: ev.id, ev, data: d, state: "pending", card: null });
+        open.push(ev.id);
+        schedule();
+        break;
+      case "attention.answered": {
+        const q = questions.get(ev.subject);
+        if (q) q.answered = { by: d.by, via: d.via, answer: d.answer || {}, time: ev.time };
+        break;
+      }
+      case "attention.resolved": case "attention.timeout": {
+        const q = questions.get(ev.subject);
+        if (!q || q.state !== "pending") return;
+        q.state = ev.type === "attention.timeout" ? "timeout" : (d.resolution || "resolved");
+        q.endTime = ev.time;
+        open = open.filter((id) => id !== q.id);
+        history.unshift(q.id);
+        schedule();
+        break;
+      }
+      case "control.accepted": case "control.rejected": {
+        const qid = commands.get(ev.cause);
+        if (!qid || !questions.has(qid)) return;
+        if (ev.type === "control.accepted") showAck(questions.get(qid), "accepted", "accepted");
+        else showAck(questions.get(qid), "rejected", "rejected (" + (d.reason || "?") + ")" + (d.detail ? ": " + d.detail : ""));
+        break;
+      }
+    }
+  }
+
+  function showAck(q, cls, text) {
+    if (!q.ackEl) return;
+    q.ackEl.className = "ack " + cls;
+    q.ackEl.textContent = text;
+  }
+
+  // Rendering is batched: a burst of events (a 10,000-question snapshot)
+  // costs one render of one page.
+  function schedule() { if (!renderTimer) renderTimer = setTimeout(render, 30); }
+
+  function render() {
+    renderTimer = 0;
+    const n = open.length;
+    $("count").textContent = n === 1 ? "1 open question" : n.toLocaleString("en") + " open questions";
+    document.title = (n ? "(" + n.toLocaleString("en") + ") " : "") + "aep-mcp-bridge inbox";
+    const pages = Math.max(1, Math.ceil(n / PAGE));
+    page = Math.min(page, pages - 1);
+    const pend = $("pending"), hadFocus = pend.contains(document.activeElement);
+    if (!n) pend.replaceChildren(el("p", { class: "empty", text: "No open questions." }));
+    else {
+      const ids = open.slice(page * PAGE, page * PAGE + PAGE);
+      reconcile(pend, ids.map((id) => { const q = questions.get(id); if (!q.card) q.card = card(q); return q.card; }));
+    }
+    renderPager(n, pages);
+    if (hadFocus && !pend.contains(document.activeElement)) focusFirst();
+    renderHistory();
+    tick();
+  }
+
+  // reconcile makes parent's children the given nodes without detaching
+  // any node that stays, so a field being typed in keeps its focus while
+  // other questions come and go.
+  function reconcile(parent, nodes) {
+    const keep = new Set(nodes);
+    for (const c of Array.from(parent.children)) if (!keep.has(c)) c.remove();
+    nodes.forEach((n, i) => { if (parent.children[i] !== n) parent.insertBefore(n, parent.children[i] || null); });
+  }
+
+  function renderPager(n, pages) {
+    const pager = $("pager");
+    pager.hidden = n <= PAGE;
+    $("page-info").textContent = n ? "Questions " + (page * PAGE + 1).toLocaleString("en") + "–" + Math.min(n, (page + 1) * PAGE).toLocaleString("en") + " of " + n.toLocaleString("en") : "";
+    $("prev").disabled = page === 0;
+    $("next").disabled = page >= pages - 1;
+  }
+
+  // focusFirst moves the keyboard to the first control of the first card,
+  // so answering question after question needs no mouse.
+  function focusFirst() {
+    const c = $("pending").querySelector("input, select, button");
+    if (c) c.focus(); else $("pending-h").focus();
+  }
+
+  function renderHistory() {
+    const hist = $("history");
+    if (!history.length) { hist.replaceChildren(el("p", { class: "empty", text: "Nothing answered yet." })); return; }
+    const shown = history.slice(0, historyShown).map((id) => questions.get(id)).map((q) => q.hcard || (q.hcard = historyCard(q)));
+    if (history.length > historyShown) {
+      const more = el("button", { type: "button", text: "Show older (" + (history.length - historyShown).toLocaleString("en") + " more)" });
+      more.addEventListener("click", () => { historyShown += HISTORY_PAGE; renderHistory(); });
+      shown.push(more);
+    }
+    hist.replaceChildren(...shown);
+  }
+
+  function header(q) {
+    const ev = q.ev;
+    return [
+      el("h3", { text: ev.subject || "an MCP server" }),
+      el("div", { class: "meta" },
+        el("span", { text: "via " + ev.agent }),
+        el("span", { text: "session " + ev.session }),
+        el("span", { class: "age", "data-time": ev.time }),
+        q.data.expires_at ? el("span", { class: "countdown", "data-expires": q.data.expires_at }) : null),
+      el("blockquote", { class: "untrusted" }, el("span", { class: "untrusted-label", text: "The server asks (untrusted text)" }), document.createTextNode(q.data.prompt || "")),
+    ];
+  }
+
+  function card(q) {
+    const c = el("article", { class: "card", "data-qid": q.id, "aria-label": "Question from " + (q.ev.subject || "an MCP server") }, ...header(q));
+    const via = q.data.respond_via;
+    if (Array.isArray(via) && via.indexOf("control") < 0) {
+      c.append(el("p", { class: "info", text: "This question is answered in the MCP client; it is shown here for information." }));
+      return c;
+    }
+    if (q.data.kind === "auth" || (!(q.data.fields || []).length && Array.isArray(q.data.options) && q.data.options.length)) {
+      c.append(...optionControls(q));
+      return c;
+    }
+    c.append(formFor(q));
+    return c;
+  }
+
+  function formFor(q) {
+    const form = el("form", { novalidate: true });
+    const inputs = (q.data.fields || []).map((f, i) => Fields.control(q.id, f, i));
+    for (const r of inputs) form.append(r.node);
+    const ack = el("p", { class: "ack", role: "status", "aria-live": "polite" });
+    q.ackEl = ack;
+    const decline = el("button", { type: "button", text: "Decline" });
+    const cancel = el("button", { type: "button", text: "Cancel" });
+    form.append(el("div", { class: "actions" }, el("button", { type: "submit", class: "primary", text: "Submit" }), decline, cancel), ack);
+    form.addEventListener("submit", (e) => {
+      e.preventDefault();
+      const values = {};
+      let first = null;
+      for (const r of inputs) {
+        const res = r.check();
+        if (res.error && !first) first = { r, msg: res.error };
+        else if (!res.error && res.given) values[r.id] = res.value;
+      }
+      if (first) {
+        q.ackEl.className = "ack rejected local";
+        q.ackEl.textContent = first.msg;
+        first.r.focus();
+        return;
+      }
+      send(q, { values });
+    });
+    decline.addEventListener("click", () => send(q, { option: "decline" }));
+    cancel.addEventListener("click", () => send(q, { option: "cancel" }));
+    return form;
+  }
+
+  // optionControls renders a question answered by choosing an option. A
+  // URL question (kind "auth") shows its full URL as text with the domain;
+  // only an http(s) URL becomes a link, which the operator opens themselves.
+  function optionControls(q) {
+    const out = [];
+    if (q.data.kind === "auth") out.push(...urlBlock(q));
+    const ack = el("p", { class: "ack", role: "status", "aria-live": "polite" });
+    q.ackEl = ack;
+    const buttons = (q.data.options || []).map((o, i) => {
+      const b = el("button", { type: "button", class: i === 0 ? "primary" : null, text: o.label });
+      b.addEventListener("click", () => send(q, { option: o.id }));
+      return b;
+    });
+    out.push(el("div", { class: "actions" }, ...buttons), ack);
+    return out;
+  }
+
+  function urlBlock(q) {
+    const m = /(?:^|\n)URL: (\S+)\s*$/.exec(q.data.prompt || "");
+    if (!m) return [el("p", { class: "info", text: "The link is not shown at this capture level; ask the operator of the bridge to raise --capture-attention." })];
+    let u = null;
+    try { u = new URL(m[1]); } catch (e) { u = null; }
+    const full = el("p", { class: "url" }, el("span", { class: "url-label", text: "Full address: " }), el("code", { text: m[1] }));
+    if (!u || (u.protocol !== "https:" && u.protocol !== "http:") || !u.host) {
+      const scheme = u ? u.protocol : "not a URL";
+      return [el("p", { class: "domain danger" }, document.createTextNode((q.ev.subject || "The server") + " gives an address that is not a web page (" + scheme + "). Do not open it.")), full];
+    }
+    return [
+      el("p", { class: "domain" }, document.createTextNode((q.ev.subject || "The server") + " asks you to open a page on "), el("strong", { text: u.host })),
+      full,
+      el("p", {}, el("a", { href: u.href, target: "_blank", rel: "noopener noreferrer", text: "Open the page on " + u.host })),
+    ];
+  }
+
+  function send(q, answer) {
+    if (!ws || ws.readyState !== 1) { showAck(q, "rejected", "not connected; try again in a moment"); return; }
+    const id = ulid();
+    commands.set(id, q.id);
+    const cmd = { aep: "0.1", id, type: "control.attention.respond", subject: q.id, cause: q.id, time: new Date().toISOString(),
+      source: "aep://" + location.host + "/agent/inbox", agent: "inbox", session: q.ev.session, capture: "full", data: { answer } };
+    q.ackEl.className = "ack"; q.ackEl.textContent = "sending…";
+    ws.send(toJSON(cmd));
+  }
+
+  // historyCard says how a question ended: the outcome, who answered and
+  // through what, and when.
+  function historyCard(q) {
+    const a = q.answered;
+    let outcome, who = "", how = "";
+    if (a) {
+      const ans = a.answer || {};
+      outcome = ans.option ? { accept: "Accepted", decline: "Declined", cancel: "Cancelled" }[ans.option] || ans.option : "Accepted";
+      const by = a.by || "someone";
+      who = by.startsWith("policy:") ? "by the scripted rule " + by.slice(7) : "by " + by;
+      how = a.via === "oob" ? "in the MCP client" : (by.startsWith("policy:") ? "automatically" : "through the AEP endpoint");
+    } else if (q.state === "timeout") outcome = "Timed out: nobody answered, the server got cancel";
+    else if (q.state === "dismissed") outcome = "Withdrawn: the server cancelled it, or its session ended";
+    else if (q.state === "auto") outcome = "Completed by the server";
+    else outcome = "Settled (" + q.state + ")";
+    const t = (a && a.time) || q.endTime;
+    const values = a && a.answer && a.answer.values ? Object.entries(a.answer.values) : [];
+    return el("article", { class: "card", "data-qid": q.id },
+      el("div", { class: "meta" }, el("span", { text: q.ev.subject || "" }), el("span", { text: "asked " + when(q.ev.time) })),
+      el("p", { class: "outcome" }, el("strong", { text: outcome }), document.createTextNode(who ? " " + who : ""),
+        document.createTextNode(how ? " " + how : ""), el("time", { datetime: t || "", text: t ? " at " + when(t) : "" })),
+      values.length ? el("dl", { class: "values" }, ...values.flatMap(([k, v]) => [el("dt", { text: k }), el("dd", { text: typeof v === "string" ? v : JSON.stringify(v) })])) : null,
+      el("blockquote", { class: "untrusted" }, el("span", { class: "untrusted-label", text: "The server asked" }), document.createTextNode(q.data.prompt || "")));
+  }
+
+  function tick() {
+    const now = Date.now();
+    for (const s of document.querySelectorAll(".age")) s.textContent = "asked " + ago(now - Date.parse(s.dataset.time)) + " ago";
+    for (const s of document.querySelectorAll(".countdown")) {
+      const left = Date.parse(s.dataset.expires) - now;
+      s.textContent = left > 0 ? "expires in " + ago(left) : "expired";
+    }
+  }
+
+  $("prev").addEventListener("click", () => { page = Math.max(0, page - 1); render(); focusFirst(); });
+  $("next").addEventListener("click", () => { page += 1; render(); focusFirst(); });
+  setInterval(tick, 1000);
+  connect();
+})();

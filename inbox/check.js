@@ -1,0 +1,235 @@
+// check.js: the bridge's answer rules (package translate), for what a
+// field spec carries, with the bridge's own wording, so the page says
+// before sending what the bridge would say after. Pure functions only.
+"use strict";
+const Check = (function () {
+  // Go's %q for a field id, as InvalidAnswer.Error writes it.
+  function goQuote(s) {
+    let out = '"';
+    for (const ch of s) {
+      const c = ch.codePointAt(0);
+      if (ch === '"' || ch === "\\") out += "\\" + ch;
+      else if (ch === "\n") out += "\\n";
+      else if (ch === "\r") out += "\\r";
+      else if (ch === "\t") out += "\\t";
+      else if (ch === "\x07") out += "\\a";
+      else if (ch === "\b") out += "\\b";
+      else if (ch === "\f") out += "\\f";
+      else if (ch === "\v") out += "\\v";
+      else if (c < 0x20 || c === 0x7f) out += "\\x" + c.toString(16).padStart(2, "0");
+      else if ((c >= 0x80 && c <= 0x9f) || c === 0xad || (c >= 0x200b && c <= 0x200f) || (c >= 0x2028 && c <= 0x202e) ||
+        (c >= 0x2060 && c <= 0x206f) || c === 0xfeff || (c >= 0xfff9 && c <= 0xfffb)) out += "\\u" + c.toString(16).padStart(4, "0");
+      else out += ch;
+    }
+    return out + '"';
+  }
+
+  // message is InvalidAnswer.Error().
+  function message(fieldId, err) { return "field " + goQuote(fieldId) + ": " + err.rule + ": " + err.reason; }
+
+  // Exact numbers (translate/number.go): sign, significant digits as a
+  // BigInt and a power of ten; never a double between an answer and a bound.
+  const NUM = /^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$/;
+  const TOO_LARGE = "must be a number no larger than 1.7976931348623157e308 in magnitude, the largest a JSON peer can read";
+  function parseNumber(s) {
+    if (!NUM.test(s)) return { problem: "must be written as a JSON number" };
+    const lower = s.toLowerCase();
+    const eAt = lower.indexOf("e");
+    const mant = eAt < 0 ? lower : lower.slice(0, eAt), exp = eAt < 0 ? "" : lower.slice(eAt + 1);
+    const neg = mant.startsWith("-");
+    const body = neg ? mant.slice(1) : mant;
+    const dot = body.indexOf(".");
+    const intPart = dot < 0 ? body : body.slice(0, dot), frac = dot < 0 ? "" : body.slice(dot + 1);
+    let digits = (intPart + frac).replace(/^0+/, "");
+    const trailing = digits.length - digits.replace(/0+$/, "").length;
+    digits = digits.slice(0, digits.length - trailing);
+    if (digits.length > 1000) return { problem: "must be a number of at most 1000 significant digits" };
+    const f = Number(s);
+    if (!Number.isFinite(f)) return { problem: TOO_LARGE };
+    if (digits === "") return { text: s, neg: false, digits: 0n, e10: 0 };
+    if (f === 0) return { problem: "must be 0 or a number no smaller than 5e-324 in magnitude; smaller numbers read as 0" };
+    const e10 = trailing - frac.length + (exp === "" ? 0 : parseInt(exp, 10));
+    return { text: s, neg, digits: BigInt(digits), e10 };
+  }
+  function cmp(a, b) {
+    const sa = a.digits === 0n ? 0 : (a.neg ? -1 : 1), sb = b.digits === 0n ? 0 : (b.neg ? -1 : 1);
+    if (sa !== sb) return sa < sb ? -1 : 1;
+    if (sa === 0) return 0;
+    const e = Math.min(a.e10, b.e10);
+    const x = a.digits * 10n ** BigInt(a.e10 - e), y = b.digits * 10n ** BigInt(b.e10 - e);
+    const m = x === y ? 0 : (x < y ? -1 : 1);
+    return sa < 0 ? -m : m;
+  }
+  // numberString is Number.String(): an integer of up to 30 digits in plain
+  // digits, anything else as written.
+  function numberString(n) {
+    if (n.digits === 0n) return "0";
+    if (n.e10 >= 0) {
+      const t = (n.neg ? "-" : "") + n.digits.toString() + "0".repeat(n.e10);
+      if (t.length <= 30) return t;
+    }
+    return n.text;
+  }
+
+  // Formats (translate.validFormat).
+  const ATEXT = /^[^()<>\[\]:;@\\,".\x00-\x20\x7f]$/u;
+  function dotAtom(s) {
+    if (s === "" || s.startsWith(".") || s.endsWith(".") || s.includes("..")) return false;
+    for (const ch of s) if (ch !== "." && !ATEXT.test(ch)) return false;
+    return true;
+  }
+  function ipv4(s) {
+    const p = s.split(".");
+    return p.length === 4 && p.every((x) => /^(0|[1-9][0-9]{0,2})$/.test(x) && Number(x) <= 255);
+  }
+  function ipv6(s) {
+    if (!/^[0-9A-Fa-f:.]+$/.test(s) || (s.match(/::/g) || []).length > 1) return false;
+    let groups = s.split(":");
+    const last = groups[groups.length - 1];
+    let need = 8;
+    if (last.includes(".")) { if (!ipv4(last)) return false; groups = groups.slice(0, -1); need = 6; }
+    const compressed = s.includes("::");
+    const parts = groups.filter((g, i) => !(g === "" && compressed));
+    if (parts.some((g) => !/^[0-9A-Fa-f]{1,4}$/.test(g))) return false;
+    return compressed ? parts.length < need : parts.length === need;
+  }
+  function email(s) {
+    const at = s.lastIndexOf("@");
+    if (at < 0) return false;
+    const local = s.slice(0, at), domain = s.slice(at + 1);
+    if (local.includes("@") || !dotAtom(local)) return false;
+    if (domain.startsWith("[") && domain.endsWith("]")) { const ip = domain.slice(1, -1); return ipv4(ip) || ipv6(ip); }
+    return dotAtom(domain);
+  }
+  const HEX = /^[0-9A-Fa-f]{2}$/;
+  function escapes(s, host) {
+    for (let i = 0; i < s.length; i++) {
+      if (s[i] === "%") {
+        const h = s.slice(i + 1, i + 3);
+        if (!HEX.test(h)) return false;
+        if (host && parseInt(h[0], 16) < 8 && h !== "25") return false;
+        i += 2;
+      } else if (host && s.charCodeAt(i) < 0x80 && !/[A-Za-z0-9\-._~!$&'()*+,;=:\[\]<>"]/.test(s[i])) return false;
+    }
+    return true;
+  }
+  function hostOK(h) {
+    let host = h, port = "";
+    if (h.startsWith("[")) {
+      const end = h.indexOf("]");
+      if (end < 0) return false;
+      host = h.slice(0, end + 1); port = h.slice(end + 1);
+    } else if (h.includes(":")) { host = h.slice(0, h.lastIndexOf(":")); port = h.slice(h.lastIndexOf(":")); }
+    if (port !== "" && !/^:[0-9]*$/.test(port)) return false;
+    return escapes(host, true);
+  }
+  function uri(s) {
+    if (/[\x00-\x1f\x7f \t\n]/.test(s)) return false;
+    const hash = s.indexOf("#");
+    const rest0 = hash < 0 ? s : s.slice(0, hash);
+    if (hash >= 0 && !escapes(s.slice(hash + 1), false)) return false;
+    const m = /^[A-Za-z][A-Za-z0-9+.\-]*:/.exec(rest0);
+    if (!m) return false;
+    let rest = rest0.slice(m[0].length);
+    const q = rest.indexOf("?");
+    if (q >= 0) rest = rest.slice(0, q);
+    if (!rest.startsWith("/")) return true; // opaque: not checked further
+    if (rest.startsWith("//")) {
+      let auth = rest.slice(2);
+      const slash = auth.indexOf("/");
+      const path = slash < 0 ? "" : auth.slice(slash);
+      if (slash >= 0) auth = auth.slice(0, slash);
+      const at = auth.lastIndexOf("@");
+      if (at >= 0) {
+        if (!/^[A-Za-z0-9\-._:~!$&'()*+,;=%@]*$/.test(auth.slice(0, at)) || !escapes(auth.slice(0, at), false)) return false;
+        auth = auth.slice(at + 1);
+      }
+      return hostOK(auth) && escapes(path, false);
+    }
+    return escapes(rest, false);
+  }
+  const DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+  function date(s) {
+    const m = /^([0-9]{4})-([0-9]{2})-([0-9]{2})$/.exec(s);
+    if (!m) return false;
+    const y = +m[1], mo = +m[2], d = +m[3];
+    if (mo < 1 || mo > 12) return false;
+    const leap = (y % 4 === 0 && y % 100 !== 0) || y % 400 === 0;
+    return d >= 1 && d <= (mo === 2 && leap ? 29 : DAYS[mo - 1]);
+  }
+  function dateTime(s) {
+    const m = /^([0-9]{4}-[0-9]{2}-[0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(\.[0-9]+)?(Z|[+-]([0-9]{2}):([0-9]{2}))$/.exec(s);
+    if (!m || !date(m[1]) || +m[2] > 23 || +m[3] > 59 || +m[4] > 59) return false;
+    return m[6] === "Z" || (+m[7] <= 23 && +m[8] <= 59);
+  }
+  const NOUN = { email: "email address", uri: "absolute URI", date: "date (YYYY-MM-DD)", "date-time": "RFC 3339 date-time" };
+  function validFormat(f, s) {
+    switch (f) {
+      case "email": return email(s);
+      case "uri": return uri(s);
+      case "date": return date(s);
+      case "date-time": return dateTime(s);
+    }
+    return true;
+  }
+  function compile(pattern) {
+    try { return new RegExp(pattern, "u"); } catch (e) { return null; } // the bridge checks what the page cannot
+  }
+
+  // value checks one answer for field spec f. given is false when the
+  // operator gave nothing. It returns null or {rule, reason}.
+  function value(f, v, given) {
+    const bad = (rule, reason) => ({ rule, reason });
+    if (!given) return f.required ? bad("required", "a value is required") : null;
+    switch (f.type) {
+      case "string": {
+        if (typeof v !== "string") return bad("type", "must be a string");
+        const n = Array.from(v).length;
+        if (f.minLength !== undefined && n < f.minLength) return bad("minLength", "must be at least " + f.minLength + " characters");
+        if (f.maxLength !== undefined && n > f.maxLength) return bad("maxLength", "must be at most " + f.maxLength + " characters");
+        if (f.format && !validFormat(f.format, v)) return bad("format", "must be a valid " + (NOUN[f.format] || f.format));
+        if (f.pattern) { const re = compile(f.pattern); if (re && !re.test(v)) return bad("pattern", "does not match the required pattern"); }
+        return null;
+      }
+      case "number": {
+        const x = parseNumber(String(v));
+        if (x.problem) return bad("type", x.problem);
+        if (f.min !== undefined) { const b = parseNumber(String(f.min)); if (!b.problem && cmp(x, b) < 0) return bad("minimum", "must be at least " + numberString(b)); }
+        if (f.max !== undefined) { const b = parseNumber(String(f.max)); if (!b.problem && cmp(x, b) > 0) return bad("maximum", "must be at most " + numberString(b)); }
+        return null;
+      }
+      case "select": {
+        const ids = new Set((f.choices || []).map((c) => c.id));
+        if (!f.multi) return ids.has(v) ? null : bad("enum", "must be one of the listed choices");
+        if (v.some((x) => !ids.has(x))) return bad("enum", "every item must be one of the listed choices");
+        if (new Set(v).size !== v.length) return bad("uniqueItems", "a choice may be selected only once");
+        if (f.minItems !== undefined && v.length < f.minItems) return bad("minItems", "select at least " + f.minItems);
+        if (f.maxItems !== undefined && v.length > f.maxItems) return bad("maxItems", "select at most " + f.maxItems);
+        return null;
+      }
+    }
+    return null;
+  }
+
+  // hints says a field's constraints in words, for under its input.
+  function hints(f) {
+    const h = [];
+    if (f.type === "string") {
+      if (f.minLength !== undefined && f.maxLength !== undefined) h.push(f.minLength + " to " + f.maxLength + " characters");
+      else if (f.minLength !== undefined) h.push("at least " + f.minLength + " characters");
+      else if (f.maxLength !== undefined) h.push("at most " + f.maxLength + " characters");
+      if (f.format && NOUN[f.format]) h.push("a valid " + NOUN[f.format]);
+      if (f.pattern) h.push("matching the pattern " + f.pattern);
+    } else if (f.type === "number") {
+      const bound = (b) => { const n = parseNumber(String(b)); return n.problem ? String(b) : numberString(n); };
+      if (f.min !== undefined) h.push("at least " + bound(f.min));
+      if (f.max !== undefined) h.push("at most " + bound(f.max));
+    } else if (f.type === "select" && f.multi) {
+      if (f.minItems !== undefined) h.push("select at least " + f.minItems);
+      if (f.maxItems !== undefined) h.push("select at most " + f.maxItems);
+    }
+    return h.join(" · ");
+  }
+
+  return { value, message, hints, parseNumber, goQuote };
+})();
