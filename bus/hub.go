@@ -229,12 +229,15 @@ func (h *Hub) OpenFrom(source string) int {
 	return n
 }
 
-// mustDeliver reports whether an event may never be dropped for a slow
-// subscriber: notice and above (AEP-0003 §8.4), a question's state, and
-// commands and their acks.
-func mustDeliver(ev *aep.Event) bool {
+// MustDeliver reports whether an event may never be dropped on its way to
+// a consumer, whatever its severity: notice and above (AEP-0003 §8.4), a
+// question's state, commands and their acks, and a session's start and
+// end. A consumer too slow for one of them is disconnected with a reason
+// instead, and resumes by position.
+func MustDeliver(ev *aep.Event) bool {
 	return ev.EffectiveSeverity() >= aep.SeverityNotice ||
-		strings.HasPrefix(ev.Type, "attention.") || strings.HasPrefix(ev.Type, "control.")
+		strings.HasPrefix(ev.Type, "attention.") || strings.HasPrefix(ev.Type, "control.") ||
+		strings.HasPrefix(ev.Type, "session.")
 }
 
 // fanOutLocked hands d to every matching subscriber. Subscribers share the
@@ -248,7 +251,7 @@ func (h *Hub) fanOutLocked(d *Delivery) {
 		select {
 		case s.c <- d:
 		default:
-			if !mustDeliver(ev) {
+			if !MustDeliver(ev) {
 				s.mu.Lock()
 				s.dropped++
 				s.mu.Unlock()

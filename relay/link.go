@@ -50,7 +50,9 @@ type LinkOptions struct {
 	Agent, Instance string
 	// Accepts lists the commands this emitter accepts.
 	Accepts []string
-	// Queue bounds the outbox; 0 means 4096 events.
+	// Queue bounds the telemetry events the outbox holds while the relay
+	// is unreachable; 0 means 4096. Events that must be delivered are
+	// bounded in bytes instead (64 MiB).
 	Queue int
 	// MinBackoff and MaxBackoff bound the reconnect delay (with jitter);
 	// zero means 200ms and 10s.
@@ -63,8 +65,9 @@ type LinkOptions struct {
 // every event goes out on it, commands come back on it, and it survives
 // restarts on either side.
 //   - Events queue in a bounded outbox until the hello exchange completes;
-//     when the outbox is full, debug/info events are dropped first, and every
-//     drop is counted and logged.
+//     when it is full, debug/info telemetry is dropped, oldest first; events
+//     that must reach the relay (bus.MustDeliver) are kept within a byte
+//     bound. Every drop is counted and logged.
 //   - It reconnects with exponential backoff and jitter.
 //   - After every (re)connect it re-sends each still-pending
 //     attention.requested with its original id (legal redelivery), so a
@@ -83,8 +86,7 @@ type Link struct {
 	mu        sync.Mutex
 	proven    bool // the peer proved the token once: never send it in clear
 	target    Target
-	queue     [][]byte
-	sev       []aep.Severity
+	queue     outbox
 	open      []openRequest
 	connected bool
 	dropped   int
@@ -119,7 +121,8 @@ func NewLink(o LinkOptions) (*Link, error) {
 		return nil, err
 	}
 	l := &Link{opts: o, log: o.Logger, url: u, to: to, client: discoveryClient(o.Dial),
-		dialer: &websocket.Dialer{HandshakeTimeout: 10 * time.Second, NetDialContext: o.Dial}, wake: make(chan struct{}, 1)}
+		dialer: &websocket.Dialer{HandshakeTimeout: 10 * time.Second, NetDialContext: o.Dial}, wake: make(chan struct{}, 1),
+		queue: outbox{max: o.Queue}}
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
 	}
@@ -182,7 +185,7 @@ func (l *Link) Write(ev aep.Event, raw []byte) error {
 			}
 		}
 	}
-	l.enqueueLocked(raw, ev.EffectiveSeverity())
+	l.enqueueLocked(raw, mustKeep(&ev))
 	l.mu.Unlock()
 	l.signal()
 	return nil
@@ -191,28 +194,24 @@ func (l *Link) Write(ev aep.Event, raw []byte) error {
 // Redeliver queues a re-sent event (a recorded ack) for the relay.
 func (l *Link) Redeliver(ev aep.Event, raw []byte) error {
 	l.mu.Lock()
-	l.enqueueLocked(raw, ev.EffectiveSeverity())
+	l.enqueueLocked(raw, mustKeep(&ev))
 	l.mu.Unlock()
 	l.signal()
 	return nil
 }
 
-func (l *Link) enqueueLocked(raw []byte, sev aep.Severity) {
-	if len(l.queue) >= l.opts.Queue {
-		victim := 0
-		for i, s := range l.sev {
-			if s < aep.SeverityNotice {
-				victim = i
-				break
-			}
-		}
-		l.dropped++
-		l.log.Warn("relay outbox full; dropped an event", "severity", l.sev[victim].String(), "dropped_total", l.dropped)
-		l.queue = append(l.queue[:victim:victim], l.queue[victim+1:]...)
-		l.sev = append(l.sev[:victim:victim], l.sev[victim+1:]...)
+func (l *Link) enqueueLocked(raw []byte, keep bool) {
+	dropped, wasKept := l.queue.push(raw, keep)
+	if dropped == nil {
+		return
 	}
-	l.queue = append(l.queue, raw)
-	l.sev = append(l.sev, sev)
+	l.dropped++
+	if wasKept {
+		l.log.Error("relay outbox over its byte bound while the relay is unreachable; dropped an event that must be delivered",
+			"bytes", len(dropped), "dropped_total", l.dropped)
+		return
+	}
+	l.log.Warn("relay outbox full; dropped a telemetry event", "dropped_total", l.dropped)
 }
 
 func (l *Link) signal() {
@@ -347,12 +346,13 @@ func (w *linkWriter) write(b []byte) error {
 func (l *Link) pump(ctx context.Context, w *linkWriter, r *linkReader) error {
 	for {
 		l.mu.Lock()
-		batch := l.queue
-		l.queue, l.sev = nil, nil
+		batch := l.queue.take()
 		l.mu.Unlock()
-		for i, raw := range batch {
-			if err := w.write(raw); err != nil {
-				l.requeue(batch[i:])
+		for i, it := range batch {
+			if err := w.write(it.raw); err != nil {
+				l.mu.Lock()
+				l.queue.requeue(batch[i:])
+				l.mu.Unlock()
 				return fmt.Errorf("%w: %v", errConnected, err)
 			}
 		}
@@ -362,11 +362,10 @@ func (l *Link) pump(ctx context.Context, w *linkWriter, r *linkReader) error {
 			return fmt.Errorf("%w: %v", errConnected, r.err)
 		case <-ctx.Done():
 			l.mu.Lock()
-			rest := l.queue
-			l.queue, l.sev = nil, nil
+			rest := l.queue.take()
 			l.mu.Unlock()
-			for _, raw := range rest {
-				if w.write(raw) != nil {
+			for _, it := range rest {
+				if w.write(it.raw) != nil {
 					break
 				}
 			}
@@ -375,18 +374,6 @@ func (l *Link) pump(ctx context.Context, w *linkWriter, r *linkReader) error {
 			return ctx.Err()
 		}
 	}
-}
-
-// requeue puts unsent events back at the head of the outbox.
-func (l *Link) requeue(raws [][]byte) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	sev := make([]aep.Severity, len(raws))
-	for i := range sev {
-		sev[i] = aep.SeverityNotice // unknown here: never drop them first
-	}
-	l.queue = append(append([][]byte{}, raws...), l.queue...)
-	l.sev = append(sev, l.sev...)
 }
 
 // readLoop takes commands and frames from the relay.
