@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,7 +34,8 @@ type Options struct {
 	URL       string
 	Header    http.Header
 	Transport string
-	// Env is the upstream's environment; nil means the bridge's own.
+	// Env is the spawned upstream's environment; nil means the bridge's
+	// own. Either way AEP_TOKEN and AEP_MCP_TOKEN are removed from it.
 	Env []string
 	// Client is the MCP client's stream; ClientOut where its messages go.
 	Client    io.Reader
@@ -244,12 +247,33 @@ func (b *Bridge) dial() (upstreamConn, error) {
 		b.log.Info("remote upstream", "url", b.opts.URL)
 		return upstreamConn{conn: conn}, nil
 	}
-	p, err := upstream.Start(b.opts.Command, b.opts.Env, b.opts.ServerStderr)
+	p, err := upstream.Start(b.opts.Command, serverEnv(b.opts.Env), b.opts.ServerStderr)
 	if err != nil {
 		return upstreamConn{}, err
 	}
 	b.log.Info("upstream started", "pid", p.Pid())
 	return upstreamConn{conn: elicit.NewStreamConn(p.Stdout(), p.Stdin(), p.Stdout().Close, 0), proc: p}, nil
+}
+
+// bridgeSecrets are the environment variables that hold the bridge's own
+// credentials: the upstream server is never given them (the threat model:
+// a server gets its questions' answers, never the token).
+var bridgeSecrets = []string{"AEP_TOKEN", "AEP_MCP_TOKEN"}
+
+// serverEnv is the spawned server's environment: env, or this process's
+// when env is nil, without the bridge's own credentials.
+func serverEnv(env []string) []string {
+	if env == nil {
+		env = os.Environ()
+	}
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(bridgeSecrets, name) {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // emitStarted emits session.started with the client's name and version.

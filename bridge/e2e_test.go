@@ -397,3 +397,18 @@ func TestClientLeavingDismissesPendingQuestions(t *testing.T) {
 		t.Fatalf("log ends with %s %s / %s; want the question dismissed, then session.ended", prev.Type, prev.Data, last.Type)
 	}
 }
+
+// TestServerNeverGetsTheBridgesToken: the spawned server's environment
+// lacks the bridge's own credentials, whatever else it inherits.
+func TestServerNeverGetsTheBridgesToken(t *testing.T) {
+	t.Setenv("AEP_TOKEN", "bridge-token-0123456789abcdef0123456789")
+	t.Setenv("AEP_MCP_TOKEN", "mcp-token-0123456789abcdef0123456789")
+	t.Setenv("SERVER_SETTING", "kept")
+	var stderr lockedWriter
+	s := startSession(t, sessionConfig{opts: Options{Command: []string{"sh", "-c", `env >&2; exec "$0"`, serverBin}, ServerStderr: &stderr}})
+	stderr.waitFor(t, "SERVER_SETTING=kept")
+	s.close()
+	if out := stderr.String(); strings.Contains(out, "AEP_TOKEN") || strings.Contains(out, "token-0123456789") {
+		t.Fatalf("the server's environment holds the bridge's token:\n%s", out)
+	}
+}
