@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 	"sort"
 	"strings"
@@ -15,26 +13,18 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
-	"github.com/agenteventprotocol/aep-mcp-bridge/internal/sse"
+	"github.com/agenteventprotocol/aep-mcp-bridge/relay"
 )
 
 // Client talks to one AEP endpoint.
 type Client struct {
 	// Endpoint is the base URL, e.g. http://127.0.0.1:8787.
 	Endpoint string
-	// Token is the bearer token.
+	// Token is the bearer token. It is never sent to an endpoint that has
+	// not proved it knows it, except over TLS (relay.Connect).
 	Token string
 	// Agent names the sender of commands; "" means "aep-mcp-bridge-cli".
 	Agent string
-	// HTTP is the client for SSE; nil means http.DefaultClient.
-	HTTP *http.Client
-}
-
-func (c *Client) http() *http.Client {
-	if c.HTTP != nil {
-		return c.HTTP
-	}
-	return http.DefaultClient
 }
 
 func (c *Client) agent() string {
@@ -79,45 +69,49 @@ func (e *unreachable) Error() string {
 
 func (e *unreachable) Unwrap() []error { return []error{ErrUnreachable, e.err} }
 
-// Stream opens GET /stream with the given query and calls fn for every
-// event until fn returns false, the stream ends or ctx is done.
-func (c *Client) Stream(ctx context.Context, q url.Values, fn func(ev *aep.Event, raw []byte) bool) error {
-	u := strings.TrimRight(c.Endpoint, "/") + "/stream?" + q.Encode()
-	req, err := http.NewRequestWithContext(ctx, "GET", u, nil)
+// Stream subscribes to the endpoint's live events that filter (an
+// attr-match filter; nil means every event) selects, over the WebSocket,
+// and calls fn for each until fn returns false, the connection ends or ctx
+// is done.
+func (c *Client) Stream(ctx context.Context, filter json.RawMessage, fn func(ev *aep.Event, raw []byte) bool) error {
+	conn, err := c.dialSocket(ctx)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+c.Token)
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := c.http().Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return &unreachable{c.Endpoint, err}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	write := func(frame any) error { return conn.WriteMessage(websocket.TextMessage, aep.EncodeFrame(frame)) }
+	if err := write(aep.NewHello(aep.RoleConsumer, aep.Identity{Agent: c.agent()}, nil)); err != nil {
+		return err
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusUnauthorized {
-		return errors.New("the endpoint refused the token: pass --token or set AEP_TOKEN to the bridge's token")
+	if err := write(aep.Subscribe{Type: aep.FrameSubscribe, ID: "tail", Filter: filter}); err != nil {
+		return err
 	}
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("GET /stream: %s: %s", resp.Status, strings.TrimSpace(string(b)))
-	}
-	r := sse.NewReader(resp.Body, sse.Options{})
 	for {
-		e, err := r.Next()
+		_, b, err := conn.ReadMessage()
 		if err != nil {
-			if err == io.EOF || ctx.Err() != nil {
+			if ctx.Err() != nil {
 				return nil
 			}
-			return fmt.Errorf("reading the event stream of %s: %w", c.Endpoint, err)
+			return fmt.Errorf("reading the events of %s: %w", c.Endpoint, err)
 		}
-		ev, err := aep.Parse(e.Data)
+		f, err := aep.DecodeFrame(b)
+		switch {
+		case err != nil:
+			continue
+		case f.Type == aep.FrameError && f.ID == "tail":
+			return fmt.Errorf("the endpoint refused the subscription: %s: %s", f.Code, f.Detail)
+		case f.Type == aep.FrameClosing:
+			return fmt.Errorf("the endpoint closed the stream: %s", f.Reason)
+		case !aep.IsEventType(f.Type):
+			continue
+		}
+		ev, err := aep.Parse(b)
 		if err != nil {
-			continue // AEP-0003 §3.3: an event's data is one envelope; skip anything else
+			continue
 		}
-		if !fn(ev, e.Data) {
+		if !fn(ev, b) {
 			return nil
 		}
 	}
@@ -303,20 +297,30 @@ func (c *Client) socketURL() (string, error) {
 	return u.String(), nil
 }
 
-// dialSocket opens the endpoint's WebSocket with the token.
+// Check connects to the endpoint as the other calls do and closes again:
+// nil means an endpoint answers there and knows the token.
+func (c *Client) Check(ctx context.Context) error {
+	conn, err := c.dialSocket(ctx)
+	if err != nil {
+		return err
+	}
+	return conn.Close()
+}
+
+// dialSocket opens the endpoint's WebSocket, ready for hello, without
+// ever sending the token to a peer that has not proved it knows it
+// (relay.Connect).
 func (c *Client) dialSocket(ctx context.Context) (*websocket.Conn, error) {
 	u, err := c.socketURL()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("the endpoint URL %q: %w", c.Endpoint, err)
 	}
-	conn, resp, err := websocket.DefaultDialer.DialContext(ctx, u, http.Header{"Authorization": {"Bearer " + c.Token}})
-	if err != nil {
-		if resp != nil && resp.StatusCode == http.StatusUnauthorized {
-			return nil, errors.New("the endpoint refused the token: pass --token or set AEP_TOKEN to the bridge's token")
-		}
-		if resp == nil && ctx.Err() == nil {
-			return nil, &unreachable{c.Endpoint, err}
-		}
+	conn, err := relay.Connect(ctx, u, c.Token, nil)
+	var ur *relay.Unreachable
+	switch {
+	case errors.As(err, &ur):
+		return nil, &unreachable{c.Endpoint, ur.Err}
+	case err != nil:
 		return nil, fmt.Errorf("connecting to %s: %w", c.Endpoint, err)
 	}
 	return conn, nil

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"strings"
+	"time"
 
 	"github.com/gorilla/websocket"
 
@@ -49,8 +52,13 @@ func (l *Link) connect(ctx context.Context) (*websocket.Conn, error) {
 		}
 		return nil, fmt.Errorf("dialing: %w", err)
 	}
+	conn.SetReadLimit(maxFrame)
 	return conn, nil
 }
+
+// maxFrame bounds one frame a relay or endpoint sends this side: its
+// commands and frames are small, and an endpoint caps an event at 1 MiB.
+const maxFrame = 1 << 20
 
 // bearerAllowed says whether the bearer token may go to a peer that does not
 // offer the token proof; the error, a *Refusal, says why not and what to do.
@@ -85,3 +93,66 @@ func (l *Link) Check(ctx context.Context) error {
 	}
 	return l.bearerAllowed(p)
 }
+
+// Connect opens one operator's connection to an AEP endpoint (its
+// socket URL, ws[s]://host:port/socket), ready for hello, without ever
+// sending the token to a peer that has not proved it knows it:
+//   - an endpoint that offers the token proof (every bridge's does) proves
+//     it at /join, and the token never crosses the wire;
+//   - one that does not gets the bearer token only over TLS (wss), where
+//     the certificate authenticates it; over plain ws, loopback included
+//     (a local process can hold a port), it is refused with a *Refusal
+//     that says why and what to do.
+//
+// dial nil means a net.Dialer.
+func Connect(ctx context.Context, rawURL, token string, dial DialFunc) (*websocket.Conn, error) {
+	u, err := socketURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	to, err := targetsOf(u)
+	if err != nil {
+		return nil, err
+	}
+	d := &websocket.Dialer{HandshakeTimeout: 10 * time.Second, NetDialContext: dial}
+	p, err := discover(ctx, discoveryClient(dial), to.discovery)
+	if err != nil {
+		return nil, &Unreachable{Addr: to.host, Err: err}
+	}
+	if p.proof {
+		conn, err := prove(ctx, d, to, token)
+		if errors.Is(err, proof.ErrMismatch) {
+			return nil, &Refusal{Addr: to.host, What: p.what, Why: fmt.Sprintf(
+				"it does not know this token (%v); pass the bridge's token with --token or AEP_TOKEN", err)}
+		}
+		return conn, err
+	}
+	if !strings.HasPrefix(u, "wss://") {
+		return nil, &Refusal{Addr: to.host, What: p.what, Why: "it does not offer the token proof, so it cannot show that it knows the token, " +
+			"and without TLS nothing shows who holds the address; use a wss:// (or https://) endpoint, or a bridge's endpoint"}
+	}
+	conn, resp, err := d.DialContext(ctx, to.socket, http.Header{"Authorization": {"Bearer " + token}})
+	if err != nil {
+		if resp != nil && resp.StatusCode == http.StatusUnauthorized {
+			return nil, errors.New("the endpoint refused the token (401): pass its token with --token or AEP_TOKEN")
+		}
+		return nil, fmt.Errorf("dialing %s: %w", to.socket, err)
+	}
+	conn.SetReadLimit(maxFrame)
+	return conn, nil
+}
+
+// Unreachable says nothing answered at an endpoint's address.
+type Unreachable struct {
+	Addr string
+	Err  error
+}
+
+func (e *Unreachable) Error() string {
+	return fmt.Sprintf("nothing answers at %s: %v; is a bridge running with its endpoint on?", e.Addr, e.Err)
+}
+
+func (e *Unreachable) Unwrap() error { return e.Err }

@@ -50,7 +50,7 @@ func prove(ctx context.Context, d *websocket.Dialer, t targets, token string) (*
 		conn.Close()
 		return nil, fmt.Errorf("sending the token proof: %w", err)
 	}
-	conn.SetReadLimit(0)
+	conn.SetReadLimit(maxFrame)
 	conn.SetReadDeadline(time.Time{})
 	conn.SetWriteDeadline(time.Time{})
 	return conn, nil

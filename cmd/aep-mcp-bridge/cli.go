@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -156,11 +155,11 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	q := url.Values{}
+	var f json.RawMessage
 	if *filter != "" {
-		q.Set("filter", *filter)
+		f = json.RawMessage(*filter)
 	}
-	err = c.Stream(ctx, q, func(ev *aep.Event, raw []byte) bool {
+	err = c.Stream(ctx, f, func(ev *aep.Event, raw []byte) bool {
 		if *asJSON {
 			fmt.Fprintf(stdout, "%s\n", jsonSafe(raw))
 		} else {

@@ -133,3 +133,31 @@ func TestPortTakenBySomethingElse(t *testing.T) {
 		t.Fatalf("got %v; want an error naming the port and the 404 that answered there", err)
 	}
 }
+
+// TestOperatorCommandsGiveASquatterNothing points pending, respond and tail
+// at a hostile server on the endpoint's address: each refuses, and the
+// squatter receives neither the token nor a command.
+func TestOperatorCommandsGiveASquatterNothing(t *testing.T) {
+	const token = "operator-token-0123456789abcdefghijklmnopqrstuvwxyz"
+	for _, mode := range []squatter.Mode{squatter.Naive, squatter.Mimic} {
+		sq := squatter.Start(t, "127.0.0.1:0", mode)
+		base := []string{"--endpoint", "http://" + sq.Addr, "--token", token}
+		for _, args := range [][]string{
+			append([]string{"pending"}, base...),
+			append([]string{"respond", "01J00000000000000000000000", "--decline", "--wait", "2s"}, base...),
+			append([]string{"tail"}, base...),
+		} {
+			_, errOut, code := cli(t, args...)
+			if code == 0 {
+				t.Errorf("%s against a squatter (mode %d) exited 0; want a refusal", args[0], mode)
+			}
+			t.Logf("%s said: %s", args[0], strings.TrimSpace(errOut))
+		}
+		got := sq.Received()
+		for _, secret := range []string{token, "Bearer", "access_token", "control.attention.respond", "proof-finish"} {
+			if bytes.Contains(got, []byte(secret)) {
+				t.Errorf("the squatter (mode %d) received %q", mode, secret)
+			}
+		}
+	}
+}

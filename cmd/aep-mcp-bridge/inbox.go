@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"html"
 	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -14,6 +13,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/operator"
 )
 
 // runInbox is `aep-mcp-bridge inbox`: it prints the ready-to-open inbox
@@ -70,28 +71,18 @@ func runInbox(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
-// checkEndpoint makes sure a bridge serves base and takes the token, so
-// the printed link works.
+// checkEndpoint makes sure a bridge serves base and knows the token, so
+// the printed link works: the endpoint proves it knows the token before
+// the token is used (operator.Client.Check), so a process holding the
+// port learns nothing.
 func checkEndpoint(ctx context.Context, base, token string) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, "GET", base+"/.well-known/aep", nil)
-	if err != nil {
-		return err
+	err := (&operator.Client{Endpoint: base, Token: token}).Check(ctx)
+	if errors.Is(err, operator.ErrUnreachable) {
+		return &exitError{exitUnreachable, fmt.Sprintf("no bridge answers at %s: start one, or pass --endpoint", base)}
 	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return &exitError{exitUnreachable, fmt.Sprintf("no bridge answers at %s (%v): start one, or pass --endpoint", base, errors.Unwrap(err))}
-	}
-	resp.Body.Close()
-	switch resp.StatusCode {
-	case http.StatusOK:
-		return nil
-	case http.StatusUnauthorized:
-		return fmt.Errorf("the endpoint at %s refused the token: pass the bridge's token with --token or AEP_TOKEN, or --state-dir where that bridge stores it", base)
-	}
-	return fmt.Errorf("%s answered %q, not as an AEP endpoint: pass --endpoint with the bridge's address", base, resp.Status)
+	return err
 }
 
 // desktopOpener returns how to open a file in the desktop's browser, or

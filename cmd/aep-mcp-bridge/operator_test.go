@@ -264,7 +264,7 @@ func TestInboxCommand(t *testing.T) {
 	if _, errOut, code := cli(t, "inbox", "--endpoint", "http://"+freeAddr(t), "--state-dir", state); code != exitUnreachable {
 		t.Errorf("no bridge: exit %d, %q", code, errOut)
 	}
-	if _, errOut, code := cli(t, "inbox", "--endpoint", srv.URL, "--token", "wrong-token-wrong-token-wrong-token"); code != exitFailure || !strings.Contains(errOut, "refused the token") {
+	if _, errOut, code := cli(t, "inbox", "--endpoint", srv.URL, "--token", "wrong-token-wrong-token-wrong-token"); code != exitFailure || !strings.Contains(errOut, "does not know this token") {
 		t.Errorf("a wrong token: exit %d, %q", code, errOut)
 	}
 }
