@@ -160,10 +160,11 @@ func (r *Redactor) Value(v any) any {
 
 // IsCredentialName reports whether a name or title (a form field's key or
 // label) names a credential in the vocabulary of the §9.4 pipeline:
-// password (passwd, pwd, pass), passphrase, passcode, secret, token, API
-// key, private key (and access, signing and encryption keys), PIN,
-// credentials, and one-time codes (OTP, TOTP, MFA or 2FA code, verification
-// code).
+// password (passwd, pwd, pass), passphrase, passcode, passkey, secret,
+// token (JWT, bearer), API key, private key (and access, signing,
+// encryption, SSH and license keys), PIN, credentials, cookies, seed
+// phrases and mnemonics, and one-time codes (OTP, TOTP, MFA or 2FA code,
+// verification, recovery, backup, auth, SMS and security codes).
 //
 // It matches whole words, so "spinner", "shipping" and "tokenizer" are not
 // credentials, while "userPIN", "db_pass", "X-API-Key" and "githubToken"
@@ -199,14 +200,17 @@ func IsCredentialName(s string) bool {
 }
 
 var (
-	credentialWords = wordSet("password", "passwd", "pwd", "pass", "passphrase", "passcode", "secret", "secrets",
-		"token", "pin", "apikey", "privatekey", "credential", "credentials", "otp", "totp", "hotp")
+	credentialWords = wordSet("password", "passwd", "pwd", "pass", "passphrase", "passcode", "passkey", "secret", "secrets",
+		"token", "jwt", "bearer", "cookie", "cookies", "mnemonic", "pin", "apikey", "privatekey", "credential", "credentials",
+		"otp", "totp", "hotp")
 	// credentialCompounds are found inside a word: no ordinary word
 	// contains them.
 	credentialCompounds = []string{"password", "passwd", "passphrase", "passcode", "apikey", "privatekey",
 		"accesstoken", "authtoken", "refreshtoken", "secretkey"}
-	credentialPairs = wordSet("api key", "private key", "access key", "signing key", "encryption key",
-		"mfa code", "2fa code", "verification code", "onetime code", "onetime pin")
+	credentialPairs = wordSet("api key", "private key", "access key", "signing key", "encryption key", "ssh key",
+		"license key", "licence key", "seed phrase", "recovery phrase", "mfa code", "2fa code", "verification code",
+		"onetime code", "onetime pin", "recovery code", "recovery codes", "backup code", "backup codes", "auth code",
+		"authorization code", "sms code", "security code")
 	// aboutWords, last in a name, make it name something about a
 	// credential: its size, kind, name or location.
 	aboutWords = wordSet("count", "counts", "length", "len", "limit", "limits", "size", "total", "budget",

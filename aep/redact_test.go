@@ -7,6 +7,23 @@ func TestIsCredentialName(t *testing.T) {
 		name string
 		want bool
 	}{
+		// Codes, keys and phrases that unlock an account.
+		{"recovery_code", true},
+		{"backup_codes", true},
+		{"auth_code", true},
+		{"smsCode", true},
+		{"Security code", true},
+		{"ssh_key", true},
+		{"seed_phrase", true},
+		{"mnemonic", true},
+		{"jwt", true},
+		{"bearer", true},
+		{"session_cookie", true},
+		{"passkey", true},
+		{"license_key", true},
+		{"zip code", false},
+		{"country_code", false},
+		{"ssh_key_name", false},
 		// The vocabulary, as keys and as titles.
 		{"password", true},
 		{"Password", true},

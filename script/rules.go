@@ -195,8 +195,19 @@ func (rs *Rules) Answer(server string, form *translate.Form) (d Decision, ok boo
 			if err != nil {
 				return d, true, &ConfigError{File: rs.file, Rule: r.Name, Err: err}
 			}
+			keys := make([]string, 0, len(r.Values))
 			for k, v := range r.Values {
 				vals[k] = v
+				keys = append(keys, k)
+			}
+			// The rule's keys are the answers file's own text: name the one
+			// that fits no field (the form's check names only its fields).
+			sort.Strings(keys)
+			for _, k := range keys {
+				if _, ok := form.Field(k); !ok {
+					return d, true, &ConfigError{File: rs.file, Rule: r.Name,
+						Err: &translate.InvalidAnswer{Field: k, Rule: "properties", Reason: "not a field of this question"}}
+				}
 			}
 			a.Values = vals
 		}

@@ -141,7 +141,7 @@ func TestValidate(t *testing.T) {
 		{"multi item not a choice", "titledMultipleSelectEnum", []any{"fish-9"}, false, "titledMultipleSelectEnum", "enum"},
 		{"duplicate items", "titledMultipleSelectEnum", []any{"fish-1", "fish-1"}, false, "titledMultipleSelectEnum", "uniqueItems"},
 		{"boolean type", "check", "yes", false, "check", "type"},
-		{"unknown key", "surprise", "x", false, "surprise", "properties"},
+		{"unknown key", "surprise", "x", false, "", "properties"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -338,5 +338,20 @@ func TestInvalidAnswerSaysEachPartOnce(t *testing.T) {
 				t.Errorf("got %q; want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestUnknownKeysAreNotQuoted: a value under a key the form lacks is
+// refused with a detail naming the form's fields, never the key, which is
+// the operator's own text.
+func TestUnknownKeysAreNotQuoted(t *testing.T) {
+	f, err := Parse("m", json.RawMessage(`{"type":"object","properties":{"env":{"type":"string"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = f.Validate(map[string]any{"env": "prod", "hunter2-as-a-key": "x"})
+	want := `answer: properties: 1 value(s) name no field of this form; its fields are "env"`
+	if err == nil || err.Error() != want {
+		t.Fatalf("got %v; want %s", err, want)
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"net/mail"
 	"net/url"
-	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -34,6 +34,23 @@ func (e *InvalidAnswer) Error() string {
 	return fmt.Sprintf("field %q: %s: %s", e.Field, e.Rule, e.Reason)
 }
 
+// fieldList names the form's field ids, for a detail: the first ten, in
+// declared order.
+func (f *Form) fieldList() string {
+	ids := make([]string, 0, min(len(f.Fields), 10))
+	for i, fld := range f.Fields {
+		if i == 10 {
+			ids = append(ids, fmt.Sprintf("and %d more", len(f.Fields)-10))
+			break
+		}
+		ids = append(ids, strconv.Quote(fld.ID))
+	}
+	if len(ids) == 0 {
+		return "none"
+	}
+	return strings.Join(ids, ", ")
+}
+
 // Validate checks values against the full original schema: unknown keys,
 // required fields, types, integer-ness, bounds, lengths, formats, patterns,
 // enum membership and item counts. It then applies the AEP form rule
@@ -42,15 +59,17 @@ func (e *InvalidAnswer) Error() string {
 // float64 or any Go integer. The first violation, in field order, is
 // returned as an *InvalidAnswer.
 func (f *Form) Validate(values map[string]any) error {
-	unknown := make([]string, 0)
+	unknown := 0
 	for k := range values {
 		if _, ok := f.byID[k]; !ok {
-			unknown = append(unknown, k)
+			unknown++
 		}
 	}
-	if len(unknown) > 0 {
-		sort.Strings(unknown)
-		return &InvalidAnswer{Field: unknown[0], Rule: "properties", Reason: "not a field of this form"}
+	if unknown > 0 {
+		// The detail names the form's own fields, never the answer's keys:
+		// they are the operator's text, and details are recorded as built.
+		return &InvalidAnswer{Rule: "properties", Reason: fmt.Sprintf("%d value(s) name no field of this form; its fields are %s",
+			unknown, f.fieldList())}
 	}
 	for i := range f.Fields {
 		fld := &f.Fields[i]
