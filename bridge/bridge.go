@@ -244,7 +244,7 @@ func (b *Bridge) dial() (upstreamConn, error) {
 		if err != nil {
 			return upstreamConn{}, err
 		}
-		b.log.Info("remote upstream", "url", b.opts.URL)
+		b.log.Info("remote upstream", "url", upstream.DisplayURL(b.opts.URL))
 		return upstreamConn{conn: conn}, nil
 	}
 	p, err := upstream.Start(b.opts.Command, serverEnv(b.opts.Env), b.opts.ServerStderr)
@@ -299,7 +299,7 @@ func (b *Bridge) shutdown(end elicit.Ending, px *elicit.Proxy, up upstreamConn, 
 	var failure string
 	if !end.ClientClosed && end.Err == nil {
 		status := "the remote session ended"
-		failure = fmt.Sprintf("the remote MCP server at %s ended the session; check that it is running and reconnect", b.opts.URL)
+		failure = fmt.Sprintf("the remote MCP server at %s ended the session; check that it is running and reconnect", upstream.DisplayURL(b.opts.URL))
 		if up.proc != nil {
 			status = up.proc.ExitStatus(2 * time.Second)
 			failure = fmt.Sprintf("upstream MCP server exited (%s); run the command alone to see its error", status)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"strings"
 )
 
@@ -20,7 +21,7 @@ var ErrUnauthorized = errors.New("the server wants credentials")
 type HTTPStatusError struct {
 	// Method is the request's method: GET, POST or DELETE.
 	Method string
-	// URL is the request's URL.
+	// URL is the request's URL, without userinfo or query (DisplayURL).
 	URL string
 	// Code is the status code, e.g. 405.
 	Code int
@@ -34,7 +35,7 @@ const maxErrorBody = 2048
 // newHTTPStatusError reads the start of resp's body into the error.
 func newHTTPStatusError(req *http.Request, resp *http.Response) *HTTPStatusError {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	return &HTTPStatusError{Method: req.Method, URL: req.URL.String(), Code: resp.StatusCode, Body: strings.TrimSpace(string(body))}
+	return &HTTPStatusError{Method: req.Method, URL: DisplayURL(req.URL.String()), Code: resp.StatusCode, Body: strings.TrimSpace(string(body))}
 }
 
 func (e *HTTPStatusError) Error() string {
@@ -68,7 +69,8 @@ func hasStatus(err error, code int) bool {
 
 // describeNetErr wraps a transport error with what to do about it; the
 // cause stays matchable with errors.As.
-func describeNetErr(url string, err error) error {
+func describeNetErr(rawURL string, err error) error {
+	url := DisplayURL(rawURL)
 	if dnsErr, ok := errors.AsType[*net.DNSError](err); ok {
 		return fmt.Errorf("cannot resolve the server's host (%s): %w; check --url", url, dnsErr)
 	}
@@ -111,4 +113,19 @@ func isTLSFailure(err error) bool {
 	// whose Op is "remote error" (the alert's own type is unexported).
 	opErr, ok := errors.AsType[*net.OpError](err)
 	return ok && opErr.Op == "remote error"
+}
+
+// DisplayURL is a URL as errors and logs show it: without userinfo or
+// query, where credentials (user:pass@, ?api_key=) travel.
+func DisplayURL(raw string) string {
+	u, err := neturl.Parse(raw)
+	if err != nil {
+		return "the --url address"
+	}
+	u.User = nil
+	if u.RawQuery != "" {
+		u.RawQuery = "…"
+	}
+	u.Fragment = ""
+	return u.String()
 }

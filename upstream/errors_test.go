@@ -128,3 +128,14 @@ func TestHTTPStatusError(t *testing.T) {
 		})
 	}
 }
+
+func TestDisplayURLDropsCredentials(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"https://user:pass@mcp.example/mcp?api_key=s3cret#x", "https://mcp.example/mcp?…"},
+		{"http://127.0.0.1:8080/mcp", "http://127.0.0.1:8080/mcp"},
+	} {
+		if got := DisplayURL(tc.in); got != tc.want {
+			t.Errorf("DisplayURL(%q) = %q; want %q", tc.in, got, tc.want)
+		}
+	}
+}
