@@ -44,7 +44,8 @@ type Options struct {
 	ServerStderr io.Writer
 	// Agent is the AEP agent name; "" means "aep-mcp-bridge".
 	Agent string
-	// Name overrides the server's display name.
+	// Name overrides the server's display name; "" means the name the
+	// server gives itself (serverInfo.name).
 	Name string
 	// Timeout is how long a question waits; 0 means 10m.
 	Timeout time.Duration
@@ -55,9 +56,10 @@ type Options struct {
 	// Capture and AttentionCapture are the capture ceilings; 0 means
 	// metadata and redacted.
 	Capture, AttentionCapture aep.Capture
-	// Redact configures the redaction pipeline.
+	// Redact configures the redaction pipeline; the zero value is the
+	// default pipeline with no declared secrets.
 	Redact aep.RedactOptions
-	// Route says who answers.
+	// Route says who answers; the zero value is elicit.RouteBoth.
 	Route elicit.Route
 	// Host names this machine in source URIs; "" means os.Hostname.
 	Host string
@@ -67,7 +69,8 @@ type Options struct {
 	// SIGTERM; 0 means 2s. KillTimeout is how long after SIGTERM before
 	// SIGKILL; 0 means 5s.
 	StopGrace, KillTimeout time.Duration
-	// Sinks receive every event besides the log and the hub.
+	// Sinks receive every event besides the log and the hub; nil means
+	// none (a Host adds its relay links).
 	Sinks []bus.Sink
 	// Answers are scripted answer rules (--answers); nil means none.
 	Answers *script.Rules

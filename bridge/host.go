@@ -374,10 +374,17 @@ func (h *Host) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// closeWhenDone closes done once wg is done. It ends with the last
+// goroutine wg counts, even when waitFor stopped waiting.
+func closeWhenDone(wg *sync.WaitGroup, done chan struct{}) {
+	wg.Wait()
+	close(done)
+}
+
 // waitFor waits for wg, or for ctx to end first.
 func waitFor(ctx context.Context, wg *sync.WaitGroup) error {
 	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
+	go closeWhenDone(wg, done)
 	select {
 	case <-done:
 		return nil

@@ -77,11 +77,17 @@ const DefaultDedupe = 4096
 
 // IntakeOptions configure an Intake.
 type IntakeOptions struct {
+	// Emitter records commands and emits acks: the session's emitter.
+	// Required.
 	Emitter Emitter
-	Target  Target
+	// Target decides the commands: the session's attention manager.
+	// Required.
+	Target Target
 	// Dedupe bounds the remembered commands; 0 means DefaultDedupe. The
 	// recorded ack is kept exactly as long as the dedupe state (AEP-0004 §3).
 	Dedupe int
+	// Logger receives operational logs; nil discards them. Answer content
+	// is never logged.
 	Logger *slog.Logger
 }
 

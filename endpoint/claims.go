@@ -26,18 +26,24 @@ type RawTarget interface {
 // Claim describes a live session an endpoint terminates, for command routing
 // and roster frames (AEP-0003 §4.1).
 type Claim struct {
+	// Session is the claimed session. Required.
 	Session string
 	// Source is the session's source URI; a session of this process
 	// reserves it too, so no connection writes as it.
-	Source   string
+	Source string
+	// Agent and Instance identify the claimant in roster entries; ""
+	// leaves them out.
 	Agent    string
 	Instance string
-	Accepts  []string
+	// Accepts lists the commands the session takes; nil means none, and
+	// every command for it is nacked unsupported (AEP-0004 §4).
+	Accepts []string
 	// Control is the claimant's declared control block, relayed verbatim
 	// in roster entries; nil means {accepts, ack_window_ms} from Accepts.
 	Control json.RawMessage
 	// Emits is the claimant's declared category list, if any.
-	Emits  []string
+	Emits []string
+	// Target takes the commands routed to the session. Required.
 	Target Target
 
 	owner *socket // the emitter connection behind a remote claim

@@ -321,13 +321,20 @@ func (e *Endpoint) Close() {
 // ctx ends first.
 func (e *Endpoint) Wait(ctx context.Context) error {
 	done := make(chan struct{})
-	go func() { e.active.Wait(); close(done) }()
+	go closeWhenDone(&e.active, done)
 	select {
 	case <-done:
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("waiting for the endpoint's connections to close: %w", ctx.Err())
 	}
+}
+
+// closeWhenDone closes done once wg is done: a waiter that a select can
+// bound. It ends with the last goroutine wg counts.
+func closeWhenDone(wg *sync.WaitGroup, done chan struct{}) {
+	wg.Wait()
+	close(done)
 }
 
 // enter counts a connection or stream as served; it reports false once the

@@ -99,7 +99,9 @@ func checkReplies(t *testing.T, data string, replies []aep.Frame, routed int) {
 	case aep.IsEventType(f.Type):
 		checkEventReplies(t, data, replies, routed)
 	case f.Type == aep.FrameSubscribe && f.ID != "":
-		one(func(r aep.Frame) bool { return (r.Type == aep.FrameSubscribed || r.Type == aep.FrameError) && r.ID == f.ID },
+		one(func(r aep.Frame) bool {
+			return (r.Type == aep.FrameSubscribed || r.Type == aep.FrameError) && r.ID == f.ID
+		},
 			"want one subscribed or error naming the subscription")
 	case f.Type == aep.FramePing:
 		one(func(r aep.Frame) bool { return r.Type == aep.FramePong && string(r.T) == string(f.T) }, "want one pong echoing t")

@@ -221,7 +221,7 @@ func (s *socket) drain() {
 	}
 	s.mu.Unlock()
 	forwarded := make(chan struct{})
-	go func() { s.fwg.Wait(); close(forwarded) }()
+	go closeWhenDone(&s.fwg, forwarded)
 	for {
 		select {
 		case b := <-s.ctrl:

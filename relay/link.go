@@ -46,9 +46,10 @@ type LinkOptions struct {
 	// Dial opens the link's connections (discovery and WebSocket); nil
 	// means a net.Dialer.
 	Dial DialFunc
-	// Agent and Instance identify this emitter in its hello.
+	// Agent and Instance identify this emitter in its hello; Agent is
+	// required, Instance may be "".
 	Agent, Instance string
-	// Accepts lists the commands this emitter accepts.
+	// Accepts lists the commands this emitter accepts; nil means none.
 	Accepts []string
 	// Queue bounds the telemetry events the outbox holds while the relay
 	// is unreachable; 0 means 4096. Events that must be delivered are

@@ -68,11 +68,11 @@ func loadToken(flagToken, dir string, insecure bool) (token, where string, err e
 				return t, path, nil
 			}
 		}
-		return "", "", fmt.Errorf("storing the token at %s: %w", path, err)
+		return "", "", fmt.Errorf("storing the token at %s: %w; check that folder is yours and writable, or pass --state-dir or --token", path, err)
 	}
 	defer f.Close()
 	if _, err := f.WriteString(t + "\n"); err != nil {
-		return "", "", fmt.Errorf("storing the token at %s: %w", path, err)
+		return "", "", fmt.Errorf("storing the token at %s: %w; check that folder is yours and writable, or pass --state-dir or --token", path, err)
 	}
 	return t, path, nil
 }
