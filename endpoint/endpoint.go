@@ -14,6 +14,7 @@ import (
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/hostguard"
 	"github.com/agenteventprotocol/aep-mcp-bridge/proof"
 )
 
@@ -57,10 +58,9 @@ type Options struct {
 //
 // An Endpoint is safe for concurrent use; Close ends every connection.
 type Endpoint struct {
-	opts    Options
-	log     *slog.Logger
-	hosts   []allowedHost
-	origins []string
+	opts   Options
+	log    *slog.Logger
+	policy *hostguard.Policy
 
 	// mu guards claims, conns, joining and closed.
 	mu      sync.Mutex
@@ -87,15 +87,11 @@ func New(o Options) (*Endpoint, error) {
 	if o.BodyTimeout <= 0 {
 		o.BodyTimeout = DefaultBodyTimeout
 	}
-	hosts, err := parseAllowHosts(o.AllowHosts)
+	policy, err := hostguard.New(o.AllowHosts, o.AllowOrigins)
 	if err != nil {
 		return nil, err
 	}
-	origins, err := parseAllowOrigins(o.AllowOrigins)
-	if err != nil {
-		return nil, err
-	}
-	e := &Endpoint{opts: o, log: o.Logger, hosts: hosts, origins: origins,
+	e := &Endpoint{opts: o, log: o.Logger, policy: policy,
 		conns: map[*socket]struct{}{}, joining: map[*websocket.Conn]struct{}{}}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
