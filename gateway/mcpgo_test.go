@@ -1,0 +1,93 @@
+package gateway
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/elicit"
+)
+
+// mcpgoClient connects mcp-go's streamable HTTP client to the gateway,
+// pinned to protocol, as clientName.
+func mcpgoClient(t *testing.T, g *gw, clientName, protocol string, opts ...transport.StreamableHTTPCOption) *client.Client {
+	t.Helper()
+	opts = append([]transport.StreamableHTTPCOption{transport.WithHTTPHeaders(authHeader())}, opts...)
+	tr, err := transport.NewStreamableHTTP(g.mcpURL, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.NewClient(tr, client.WithProtocolVersion(protocol))
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := c.Start(ctx); err != nil {
+		t.Fatalf("starting the client: %v", err)
+	}
+	req := mcp.InitializeRequest{}
+	req.Params.ProtocolVersion = protocol
+	req.Params.ClientInfo = mcp.Implementation{Name: clientName, Version: "1.0.0"}
+	if _, err := c.Initialize(ctx, req); err != nil {
+		t.Fatalf("initialize: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func callTool(ctx context.Context, c *client.Client, name string, args map[string]any) (*mcp.CallToolResult, error) {
+	req := mcp.CallToolRequest{}
+	req.Params.Name, req.Params.Arguments = name, args
+	return c.CallTool(ctx, req)
+}
+
+func resultText(r *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		if tc, ok := c.(mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+// TestMCPGoClientQuestionAnsweredByOperator: an mcp-go HTTP client calls a
+// tool whose server elicits; the question reaches the operator on the
+// host's AEP endpoint with the client's name, and the answer reaches the
+// server.
+func TestMCPGoClientQuestionAnsweredByOperator(t *testing.T) {
+	g := startGateway(t, Options{Session: sessionOpts(elicit.RouteRemote)})
+	w := g.watch()
+	c := mcpgoClient(t, g, "mcp-go-client", "2025-11-25")
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	done := make(chan *mcp.CallToolResult, 1)
+	errs := make(chan error, 1)
+	go func() {
+		r, err := callTool(ctx, c, "ask", map[string]any{"message": "Deploy from mcp-go?"})
+		if err != nil {
+			errs <- err
+			return
+		}
+		done <- r
+	}()
+	q := w.question(t, "Deploy from mcp-go?")
+	w.waitFor(t, "session.started", func(w *watcher) bool { return w.clients[q.Session] != "" })
+	if got := w.clients[q.Session]; got != "mcp-go-client" {
+		t.Errorf("client of the question's session: got %q; want mcp-go-client", got)
+	}
+	g.answer(t, q, aep.Answer{Values: map[string]any{"environment": "staging", "confirm": true}})
+	select {
+	case r := <-done:
+		if got := resultText(r); !strings.Contains(got, `"action":"accept"`) || !strings.Contains(got, `"environment":"staging"`) {
+			t.Errorf("the server received %s; want accept with environment staging", got)
+		}
+	case err := <-errs:
+		t.Fatalf("tools/call: %v", err)
+	case <-ctx.Done():
+		t.Fatal("no tools/call result")
+	}
+}
