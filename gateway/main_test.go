@@ -263,3 +263,8 @@ func (g *gw) request(t *testing.T, method, path string, hdr http.Header, body st
 func sessionOpts(route elicit.Route) bridge.Options {
 	return bridge.Options{Route: route}
 }
+
+// bridgeCommand is the bridge options of a session whose upstream is argv.
+func bridgeCommand(argv []string) bridge.Options {
+	return bridge.Options{Command: argv, Route: elicit.RouteRemote}
+}

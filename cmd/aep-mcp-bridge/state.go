@@ -28,20 +28,30 @@ func stateDir(flagValue string) (string, error) {
 // loadToken returns the configured token, or the stored one, generating a
 // 256-bit token stored with mode 0600 on first use. where says its origin.
 func loadToken(flagToken, dir string) (token, where string, err error) {
-	if flagToken != "" {
-		return flagToken, "--token", nil
+	return loadNamedToken(tokenSource{flag: flagToken, flagName: "--token", env: "AEP_TOKEN", file: "token"}, dir)
+}
+
+// tokenSource says where a token comes from: a flag's value, then an
+// environment variable, then a file in the state folder.
+type tokenSource struct{ flag, flagName, env, file string }
+
+// loadNamedToken is loadToken for any token: the AEP token, or the MCP
+// gateway's client token beside it.
+func loadNamedToken(src tokenSource, dir string) (token, where string, err error) {
+	if src.flag != "" {
+		return src.flag, src.flagName, nil
 	}
-	if t := os.Getenv("AEP_TOKEN"); t != "" {
-		return t, "AEP_TOKEN", nil
+	if t := os.Getenv(src.env); t != "" {
+		return t, src.env, nil
 	}
-	path := filepath.Join(dir, "token")
+	path := filepath.Join(dir, src.file)
 	if b, err := os.ReadFile(path); err == nil {
 		if t := strings.TrimSpace(string(b)); t != "" {
 			return t, path, nil
 		}
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", "", fmt.Errorf("creating the state folder %s: %w; pass --state-dir or --token", dir, err)
+		return "", "", fmt.Errorf("creating the state folder %s: %w; pass --state-dir or %s", dir, err, src.flagName)
 	}
 	raw := make([]byte, 32)
 	if _, err := rand.Read(raw); err != nil {
