@@ -119,6 +119,9 @@ type Server struct {
 	// retry continues it.
 	states map[string]*session
 	closed bool
+	// forgot is signalled each time a session is forgotten (tests wait on
+	// it).
+	forgot chan struct{}
 }
 
 // New returns a gateway; serve it with Serve, or mount Handler.
@@ -134,7 +137,7 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{opts: o, log: o.Logger, policy: policy, sessions: map[string]*session{}, states: map[string]*session{}}
+	s := &Server{opts: o, log: o.Logger, policy: policy, sessions: map[string]*session{}, states: map[string]*session{}, forgot: make(chan struct{}, 1)}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -265,6 +268,10 @@ func (s *Server) runSession(sess *session) {
 		}
 	}
 	s.mu.Unlock()
+	select {
+	case s.forgot <- struct{}{}:
+	default:
+	}
 	sess.mu.Lock()
 	reason := sess.reason
 	sess.mu.Unlock()

@@ -268,3 +268,16 @@ func sessionOpts(route elicit.Route) bridge.Options {
 func bridgeCommand(argv []string) bridge.Options {
 	return bridge.Options{Command: argv, Route: elicit.RouteRemote}
 }
+
+// waitSessions waits until the gateway serves n sessions.
+func (g *gw) waitSessions(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.After(waitLimit)
+	for g.srv.Sessions() != n {
+		select {
+		case <-g.srv.forgot:
+		case <-deadline:
+			t.Fatalf("live sessions: got %d; want %d", g.srv.Sessions(), n)
+		}
+	}
+}
