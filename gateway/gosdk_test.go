@@ -84,8 +84,8 @@ func TestGoSDKClientElicitsAndRaces(t *testing.T) {
 	if got := <-res; !strings.Contains(got, `"action":"accept"`) || !strings.Contains(got, `"production"`) {
 		t.Errorf("the server received %s; want the operator's accept", got)
 	}
-	if got := w.clients[q.Session]; got != "go-sdk-client" {
-		t.Errorf("client of the question's session: got %q; want go-sdk-client", got)
+	if got := w.sessionOf(t, "go-sdk-client"); got != q.Session {
+		t.Errorf("the question is in session %s; go-sdk-client's is %s", q.Session, got)
 	}
 }
 

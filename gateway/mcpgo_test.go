@@ -75,9 +75,8 @@ func TestMCPGoClientQuestionAnsweredByOperator(t *testing.T) {
 		done <- r
 	}()
 	q := w.question(t, "Deploy from mcp-go?")
-	w.waitFor(t, "session.started", func(w *watcher) bool { return w.clients[q.Session] != "" })
-	if got := w.clients[q.Session]; got != "mcp-go-client" {
-		t.Errorf("client of the question's session: got %q; want mcp-go-client", got)
+	if got := w.sessionOf(t, "mcp-go-client"); got != q.Session {
+		t.Errorf("the question is in session %s; mcp-go-client's is %s", q.Session, got)
 	}
 	g.answer(t, q, aep.Answer{Values: map[string]any{"environment": "staging", "confirm": true}})
 	select {

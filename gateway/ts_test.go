@@ -140,8 +140,8 @@ func TestTypeScriptStreamableClientRacesOperators(t *testing.T) {
 	w.waitFor(t, "the question resolved and the session ended", func(w *watcher) bool {
 		return w.resolved[q.ID] != "" && w.ended[q.Session] != ""
 	})
-	if got := w.clients[q.Session]; got != "ts-streamable" {
-		t.Errorf("client of the question's session: got %q; want ts-streamable", got)
+	if got := w.sessionOf(t, "ts-streamable"); got != q.Session {
+		t.Errorf("the question is in session %s; ts-streamable's is %s", q.Session, got)
 	}
 }
 
@@ -163,8 +163,8 @@ func TestTypeScriptSSEClient(t *testing.T) {
 	}
 	next(t, lines, "closed")
 	w.waitFor(t, "the session to end with its stream", func(w *watcher) bool { return w.ended[q.Session] != "" })
-	if got := w.clients[q.Session]; got != "ts-sse" {
-		t.Errorf("client of the question's session: got %q; want ts-sse", got)
+	if got := w.sessionOf(t, "ts-sse"); got != q.Session {
+		t.Errorf("the question is in session %s; ts-sse's is %s", q.Session, got)
 	}
 }
 
