@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -15,27 +16,36 @@ import (
 
 // mcpgoClient connects mcp-go's streamable HTTP client to the gateway,
 // pinned to protocol, as clientName.
-func mcpgoClient(t *testing.T, g *gw, clientName, protocol string, opts ...transport.StreamableHTTPCOption) *client.Client {
+func mcpgoClient(t *testing.T, g *gw, clientName, protocol string) *client.Client {
 	t.Helper()
-	opts = append([]transport.StreamableHTTPCOption{transport.WithHTTPHeaders(authHeader())}, opts...)
-	tr, err := transport.NewStreamableHTTP(g.mcpURL, opts...)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	c, err := newMCPGoClient(ctx, g, clientName, protocol)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// newMCPGoClient is mcpgoClient for any goroutine: it returns its error.
+func newMCPGoClient(ctx context.Context, g *gw, clientName, protocol string) (*client.Client, error) {
+	tr, err := transport.NewStreamableHTTP(g.mcpURL, transport.WithHTTPHeaders(authHeader()))
+	if err != nil {
+		return nil, err
+	}
 	c := client.NewClient(tr, client.WithProtocolVersion(protocol))
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-	defer cancel()
 	if err := c.Start(ctx); err != nil {
-		t.Fatalf("starting the client: %v", err)
+		return nil, fmt.Errorf("starting the client: %w", err)
 	}
 	req := mcp.InitializeRequest{}
 	req.Params.ProtocolVersion = protocol
 	req.Params.ClientInfo = mcp.Implementation{Name: clientName, Version: "1.0.0"}
 	if _, err := c.Initialize(ctx, req); err != nil {
-		t.Fatalf("initialize: %v", err)
+		c.Close()
+		return nil, fmt.Errorf("initialize: %w", err)
 	}
-	t.Cleanup(func() { c.Close() })
-	return c
+	return c, nil
 }
 
 func callTool(ctx context.Context, c *client.Client, name string, args map[string]any) (*mcp.CallToolResult, error) {
