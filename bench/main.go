@@ -5,6 +5,7 @@
 //	go run ./bench pending  # 1,000 questions pending at once, then answered
 //	go run ./bench fanout   # one session fanned out to 100 WS + 100 SSE subscribers
 //	go run ./bench http     # tools/call to a streamable-HTTP server: direct vs bridge
+//	go run ./bench gateway  # 50 sessions × 200 calls: stdio, serve, supergateway
 //
 // The helper modes "pump" and "flood-server" are the baselines' processes.
 package main
@@ -17,7 +18,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: bench proxy|pending [flags]")
+		fmt.Fprintln(os.Stderr, "usage: bench proxy|pending|http|fanout|gateway [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -33,6 +34,8 @@ func main() {
 		err = floodServer()
 	case "http":
 		err = runHTTP(ctx, os.Args[2:])
+	case "gateway":
+		err = runGateway(ctx, os.Args[2:])
 	case "fanout":
 		err = runFanout(ctx, os.Args[2:])
 	case "fanout-server":
