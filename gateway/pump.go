@@ -103,7 +103,17 @@ func (sess *session) pump(w http.ResponseWriter, r *http.Request, st *stream, ge
 			st.wake() // the notice may have been meant for the new connection
 			return
 		}
-		pending, _ := st.after(cursor)
+		pending, complete := st.after(cursor)
+		if !complete {
+			// What followed the cursor was carried by an earlier
+			// connection and no longer kept (the byte bound): go on from
+			// what is kept.
+			cursor = st.next - 1
+			if len(st.events) > 0 {
+				cursor = st.events[0].seq - 1
+			}
+			pending, _ = st.after(cursor)
+		}
 		evs := append([]*event(nil), pending...)
 		done := st.finished && len(evs) == 0
 		sess.mu.Unlock()
@@ -179,6 +189,7 @@ func (sess *session) orphanLocked(st *stream) {
 		if !ev.delivered {
 			ev.delivered = true
 			sess.undelivered -= len(ev.data)
+			sess.retained += len(ev.data)
 		}
 	}
 	if len(st.events) > 0 || len(st.awaiting) > 0 {

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -73,8 +74,9 @@ type session struct {
 	sentOn    map[string]*stream
 	relations map[uint64]string
 	relOrder  []uint64
-	// undelivered counts the bytes queued that no connection carried yet.
-	undelivered int
+	// undelivered counts the bytes queued that no connection carried yet;
+	// retained the bytes of carried events kept for resumption.
+	undelivered, retained int
 	// version is the protocol version initialize negotiated.
 	version string
 	initID  string
@@ -153,6 +155,9 @@ const codeSessionEnded = -32000
 // Related records that msg came on the response stream of the client
 // request with id id (bridge.RelatedWriter).
 func (s *session) Related(msg []byte, id json.RawMessage) {
+	if !bytes.Contains(msg, []byte(`"method"`)) {
+		return // a response: routed by its own id
+	}
 	h := maphash.Bytes(s.seed, msg)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -186,7 +191,7 @@ func (s *session) WriteMessage(msg []byte) error {
 		if s.reason == "" {
 			s.reason = reason
 		}
-		go s.cancel()
+		s.cancel()
 	}
 	return nil
 }
@@ -252,8 +257,8 @@ func (s *session) respondLocked(m json.RawMessage, env *envelope) {
 		}
 		s.finished = append(s.finished, st)
 		s.trimFinishedLocked()
-		if s.kind == oneShot {
-			go s.oneShotCheck()
+		if s.kind == oneShot && len(s.byRequest) == 0 && len(s.states) == 0 {
+			s.cancel() // the one-shot session's work is done
 		}
 	}
 }
@@ -344,10 +349,28 @@ func (s *session) trimLocked(st *stream) {
 	limit := s.srv.opts.ResumeEvents
 	n := 0
 	for len(st.events)-n > limit && st.events[n].delivered {
+		s.retained -= len(st.events[n].data)
 		n++
 	}
 	if n > 0 {
 		st.events = append(st.events[:0:0], st.events[n:]...)
+	}
+}
+
+// trimRetainedLocked keeps the carried events kept for resumption within
+// MaxBuffered bytes, dropping the oldest streams' oldest events first.
+func (s *session) trimRetainedLocked() {
+	for _, st := range s.finished {
+		for s.retained > s.srv.opts.MaxBuffered && len(st.events) > 0 && st.events[0].delivered {
+			s.retained -= len(st.events[0].data)
+			st.events = st.events[1:]
+		}
+	}
+	for _, st := range s.streams {
+		for s.retained > s.srv.opts.MaxBuffered && len(st.events) > 0 && st.events[0].delivered {
+			s.retained -= len(st.events[0].data)
+			st.events = st.events[1:]
+		}
 	}
 }
 
@@ -371,9 +394,13 @@ func (s *session) delivered(st *stream, evs []*event) {
 		if !ev.delivered {
 			ev.delivered = true
 			s.undelivered -= len(ev.data)
+			s.retained += len(ev.data)
 		}
 	}
 	s.trimLocked(st)
+	if s.retained > s.srv.opts.MaxBuffered {
+		s.trimRetainedLocked()
+	}
 }
 
 // errSessionEnded is returned to a handler whose session ended.
@@ -425,5 +452,5 @@ func (s *session) checkIdle() {
 		s.reason = fmt.Sprintf("idle for %s (--session-idle)", d)
 	}
 	s.log.Info("ending an idle MCP session", "idle", d.String())
-	go s.cancel()
+	s.cancel()
 }
