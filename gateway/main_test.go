@@ -284,3 +284,6 @@ func (g *gw) waitSessions(t *testing.T, n int) {
 
 // jsonDecode is json.Unmarshal, for helpers that report their own errors.
 func jsonDecode(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// answerCancel is an operator's cancel.
+var answerCancel = aep.Answer{Option: "cancel"}
