@@ -202,7 +202,7 @@ func (sess *session) deliver(w http.ResponseWriter, r *http.Request, body []byte
 	}
 	st, gen, err := sess.open(reqs, !sseOK)
 	if err != nil {
-		rpcErrorReply(w, http.StatusBadRequest, nil, mcp.INVALID_REQUEST, err.Error())
+		rpcErrorReply(w, http.StatusBadRequest, nil, mcp.INVALID_REQUEST, "Invalid Request: "+err.Error())
 		return
 	}
 	if err := sess.submit(r.Context(), body); err != nil {
@@ -222,7 +222,7 @@ func (sess *session) open(reqs []*envelope, jsonOnly bool) (*stream, int, error)
 	defer sess.mu.Unlock()
 	for _, e := range reqs {
 		if sess.byRequest[idKey(e.ID)] != nil {
-			return nil, 0, fmt.Errorf("Invalid Request: request id %s is already in flight on this session; use a new id", idKey(e.ID))
+			return nil, 0, fmt.Errorf("request id %s is already in flight on this session; use a new id", idKey(e.ID))
 		}
 	}
 	st := sess.newStreamLocked(postStream)

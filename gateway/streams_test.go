@@ -27,6 +27,9 @@ func TestResumeAfterDroppedStreams(t *testing.T) {
 		t.Fatalf("the call's stream did not open with a priming event: %+v", prime)
 	}
 	call.Body.Close()
+	if code, msg := status(t, c.post(`{"jsonrpc":"2.0","id":"call-1","method":"ping"}`)); code != http.StatusBadRequest || !strings.Contains(msg, "already in flight") {
+		t.Errorf("a second request with the id in flight: got %d %q; want 400", code, msg)
+	}
 
 	// The question went out while no GET stream was open: the next GET
 	// gets it. That stream drops too after one event.
