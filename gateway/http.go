@@ -191,6 +191,7 @@ func (sess *session) deliver(w http.ResponseWriter, r *http.Request, body []byte
 		}
 	}
 	if len(reqs) == 0 {
+		sess.answered(envs)
 		if err := sess.submit(r.Context(), body); err != nil {
 			if errors.Is(err, errSessionEnded) {
 				httpError(w, http.StatusNotFound, "the MCP session ended; start a new one with initialize")
@@ -213,6 +214,17 @@ func (sess *session) deliver(w http.ResponseWriter, r *http.Request, body []byte
 		return
 	}
 	sess.servePost(w, r, st, gen)
+}
+
+// answered forgets where the server requests a POST answers were sent.
+func (sess *session) answered(envs []envelope) {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	for i := range envs {
+		if envs[i].isResponse() {
+			delete(sess.sentOn, idKey(envs[i].ID))
+		}
+	}
 }
 
 // open makes the stream that answers a POST's requests and registers

@@ -180,9 +180,10 @@ func (sess *session) detach(st *stream, gen int, complete bool) {
 	}
 }
 
-// orphanLocked gives up a POST stream no connection can resume: what it
+// orphanLocked gives up a POST stream no connection will resume: what it
 // holds, and the responses still to come for it, are discarded with a
-// warning rather than kept for a client that cannot ask for them.
+// warning rather than kept for a client that cannot or did not ask for
+// them.
 func (sess *session) orphanLocked(st *stream) {
 	st.orphan = true
 	for _, ev := range st.events {
@@ -193,6 +194,6 @@ func (sess *session) orphanLocked(st *stream) {
 		}
 	}
 	if len(st.events) > 0 || len(st.awaiting) > 0 {
-		sess.log.Warn("a client closed a POST answered with JSON before reading its response; the response cannot be resumed and is discarded", "requests", len(st.events)+len(st.awaiting))
+		sess.log.Warn("a client closed a request's stream and cannot or did not resume it; what it held is discarded", "stream", st.id)
 	}
 }

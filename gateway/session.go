@@ -255,6 +255,11 @@ func (s *session) respondLocked(m json.RawMessage, env *envelope) {
 				delete(s.byToken, tk)
 			}
 		}
+		for rk, rs := range s.sentOn {
+			if rs == st {
+				delete(s.sentOn, rk) // its cancellation has no stream left
+			}
+		}
 		s.finished = append(s.finished, st)
 		s.trimFinishedLocked()
 		if s.kind == oneShot && len(s.byRequest) == 0 && len(s.states) == 0 {
@@ -379,11 +384,29 @@ func (s *session) trimRetainedLocked() {
 func (s *session) trimFinishedLocked() {
 	for len(s.finished) > s.srv.opts.ResumeStreams {
 		old := s.finished[0]
-		if !old.attached && old.undeliveredCursor() == old.next-1 {
-			delete(s.streams, old.id)
-		}
 		s.finished = s.finished[1:]
+		if old.attached {
+			continue // its connection is still writing it
+		}
+		if old.undeliveredCursor() != old.next-1 {
+			// Its client dropped the stream and did not resume it while
+			// the session answered ResumeStreams more requests.
+			s.orphanLocked(old)
+		}
+		s.retained -= retainedBytes(old)
+		delete(s.streams, old.id)
 	}
+}
+
+// retainedBytes is the bytes of a stream's carried events kept.
+func retainedBytes(st *stream) int {
+	n := 0
+	for _, ev := range st.events {
+		if ev.delivered {
+			n += len(ev.data)
+		}
+	}
+	return n
 }
 
 // delivered marks the events a connection wrote.
