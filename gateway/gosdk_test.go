@@ -128,3 +128,31 @@ func TestGoSDKClientStateless(t *testing.T) {
 	})
 	g.waitSessions(t, 0)
 }
+
+// TestGoSDKStatelessClientWinsTheRace: under MCP 2026-07-28 with --route
+// both, go-sdk's client gets the input_required too and answers first; its
+// retry, which echoes the requestState, is served by the one-shot session
+// that handed it out, so the operators' copy of the question is settled
+// there and every one-shot session ends.
+func TestGoSDKStatelessClientWinsTheRace(t *testing.T) {
+	g := startGateway(t, Options{Session: sessionOpts(elicit.RouteBoth)})
+	w := g.watch()
+	cs := goSDKSession(t, g, "go-sdk-racer", "", &sdk.ClientOptions{
+		ElicitationHandler: func(ctx context.Context, r *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"who": "the-client"}}, nil
+		}})
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	r, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "mrtr-ask", Arguments: map[string]any{"rounds": 1}})
+	if err != nil {
+		t.Fatalf("mrtr-ask: %v", err)
+	}
+	if got := sdkText(r); !strings.Contains(got, "the-client") {
+		t.Errorf("mrtr-ask: got %s; want the client's answer", got)
+	}
+	q := w.question(t, "Who deploys?")
+	w.waitFor(t, "the operators' copy to be settled", func(w *watcher) bool { return w.resolved[q.ID] != "" })
+	// Had the retry gone to a new session, the first would still wait
+	// for it.
+	g.waitSessions(t, 0)
+}

@@ -100,3 +100,23 @@ func TestMCPGoClientQuestionAnsweredByOperator(t *testing.T) {
 		t.Fatal("no tools/call result")
 	}
 }
+
+// TestMCPGoClientStateless: mcp-go's client at its default, MCP
+// 2026-07-28, is served without a session.
+func TestMCPGoClientStateless(t *testing.T) {
+	g := startGateway(t, Options{Session: sessionOpts(elicit.RouteRemote)})
+	c := mcpgoClient(t, g, "mcp-go-modern", mcp.LATEST_PROTOCOL_VERSION)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	r, err := callTool(ctx, c, "echo", map[string]any{"message": "no session"})
+	if err != nil {
+		t.Fatalf("echo: %v", err)
+	}
+	if got := resultText(r); got != "no session" {
+		t.Errorf("echo: got %q; want %q", got, "no session")
+	}
+	if v := c.GetTransport().GetSessionId(); v != "" {
+		t.Errorf("the client got session %q; want none under 2026-07-28", v)
+	}
+	g.waitSessions(t, 0)
+}
