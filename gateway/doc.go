@@ -9,7 +9,9 @@
 //   - Streamable HTTP at /mcp, MCP 2025-03-26 to 2025-11-25: initialize
 //     opens a session whose Mcp-Session-Id every later request carries;
 //     POST takes one message or a batch and answers 202 for notifications
-//     and responses, or, for requests, one JSON body or an event stream;
+//     and responses, or, for requests, one JSON body when the response is
+//     the first message for them and comes within StreamAfter, otherwise
+//     an event stream that opens with a priming event;
 //     GET opens the session's standing stream; DELETE ends the session.
 //     A request of a session whose MCP-Protocol-Version is not the version
 //     it negotiated gets 400.
@@ -34,6 +36,13 @@
 // bridge.RelatedWriter) on that request's stream; anything else on the
 // standing GET stream. What no connection carries yet waits there, bounded
 // in bytes (MaxBuffered); past the bound the session ends, saying why.
+//
+// One file per concern: gateway.go (options, sessions' lifetimes),
+// http.go (the /mcp handlers), oneshot.go (stateless 2026-07-28
+// requests), legacy.go (HTTP+SSE), session.go (a session's connection to
+// its bridge session, and routing), stream.go and pump.go (streams, and
+// writing them to connections), guard.go (Host, Origin, token, limits),
+// envelope.go (what the gateway reads of a message).
 //
 // Security: every request passes the Host and Origin rules of package
 // hostguard (the DNS-rebinding defence the transport spec requires) and
