@@ -46,8 +46,11 @@ type Options struct {
 	// MaxBody bounds one POSTed body; 0 means 16 MiB.
 	MaxBody int64
 	// MaxBuffered bounds the bytes of server messages a session keeps
-	// that no connection carried yet (no stream open for them); past it
-	// the session ends, saying why. 0 means 8 MiB.
+	// for streams no connection carries (no GET stream open, a POST
+	// stream dropped and not yet resumed); past it the session ends,
+	// saying why. It also bounds the carried events kept for resumption.
+	// Messages on a stream a connection is writing are not counted: any
+	// size passes. 0 means 8 MiB.
 	MaxBuffered int
 	// ResumeEvents is how many delivered events each stream keeps for
 	// Last-Event-ID resumption; 0 means 256. ResumeStreams is how many

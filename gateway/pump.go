@@ -189,7 +189,7 @@ func (sess *session) orphanLocked(st *stream) {
 	for _, ev := range st.events {
 		if !ev.delivered {
 			ev.delivered = true
-			sess.undelivered -= len(ev.data)
+			st.pending -= len(ev.data)
 			sess.retained += len(ev.data)
 		}
 	}

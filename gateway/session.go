@@ -74,9 +74,8 @@ type session struct {
 	sentOn    map[string]*stream
 	relations map[uint64]string
 	relOrder  []uint64
-	// undelivered counts the bytes queued that no connection carried yet;
-	// retained the bytes of carried events kept for resumption.
-	undelivered, retained int
+	// retained counts the bytes of carried events kept for resumption.
+	retained int
 	// version is the protocol version initialize negotiated.
 	version string
 	initID  string
@@ -185,15 +184,27 @@ func (s *session) WriteMessage(msg []byte) error {
 	for _, m := range msgs {
 		s.routeLocked(m)
 	}
-	if s.undelivered > s.srv.opts.MaxBuffered && !s.closed {
-		reason := fmt.Sprintf("the client left %d bytes of server messages unread (limit %d): it has no open stream for them; open a GET stream, or resume with Last-Event-ID", s.undelivered, s.srv.opts.MaxBuffered)
-		s.log.Warn("ending the session: its client does not read", "undelivered_bytes", s.undelivered)
+	if waiting := s.waitingLocked(); waiting > s.srv.opts.MaxBuffered && !s.closed {
+		reason := fmt.Sprintf("the client left %d bytes of server messages unread (limit %d): it has no open stream for them; open a GET stream, or resume with Last-Event-ID", waiting, s.srv.opts.MaxBuffered)
+		s.log.Warn("ending the session: its client does not read", "waiting_bytes", waiting)
 		if s.reason == "" {
 			s.reason = reason
 		}
 		s.cancel()
 	}
 	return nil
+}
+
+// waitingLocked is the bytes queued on streams no connection carries: what
+// waits for a GET or a resumption.
+func (s *session) waitingLocked() int {
+	n := 0
+	for _, st := range s.streams {
+		if !st.attached && !st.orphan {
+			n += st.pending
+		}
+	}
+	return n
 }
 
 // routeLocked queues one message on its stream (MCP basic/transports):
@@ -339,7 +350,7 @@ func (s *session) queueLocked(st *stream, m []byte, response bool) {
 	ev := &event{seq: st.next, data: m, response: response}
 	st.next++
 	st.events = append(st.events, ev)
-	s.undelivered += len(m)
+	st.pending += len(m)
 	if st.mode == modeUndecided && !response {
 		st.mode = modeSSE
 	}
@@ -416,7 +427,7 @@ func (s *session) delivered(st *stream, evs []*event) {
 	for _, ev := range evs {
 		if !ev.delivered {
 			ev.delivered = true
-			s.undelivered -= len(ev.data)
+			st.pending -= len(ev.data)
 			s.retained += len(ev.data)
 		}
 	}

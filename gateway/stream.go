@@ -56,6 +56,7 @@ type stream struct {
 	jsonOnly  bool // the client accepts no event stream: responses only
 	events    []*event
 	next      int
+	pending   int // bytes of events no connection carried yet
 	// awaiting holds the id keys of the stream's requests not yet
 	// answered; finished is set when none is left (or the session ended).
 	awaiting map[string]bool

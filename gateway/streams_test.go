@@ -192,3 +192,28 @@ func TestFiftySessions(t *testing.T) {
 		t.Errorf("questions came from %d sessions; want %d", len(seen), n)
 	}
 }
+
+// TestUnreadMessagesEndTheSession: a message of any size passes on a
+// stream the client reads; messages for which it opens no stream wait
+// within the byte bound, and past it the session ends, the call in
+// flight answered with the reason.
+func TestUnreadMessagesEndTheSession(t *testing.T) {
+	g := startGateway(t, Options{Session: sessionOpts(elicit.RouteClient), MaxBuffered: 64})
+	w := g.watch()
+	c := rawSession(t, g, "never-reads", true)
+	aepSession := w.sessionOf(t, "never-reads")
+	// A message larger than the bound passes on a stream being read.
+	big := strings.Repeat("b", 1000)
+	if got := readAll(t, c.post(`{"jsonrpc":"2.0","id":"big","method":"tools/call","params":{"name":"echo","arguments":{"message":"`+big+`"}}}`)); len(got) != 1 || !strings.Contains(got[0], big) {
+		t.Fatalf("a large echo: got %d messages; want its result", len(got))
+	}
+	// The question goes to the GET stream, which the client never opens.
+	got := readAll(t, c.post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask","arguments":{"message":"Anyone reading?"}}}`))
+	if len(got) != 1 || !strings.Contains(got[0], `"error"`) || !strings.Contains(got[0], "unread") {
+		t.Errorf("the call in flight: got %v; want an error saying messages went unread", got)
+	}
+	w.waitFor(t, "the session to end", func(w *watcher) bool { return w.ended[aepSession] != "" })
+	if code, _ := status(t, c.post(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)); code != http.StatusNotFound {
+		t.Errorf("after the session ended: got %d; want 404", code)
+	}
+}
