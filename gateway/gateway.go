@@ -151,12 +151,13 @@ func New(o Options) (*Server, error) {
 }
 
 // Serve serves the gateway on ln until Close, with the header, body and
-// idle limits of Options.
+// idle limits of Options. It returns nil once Close stopped it (or came
+// first), and the listener's error otherwise.
 func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return http.ErrServerClosed
+		return nil // closed before it began: nothing to serve
 	}
 	s.srv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: s.opts.HeaderTimeout,
 		IdleTimeout: s.opts.IdleTimeout, MaxHeaderBytes: s.opts.MaxHeaderBytes,
