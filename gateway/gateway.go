@@ -157,6 +157,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
+		ln.Close()
 		return nil // closed before it began: nothing to serve
 	}
 	s.srv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: s.opts.HeaderTimeout,
