@@ -100,9 +100,7 @@ func timeCalls(ctx context.Context, c *client.Client, n int) ([]time.Duration, e
 	if _, err := c.Initialize(ctx, init); err != nil {
 		return nil, err
 	}
-	req := mcp.CallToolRequest{}
-	req.Params.Name = "echo"
-	req.Params.Arguments = map[string]any{"message": "ping"}
+	req := echoRequest()
 	for i := 0; i < 100; i++ {
 		if _, err := c.CallTool(ctx, req); err != nil {
 			return nil, err
@@ -117,4 +115,12 @@ func timeCalls(ctx context.Context, c *client.Client, n int) ([]time.Duration, e
 		out = append(out, time.Since(t0))
 	}
 	return out, nil
+}
+
+// echoRequest is the echo tools/call every benchmark times.
+func echoRequest() mcp.CallToolRequest {
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "echo"
+	req.Params.Arguments = map[string]any{"message": "ping"}
+	return req
 }

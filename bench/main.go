@@ -6,6 +6,7 @@
 //	go run ./bench fanout   # one session fanned out to 100 WS + 100 SSE subscribers
 //	go run ./bench http     # tools/call to a streamable-HTTP server: direct vs bridge
 //	go run ./bench ingest   # 400 × ~1 MiB ingested, 64 from:"all" subscribers: the endpoint's RSS
+//	go run ./bench gateway  # 50 sessions × 200 calls: stdio, serve, supergateway
 //
 // The helper modes "pump", "flood-server" and "fanout-server" are the
 // baselines' and targets' processes.
@@ -19,7 +20,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: bench proxy|pending|fanout|http|ingest [flags]")
+		fmt.Fprintln(os.Stderr, "usage: bench proxy|pending|fanout|http|ingest|gateway [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -35,6 +36,8 @@ func main() {
 		err = floodServer()
 	case "http":
 		err = runHTTP(ctx, os.Args[2:])
+	case "gateway":
+		err = runGateway(ctx, os.Args[2:])
 	case "fanout":
 		err = runFanout(ctx, os.Args[2:])
 	case "fanout-server":

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -38,8 +39,16 @@ type Options struct {
 	// own. Either way AEP_TOKEN and AEP_MCP_TOKEN are removed from it.
 	Env []string
 	// Client is the MCP client's stream; ClientOut where its messages go.
+	// Both are unused when ClientConn is set.
 	Client    io.Reader
 	ClientOut io.Writer
+	// ClientConn, if set, is the MCP client's side as a stream of raw
+	// JSON-RPC messages, instead of Client and ClientOut: a transport of
+	// the caller's own, such as the gateway's per-session connection. Run
+	// closes it when the session ends. When it also implements
+	// RelatedWriter, it is told which client request each message of a
+	// remote upstream relates to.
+	ClientConn elicit.Conn
 	// ServerStderr receives the upstream's stderr. Nil means os.Stderr.
 	ServerStderr io.Writer
 	// Agent is the AEP agent name; "" means "aep-mcp-bridge".
@@ -219,11 +228,14 @@ func (b *Bridge) Run(ctx context.Context) error {
 		return err
 	}
 	b.upstream.Store("running")
-	var clientClose func() error
-	if c, ok := b.opts.Client.(io.Closer); ok {
-		clientClose = c.Close
+	client := b.opts.ClientConn
+	if client == nil {
+		var clientClose func() error
+		if c, ok := b.opts.Client.(io.Closer); ok {
+			clientClose = c.Close
+		}
+		client = elicit.NewStreamConn(b.opts.Client, b.opts.ClientOut, clientClose, 0)
 	}
-	client := elicit.NewStreamConn(b.opts.Client, b.opts.ClientOut, clientClose, 0)
 	var once sync.Once
 	startSession := func(ci elicit.ClientInfo) { once.Do(func() { b.emitStarted(ci) }) }
 	px := elicit.New(elicit.Options{Client: client, Server: up.conn, Manager: b.mgr, Publisher: b.em, Route: b.opts.Route,
@@ -248,6 +260,9 @@ func (b *Bridge) dial() (upstreamConn, error) {
 			return upstreamConn{}, err
 		}
 		b.log.Info("remote upstream", "url", upstream.DisplayURL(b.opts.URL))
+		if rw, ok := b.opts.ClientConn.(RelatedWriter); ok {
+			return upstreamConn{conn: relatedConn{conn, rw}}, nil
+		}
 		return upstreamConn{conn: conn}, nil
 	}
 	p, err := upstream.Start(b.opts.Command, serverEnv(b.opts.Env), b.opts.ServerStderr)
@@ -277,6 +292,34 @@ func serverEnv(env []string) []string {
 		}
 	}
 	return out
+}
+
+// RelatedWriter is implemented by a ClientConn that sends each server
+// message on the HTTP response stream of the client request it relates to
+// (MCP basic/transports: messages a server sends on a request's stream
+// relate to that request). The relation is known for a remote upstream,
+// whose own response streams say it; a stdio upstream has none.
+type RelatedWriter interface {
+	// Related says that msg, which the proxy reads next from the server
+	// and forwards unchanged unless it handles it, came on the response
+	// stream of the client request whose JSON-RPC id is id. It is called
+	// on the proxy's server-reading goroutine, before the proxy sees msg.
+	Related(msg []byte, id json.RawMessage)
+}
+
+// relatedConn is a remote upstream that reports, for each message it
+// reads, the client request the message relates to.
+type relatedConn struct {
+	*upstream.Conn
+	rw RelatedWriter
+}
+
+func (c relatedConn) ReadMessage() ([]byte, error) {
+	msg, id, err := c.ReadRelated()
+	if err == nil && id != nil {
+		c.rw.Related(msg, id)
+	}
+	return msg, err
 }
 
 // emitStarted emits session.started with the client's name and version.

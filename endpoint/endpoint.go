@@ -16,6 +16,7 @@ import (
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/hostguard"
 	"github.com/agenteventprotocol/aep-mcp-bridge/proof"
 )
 
@@ -76,10 +77,9 @@ const (
 //
 // An Endpoint is safe for concurrent use; Close ends every connection.
 type Endpoint struct {
-	opts    Options
-	log     *slog.Logger
-	hosts   []allowedHost
-	origins []string
+	opts   Options
+	log    *slog.Logger
+	policy *hostguard.Policy
 
 	// base ends with Close: streams select on it. active counts the
 	// connections and streams being served, for Wait; it is added to
@@ -133,15 +133,11 @@ func New(o Options) (*Endpoint, error) {
 	if o.BodyTimeout <= 0 {
 		o.BodyTimeout = DefaultBodyTimeout
 	}
-	hosts, err := parseAllowHosts(o.AllowHosts)
+	policy, err := hostguard.New(o.AllowHosts, o.AllowOrigins)
 	if err != nil {
 		return nil, err
 	}
-	origins, err := parseAllowOrigins(o.AllowOrigins)
-	if err != nil {
-		return nil, err
-	}
-	e := &Endpoint{opts: o, log: o.Logger, hosts: hosts, origins: origins,
+	e := &Endpoint{opts: o, log: o.Logger, policy: policy,
 		conns: map[*socket]struct{}{}, joining: map[*websocket.Conn]struct{}{},
 		localSessions: map[string]bool{}, localSources: map[string]bool{}, sources: map[string]*sourceHolder{}}
 	if e.log == nil {

@@ -69,11 +69,18 @@ func (e *unreachable) Error() string {
 
 func (e *unreachable) Unwrap() []error { return []error{ErrUnreachable, e.err} }
 
-// Stream subscribes to the endpoint's live events that filter (an
-// attr-match filter; nil means every event) selects, over the WebSocket,
-// and calls fn for each until fn returns false, the connection ends or ctx
-// is done.
-func (c *Client) Stream(ctx context.Context, filter json.RawMessage, fn func(ev *aep.Event, raw []byte) bool) error {
+// StreamOptions say what Stream subscribes to (AEP-0003 §6.5): an
+// attr-match Filter (nil means every event), a From position ("all", or
+// nil for live events only), and a Capture ceiling ("" means none).
+type StreamOptions struct {
+	Filter  json.RawMessage
+	From    json.RawMessage
+	Capture string
+}
+
+// Stream subscribes to the endpoint's events over the WebSocket and calls
+// fn for each until fn returns false, the connection ends or ctx is done.
+func (c *Client) Stream(ctx context.Context, o StreamOptions, fn func(ev *aep.Event, raw []byte) bool) error {
 	conn, err := c.dialSocket(ctx)
 	if err != nil {
 		return err
@@ -85,7 +92,7 @@ func (c *Client) Stream(ctx context.Context, filter json.RawMessage, fn func(ev 
 	if err := write(aep.NewHello(aep.RoleConsumer, aep.Identity{Agent: c.agent()}, nil)); err != nil {
 		return err
 	}
-	if err := write(aep.Subscribe{Type: aep.FrameSubscribe, ID: "tail", Filter: filter}); err != nil {
+	if err := write(aep.Subscribe{Type: aep.FrameSubscribe, ID: "tail", Filter: o.Filter, From: o.From, Capture: o.Capture}); err != nil {
 		return err
 	}
 	for {

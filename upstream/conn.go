@@ -41,7 +41,7 @@ type Conn struct {
 	opts Options
 	hc   *http.Client
 	log  *slog.Logger
-	in   chan []byte
+	in   chan inbound
 	ctx  context.Context
 	stop context.CancelFunc
 	wg   sync.WaitGroup
@@ -70,7 +70,7 @@ func Dial(o Options) (*Conn, error) {
 	if !strings.HasPrefix(o.URL, "http://") && !strings.HasPrefix(o.URL, "https://") {
 		return nil, fmt.Errorf("--url %q: want an http:// or https:// URL", o.URL)
 	}
-	c := &Conn{opts: o, hc: o.Client, log: o.Logger, in: make(chan []byte, 256)}
+	c := &Conn{opts: o, hc: o.Client, log: o.Logger, in: make(chan inbound, 256)}
 	if c.hc == nil {
 		c.hc = &http.Client{Transport: &http.Transport{
 			Proxy:               http.ProxyFromEnvironment,
@@ -91,20 +91,41 @@ func Dial(o Options) (*Conn, error) {
 	return c, nil
 }
 
+// inbound is a server message and, when it came on the response stream
+// of a client request, that request's id.
+type inbound struct {
+	msg     []byte
+	related json.RawMessage
+}
+
 // ReadMessage returns the next message from the server; io.EOF after Close.
 func (c *Conn) ReadMessage() ([]byte, error) {
+	m, _, err := c.ReadRelated()
+	return m, err
+}
+
+// ReadRelated is ReadMessage that also returns, for a message the server
+// sent on the response stream of a client request (MCP basic/transports:
+// such messages relate to that request), the request's id; nil for a
+// message from the GET stream, a JSON response body or the HTTP+SSE
+// stream.
+func (c *Conn) ReadRelated() (msg []byte, related json.RawMessage, err error) {
 	select {
 	case m := <-c.in:
-		return m, nil
+		return m.msg, m.related, nil
 	case <-c.ctx.Done():
-		return nil, io.EOF
+		return nil, nil, io.EOF
 	}
 }
 
 // deliver hands a server message to the reader.
-func (c *Conn) deliver(m []byte) {
+func (c *Conn) deliver(m []byte) { c.deliverRelated(m, nil) }
+
+// deliverRelated hands a server message that relates to the client
+// request with id related (nil: none) to the reader.
+func (c *Conn) deliverRelated(m []byte, related json.RawMessage) {
 	select {
-	case c.in <- m:
+	case c.in <- inbound{m, related}:
 	case <-c.ctx.Done():
 	}
 }

@@ -63,7 +63,11 @@ func (c *Conn) readResponseStream(body io.Reader, env envelope, isInit bool) {
 		if isInit {
 			c.learnVersion(ev.Data)
 		}
-		c.deliver(ev.Data)
+		var related json.RawMessage
+		if env.isRequest() {
+			related = env.ID
+		}
+		c.deliverRelated(ev.Data, related)
 		var e envelope
 		if json.Unmarshal(ev.Data, &e) == nil && e.Method == "" && string(compactJSON(e.ID)) == want {
 			answered = true

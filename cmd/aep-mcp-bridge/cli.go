@@ -58,7 +58,7 @@ func clientToken(token, state string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	t, _, err := readTokenFile(dir)
+	t, _, err := readTokenFile(dir, "token")
 	if err != nil {
 		return "", err
 	}
@@ -159,7 +159,7 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *filter != "" {
 		f = json.RawMessage(*filter)
 	}
-	err = c.Stream(ctx, f, func(ev *aep.Event, raw []byte) bool {
+	err = c.Stream(ctx, operator.StreamOptions{Filter: f}, func(ev *aep.Event, raw []byte) bool {
 		if *asJSON {
 			fmt.Fprintf(stdout, "%s\n", jsonSafe(raw))
 		} else {

@@ -5,9 +5,12 @@
 // Usage:
 //
 //	aep-mcp-bridge [flags] -- COMMAND [ARGS...]
+//	aep-mcp-bridge serve [flags] (-- COMMAND [ARGS...] | --url URL)
 //
 // The bridge spawns COMMAND as the upstream MCP server over stdio and serves
-// the MCP client on its own stdin and stdout. Logs go to stderr.
+// the MCP client on its own stdin and stdout. Logs go to stderr. serve
+// (package gateway) serves MCP clients over HTTP instead, each client
+// session with an upstream of its own.
 //
 // The same binary is the operators' command line (inbox, pending, respond,
 // tail), rewrites MCP client configs to run every server through it (wrap,

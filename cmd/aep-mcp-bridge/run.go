@@ -63,6 +63,7 @@ type config struct {
 
 const usage = `usage: aep-mcp-bridge [flags] -- COMMAND [ARGS...]
        aep-mcp-bridge [flags] --url https://host/mcp [--header 'Authorization: Bearer …' ...]
+       aep-mcp-bridge serve [flags] (-- COMMAND [ARGS...] | --url URL)
        aep-mcp-bridge demo [--timeout D]
        aep-mcp-bridge inbox [--no-open]
        aep-mcp-bridge pending [--json]
@@ -81,10 +82,20 @@ Flags:
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	c := &config{}
-	fs := flag.NewFlagSet("aep-mcp-bridge", flag.ContinueOnError)
+	fs := c.flagSet("aep-mcp-bridge", usage, stderr)
+	if err := c.parse(fs, args, stderr); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// flagSet defines the bridge's flags on a new flag set, for the bridge
+// and for serve, which takes every one of them.
+func (c *config) flagSet(name, usageText string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(stderr, usageText)
 		fs.PrintDefaults()
 	}
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "how long a question waits for an answer; then attention.timeout, and the server gets cancel")
@@ -110,35 +121,41 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.answersOnly, "answers-only", false, "with --answers: cancel every question no rule answers, instead of waiting for operators")
 	fs.StringVar(&c.stateDir, "state-dir", "", "folder for the token and other state; default $XDG_STATE_HOME/aep-mcp-bridge or ~/.local/state/aep-mcp-bridge")
 	fs.StringVar(&c.redactEnv, "redact-env", "", "comma-separated environment variable names whose values are secrets to redact")
+	return fs
+}
+
+// parse parses args and checks them: an upstream command or --url, and
+// sane durations.
+func (c *config) parse(fs *flag.FlagSet, args []string, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return nil, errUsage
+			return errUsage
 		}
-		return nil, errUsage
+		return errUsage
 	}
 	c.command = fs.Args()
 	if c.url != "" && len(c.command) > 0 {
 		fmt.Fprintln(stderr, "aep-mcp-bridge: give either --url or a command after --, not both")
-		return nil, errUsage
+		return errUsage
 	}
 	if (c.transport != "" || len(c.headers) > 0 || len(c.headerEnv) > 0) && c.url == "" {
 		fmt.Fprintln(stderr, "aep-mcp-bridge: --transport, --header and --header-env apply to --url")
-		return nil, errUsage
+		return errUsage
 	}
 	if c.url == "" && len(c.command) == 0 {
 		fmt.Fprintln(stderr, "aep-mcp-bridge: no upstream server command; pass it after --, e.g.: aep-mcp-bridge -- npx -y @modelcontextprotocol/server-everything")
 		fs.Usage()
-		return nil, errUsage
+		return errUsage
 	}
 	if c.timeout <= 0 {
 		fmt.Fprintln(stderr, "aep-mcp-bridge: --timeout must be positive")
-		return nil, errUsage
+		return errUsage
 	}
 	if c.keepalive < 0 {
 		fmt.Fprintln(stderr, "aep-mcp-bridge: --keepalive must be 0 (off) or positive")
-		return nil, errUsage
+		return errUsage
 	}
-	return c, nil
+	return nil
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -158,6 +175,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return runTail(ctx, args[1:], stdout, stderr)
 		case "demo":
 			return runDemo(ctx, args[1:], stdout, stderr)
+		case "serve":
+			return runServe(ctx, args[1:], stderr)
 		case "demo-server":
 			return runDemoServer()
 		case "answers-from":

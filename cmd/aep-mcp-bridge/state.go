@@ -37,13 +37,23 @@ func stateDir(flagValue string) (string, error) {
 // a token file that group or others could read or replace is refused with
 // the chmod that fixes it.
 func loadToken(flagToken, dir string, insecure bool) (token, where string, err error) {
-	if flagToken != "" {
-		return checkLength(flagToken, "--token", insecure)
+	return loadNamedToken(tokenSource{flag: flagToken, flagName: "--token", env: "AEP_TOKEN", file: "token"}, dir, insecure)
+}
+
+// tokenSource says where a token comes from: a flag's value, then an
+// environment variable, then a file in the state folder.
+type tokenSource struct{ flag, flagName, env, file string }
+
+// loadNamedToken is loadToken for any token: the AEP token, or the MCP
+// gateway's client token beside it.
+func loadNamedToken(src tokenSource, dir string, insecure bool) (token, where string, err error) {
+	if src.flag != "" {
+		return checkLength(src.flag, src.flagName, insecure)
 	}
-	if t := os.Getenv("AEP_TOKEN"); t != "" {
-		return checkLength(t, "AEP_TOKEN", insecure)
+	if t := os.Getenv(src.env); t != "" {
+		return checkLength(t, src.env, insecure)
 	}
-	t, path, err := readTokenFile(dir)
+	t, path, err := readTokenFile(dir, src.file)
 	switch {
 	case err != nil:
 		return "", "", err
@@ -51,7 +61,7 @@ func loadToken(flagToken, dir string, insecure bool) (token, where string, err e
 		return checkLength(t, path, insecure)
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", "", fmt.Errorf("creating the state folder %s: %w; pass --state-dir or --token", dir, err)
+		return "", "", fmt.Errorf("creating the state folder %s: %w; pass --state-dir or %s", dir, err, src.flagName)
 	}
 	if err := checkFolder(dir); err != nil {
 		return "", "", err
@@ -64,15 +74,15 @@ func loadToken(flagToken, dir string, insecure bool) (token, where string, err e
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		if errors.Is(err, os.ErrExist) { // another bridge won the race
-			if t, _, rerr := readTokenFile(dir); rerr == nil && t != "" {
+			if t, _, rerr := readTokenFile(dir, src.file); rerr == nil && t != "" {
 				return t, path, nil
 			}
 		}
-		return "", "", fmt.Errorf("storing the token at %s: %w; check that folder is yours and writable, or pass --state-dir or --token", path, err)
+		return "", "", fmt.Errorf("storing the token at %s: %w; check that folder is yours and writable, or pass --state-dir or %s", path, err, src.flagName)
 	}
 	defer f.Close()
 	if _, err := f.WriteString(t + "\n"); err != nil {
-		return "", "", fmt.Errorf("storing the token at %s: %w; check that folder is yours and writable, or pass --state-dir or --token", path, err)
+		return "", "", fmt.Errorf("storing the token at %s: %w; check that folder is yours and writable, or pass --state-dir or %s", path, err, src.flagName)
 	}
 	return t, path, nil
 }
@@ -87,11 +97,11 @@ func checkLength(t, where string, insecure bool) (string, string, error) {
 	return t, where, nil
 }
 
-// readTokenFile reads dir/token. A missing or empty file is ("", path, nil);
+// readTokenFile reads dir/name. A missing or empty file is ("", path, nil);
 // a file that group or others could read, or that sits in a folder they
 // could write, is an error that gives the chmod that fixes it.
-func readTokenFile(dir string) (token, path string, err error) {
-	path = filepath.Join(dir, "token")
+func readTokenFile(dir, name string) (token, path string, err error) {
+	path = filepath.Join(dir, name)
 	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", path, nil

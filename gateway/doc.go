@@ -1,0 +1,57 @@
+// Package gateway serves MCP clients over HTTP and gives each client
+// session a bridge session of its own (package bridge): its own upstream
+// server (a spawned command, or a remote one with --url), its own AEP
+// session, JSONL log and pending questions, all on one bridge Host, so one
+// AEP endpoint and inbox shows every session's questions. It is the
+// `aep-mcp-bridge serve` command.
+//
+// Transports (MCP basic/transports):
+//   - Streamable HTTP at /mcp, MCP 2025-03-26 to 2025-11-25: initialize
+//     opens a session whose Mcp-Session-Id every later request carries;
+//     POST takes one message or a batch and answers 202 for notifications
+//     and responses, or, for requests, one JSON body when the response is
+//     the first message for them and comes within StreamAfter, otherwise
+//     an event stream that opens with a priming event;
+//     GET opens the session's standing stream; DELETE ends the session.
+//     A request of a session whose MCP-Protocol-Version is not the version
+//     it negotiated gets 400.
+//   - Resumability: events of a session's streams carry ids that name
+//     their stream; a GET with Last-Event-ID replays what followed on that
+//     stream, within a bounded window (ResumeEvents per stream,
+//     ResumeStreams answered POST streams per session).
+//   - MCP 2026-07-28 requests, which carry their version in _meta and need
+//     no session: each is served by a one-shot session that lives while
+//     the request (and a retry echoing an input_required's requestState)
+//     is in flight; the MCP-Protocol-Version, Mcp-Method and Mcp-Name
+//     headers must match the body (-32020 otherwise); closing the response
+//     stream cancels the request.
+//   - The 2024-11-05 HTTP+SSE transport: GET /sse opens a session and its
+//     one event stream, whose endpoint event names POST /message?sessionId=.
+//
+// Routing (session.go): every message the proxy writes to the client goes
+// on exactly one stream: a response on the stream of the POST that carried
+// its request; a request or notification related to an open request (by
+// progress token, by the request a cancellation names, or by the response
+// stream a remote upstream sent it on, which the bridge reports through
+// bridge.RelatedWriter) on that request's stream; anything else on the
+// standing GET stream. What no connection carries yet waits there, bounded
+// in bytes (MaxBuffered); past the bound the session ends, saying why.
+//
+// One file per concern: gateway.go (options, sessions' lifetimes),
+// http.go (the /mcp handlers), oneshot.go (stateless 2026-07-28
+// requests), legacy.go (HTTP+SSE), session.go (a session's connection to
+// its bridge session, and routing), stream.go and pump.go (streams, and
+// writing them to connections), guard.go (Host, Origin, token, limits),
+// envelope.go (what the gateway reads of a message).
+//
+// Security: every request passes the Host and Origin rules of package
+// hostguard (the DNS-rebinding defence the transport spec requires) and
+// the bearer token (compared in constant time) unless authentication is
+// off; bodies, headers and idle connections are bounded. Session ids are
+// 128 random bits, and a session's messages, streams and event ids are
+// reachable only through its own id, so one session can never see or
+// answer another's. MaxSessions bounds concurrent sessions (503 with
+// Retry-After past it); SessionIdle ends sessions nobody uses; a session
+// whose upstream dies ends alone, its in-flight requests answered with an
+// error naming the cause.
+package gateway

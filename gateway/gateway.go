@@ -1,0 +1,330 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/bridge"
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/hostguard"
+)
+
+// Options configure a gateway. Zero values mean the documented defaults.
+type Options struct {
+	// Host runs every session's bridge: one hub, one AEP endpoint or
+	// link, one inbox for all. Required.
+	Host *bridge.Host
+	// Session is the template of each session's bridge options: the
+	// upstream (Command, or URL with Header and Transport), timeouts,
+	// route, capture, log folder, answers. ClientConn is set per session.
+	// Command or URL is required.
+	Session bridge.Options
+	// Token is the bearer token every request must carry
+	// (Authorization: Bearer). "" turns authentication off; the caller
+	// allows that only on a loopback address (--mcp-auth none).
+	Token string
+	// AllowHosts and AllowOrigins widen the Host and Origin checks, as
+	// for the AEP endpoint (--allow-host, --allow-origin); nil means the
+	// listen address, localhost and loopback IPs, and the gateway's own
+	// origin.
+	AllowHosts, AllowOrigins []string
+	// MaxSessions bounds concurrent client sessions; past it a new one
+	// gets 503 with Retry-After. 0 means 64.
+	MaxSessions int
+	// SessionIdle ends a session that had no request, no message either
+	// way and no request in flight for that long. 0 means 30m.
+	SessionIdle time.Duration
+	// MaxBody bounds one POSTed body; 0 means 16 MiB.
+	MaxBody int64
+	// MaxBuffered bounds the bytes of server messages a session keeps
+	// for streams no connection carries (no GET stream open, a POST
+	// stream dropped and not yet resumed); past it the session ends,
+	// saying why. It also bounds the carried events kept for resumption.
+	// Messages on a stream a connection is writing are not counted: any
+	// size passes. 0 means 8 MiB.
+	MaxBuffered int
+	// ResumeEvents is how many delivered events each stream keeps for
+	// Last-Event-ID resumption; 0 means 256. ResumeStreams is how many
+	// answered POST streams a session keeps for resumption; 0 means 64.
+	ResumeEvents, ResumeStreams int
+	// StreamAfter is how long a request waits for its response before
+	// its POST is answered with an event stream (with a priming event, so
+	// a dropped connection can resume) instead of one JSON body. 0 means
+	// 1s.
+	StreamAfter time.Duration
+	// Ping is the interval of SSE comment keep-alives on open streams;
+	// 0 means 30s.
+	Ping time.Duration
+	// HeaderTimeout, BodyTimeout and IdleTimeout bound reading a
+	// request's headers (0: 10s) and body (0: 60s), and a keep-alive
+	// connection's idle time (0: 120s). MaxHeaderBytes bounds the headers
+	// (0: 64 KiB).
+	HeaderTimeout, BodyTimeout, IdleTimeout time.Duration
+	MaxHeaderBytes                          int
+	// Logger receives logs; nil discards them. Tokens, session ids and
+	// message content are never logged.
+	Logger *slog.Logger
+}
+
+func (o *Options) defaults() {
+	set := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	setInt := func(n *int, v int) {
+		if *n <= 0 {
+			*n = v
+		}
+	}
+	setInt(&o.MaxSessions, 64)
+	set(&o.SessionIdle, 30*time.Minute)
+	if o.MaxBody <= 0 {
+		o.MaxBody = 16 << 20
+	}
+	setInt(&o.MaxBuffered, 8<<20)
+	setInt(&o.ResumeEvents, 256)
+	setInt(&o.ResumeStreams, 64)
+	set(&o.StreamAfter, time.Second)
+	set(&o.Ping, 30*time.Second)
+	set(&o.HeaderTimeout, 10*time.Second)
+	set(&o.BodyTimeout, 60*time.Second)
+	set(&o.IdleTimeout, 120*time.Second)
+	setInt(&o.MaxHeaderBytes, 64<<10)
+}
+
+// Server is an MCP server over streamable HTTP (and HTTP+SSE) whose every
+// client session is a bridge session of its own on one Host. It is safe
+// for concurrent use; Close ends every session.
+type Server struct {
+	opts   Options
+	log    *slog.Logger
+	policy *hostguard.Policy
+	token  [sha256.Size]byte
+	auth   bool
+	srv    *http.Server
+	wg     sync.WaitGroup // session goroutines
+
+	// mu guards the fields below.
+	mu       sync.Mutex
+	sessions map[string]*session
+	// states maps the requestState of an input_required result a
+	// one-shot session handed out to that session, so the client's
+	// retry continues it.
+	states map[string]*session
+	closed bool
+	// forgot is signalled each time a session is forgotten (tests wait on
+	// it).
+	forgot chan struct{}
+}
+
+// New returns a gateway; serve it with Serve, or mount Handler.
+func New(o Options) (*Server, error) {
+	if o.Host == nil {
+		return nil, errors.New("the gateway needs a bridge host")
+	}
+	if len(o.Session.Command) == 0 && o.Session.URL == "" {
+		return nil, errors.New("the gateway needs an upstream: a command after --, or --url")
+	}
+	o.defaults()
+	policy, err := hostguard.New(o.AllowHosts, o.AllowOrigins)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{opts: o, log: o.Logger, policy: policy, sessions: map[string]*session{}, states: map[string]*session{}, forgot: make(chan struct{}, 1)}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if o.Token != "" {
+		s.auth, s.token = true, sha256.Sum256([]byte(o.Token))
+	}
+	return s, nil
+}
+
+// Serve serves the gateway on ln until Close, with the header, body and
+// idle limits of Options. It returns nil once Close stopped it (or came
+// first), and the listener's error otherwise.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		ln.Close()
+		return nil // closed before it began: nothing to serve
+	}
+	s.srv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: s.opts.HeaderTimeout,
+		IdleTimeout: s.opts.IdleTimeout, MaxHeaderBytes: s.opts.MaxHeaderBytes,
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug)}
+	srv := s.srv
+	s.mu.Unlock()
+	err := srv.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Close ends every session (their questions dismissed, session.ended
+// written, upstreams stopped), then stops serving; ctx bounds the wait
+// for the HTTP server.
+func (s *Server) Close(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	all := make([]*session, 0, len(s.sessions))
+	for _, sess := range s.sessions {
+		all = append(all, sess)
+	}
+	srv := s.srv
+	s.mu.Unlock()
+	for _, sess := range all {
+		sess.end("the gateway is shutting down")
+	}
+	s.wg.Wait()
+	if srv == nil {
+		return nil
+	}
+	if err := srv.Shutdown(ctx); err != nil {
+		srv.Close()
+		return fmt.Errorf("stopping the MCP listener: %w", err)
+	}
+	return nil
+}
+
+// Sessions returns how many client sessions are live.
+func (s *Server) Sessions() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.sessions)
+}
+
+// Errors of newSession.
+var (
+	errFull     = errors.New("the gateway serves as many sessions as --max-sessions allows")
+	errShutdown = errors.New("the gateway is shutting down")
+)
+
+// newSession starts a bridge session of kind on the host.
+func (s *Server) newSession(kind sessionKind) (*session, error) {
+	id, err := newSessionID()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	sess := &session{id: id, kind: kind, srv: s, log: s.log, seed: maphash.MakeSeed(), in: make(chan []byte),
+		ctx: ctx, cancel: cancel, done: make(chan struct{}),
+		streams: map[string]*stream{}, byRequest: map[string]*stream{}, byToken: map[string]*stream{},
+		sentOn: map[string]*stream{}, relations: map[uint64]string{}, states: map[string]bool{}}
+	s.mu.Lock()
+	switch {
+	case s.closed:
+		err = errShutdown
+	case len(s.sessions) >= s.opts.MaxSessions:
+		err = errFull
+	}
+	if err != nil {
+		s.mu.Unlock()
+		cancel()
+		return nil, err
+	}
+	s.sessions[id] = sess // holds the slot while the bridge session starts
+	s.wg.Add(1)
+	s.mu.Unlock()
+	o := s.opts.Session
+	o.ClientConn = sess
+	o.Client, o.ClientOut = nil, nil
+	b, err := s.opts.Host.NewSession(o)
+	if err != nil {
+		s.mu.Lock()
+		delete(s.sessions, id)
+		s.mu.Unlock()
+		s.wg.Done()
+		cancel()
+		return nil, fmt.Errorf("starting a bridge session: %w", err)
+	}
+	sess.b = b
+	sess.log = s.log.With("session", b.Session())
+	sess.armIdle()
+	go s.runSession(sess)
+	return sess, nil
+}
+
+// runSession runs one bridge session until it ends, then forgets it.
+func (s *Server) runSession(sess *session) {
+	defer s.wg.Done()
+	err := sess.b.Run(sess.ctx)
+	if err != nil {
+		sess.end(err.Error())
+		sess.log.Warn("the MCP session ended with an error", "err", err)
+	}
+	sess.Close()
+	s.mu.Lock()
+	delete(s.sessions, sess.id)
+	for st, owner := range s.states {
+		if owner == sess {
+			delete(s.states, st)
+		}
+	}
+	s.mu.Unlock()
+	select {
+	case s.forgot <- struct{}{}:
+	default:
+	}
+	sess.mu.Lock()
+	reason := sess.reason
+	sess.mu.Unlock()
+	if reason != "" {
+		sess.log.Info("MCP session ended", "reason", reason)
+	}
+	close(sess.done)
+}
+
+// lookup returns the live session with id, of kind.
+func (s *Server) lookup(id string, kind sessionKind) *session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess := s.sessions[id]
+	if sess == nil || sess.kind != kind {
+		return nil
+	}
+	return sess
+}
+
+// keepState remembers which one-shot session handed out requestState.
+func (s *Server) keepState(state string, sess *session) {
+	s.mu.Lock()
+	s.states[state] = sess
+	s.mu.Unlock()
+}
+
+// dropState forgets a requestState once its retry was answered.
+func (s *Server) dropState(state string) {
+	s.mu.Lock()
+	delete(s.states, state)
+	s.mu.Unlock()
+}
+
+// stateSession returns the live one-shot session that handed out state.
+func (s *Server) stateSession(state string) *session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.states[state]
+}
+
+// newSessionID returns a session id: 128 random bits in hex, visible
+// ASCII as MCP basic/transports (Session Management) requires, and
+// unguessable, since it is what keeps sessions apart.
+func newSessionID() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("making a session id: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}

@@ -1,0 +1,92 @@
+package gateway
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/hostguard"
+)
+
+// corsHeaders are the response headers a browser page of an allowed
+// origin may read.
+var corsHeaders = []string{mcp.HeaderSessionID, mcp.HeaderProtocolVersion, "WWW-Authenticate", "Retry-After"}
+
+// guard is the outer layer of every request, in order:
+//   - Host must name the listen address, localhost or a loopback IP (each
+//     with its port), or an --allow-host: the DNS-rebinding defence;
+//   - Origin, when present, must be the gateway's own or an
+//     --allow-origin (MCP basic/transports: 403 for an invalid Origin);
+//   - the bearer token, unless authentication is off;
+//   - a body bounded in size and in time.
+func (s *Server) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.policy.HostAllowed(r) {
+			httpError(w, http.StatusForbidden, fmt.Sprintf("this MCP endpoint serves only its listen address, localhost and loopback IPs on its port, not Host %q; start the gateway with --allow-host to serve another name", r.Host))
+			return
+		}
+		if origin := r.Header.Get("Origin"); origin != "" {
+			cross, ok := s.policy.OriginAllowed(r, origin)
+			if !ok {
+				httpError(w, http.StatusForbidden, fmt.Sprintf("browser pages from %q may not use this MCP endpoint; start the gateway with --allow-origin %s to allow them", origin, origin))
+				return
+			}
+			if cross && hostguard.CORS(w, r, origin, "GET, POST, DELETE", r.Header.Get("Access-Control-Request-Headers"), corsHeaders) {
+				return
+			}
+		}
+		if s.auth && !s.authorized(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="aep-mcp-bridge"`)
+			httpError(w, http.StatusUnauthorized, "a bearer token is required: send Authorization: Bearer <token>, the gateway's --mcp-token (AEP_MCP_TOKEN, or the mcp-token file in its state folder)")
+			return
+		}
+		if r.Body != nil && r.Method == http.MethodPost {
+			r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBody)
+			// A stalled body ends at the deadline; the handler lifts it
+			// once the body is read, since the response may be a stream.
+			http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// authorized compares the request's bearer token with the gateway's in
+// constant time (both hashed, so their lengths do not show either).
+func (s *Server) authorized(r *http.Request) bool {
+	h := r.Header.Get("Authorization")
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+	return subtle.ConstantTimeCompare(sum[:], s.token[:]) == 1
+}
+
+// httpError answers with status and a JSON-RPC error without an id, as
+// MCP basic/transports allows for a refused HTTP request.
+func httpError(w http.ResponseWriter, status int, msg string) {
+	code := mcp.INVALID_REQUEST
+	if status >= 500 {
+		code = mcp.INTERNAL_ERROR
+	}
+	rpcReply(w, status, errorMessage(nil, code, msg))
+}
+
+// rpcReply answers with status and one JSON-RPC message.
+func rpcReply(w http.ResponseWriter, status int, msg []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(msg)
+}
+
+// rpcErrorReply answers with status and a JSON-RPC error for id.
+func rpcErrorReply(w http.ResponseWriter, status int, id json.RawMessage, code int, msg string) {
+	rpcReply(w, status, errorMessage(id, code, msg))
+}

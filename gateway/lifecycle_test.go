@@ -1,0 +1,103 @@
+package gateway
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/elicit"
+)
+
+// sessionOf waits for the AEP session whose client is name.
+func (w *watcher) sessionOf(t *testing.T, name string) string {
+	t.Helper()
+	var id string
+	w.waitFor(t, "the session of "+name, func(w *watcher) bool {
+		for s, c := range w.clients {
+			if c == name {
+				id = s
+				return true
+			}
+		}
+		return false
+	})
+	return id
+}
+
+// TestDeleteEndsTheSession: DELETE ends the session and its upstream;
+// the session id is then unknown.
+func TestDeleteEndsTheSession(t *testing.T) {
+	g := startGateway(t, Options{Session: sessionOpts(elicit.RouteRemote)})
+	w := g.watch()
+	c := rawSession(t, g, "deleted", false)
+	aepSession := w.sessionOf(t, "deleted")
+	if code, _ := status(t, g.request(t, "DELETE", "/mcp", c.header(), "")); code != http.StatusNoContent {
+		t.Fatalf("DELETE: got %d; want 204", code)
+	}
+	// DELETE answers once the bridge session returned: session.ended is
+	// written and the upstream is stopped.
+	w.waitFor(t, "session.ended", func(w *watcher) bool { return w.ended[aepSession] == "normal" })
+	if code, msg := status(t, c.post(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)); code != http.StatusNotFound {
+		t.Errorf("a request after DELETE: got %d %q; want 404", code, msg)
+	}
+	if n := g.srv.Sessions(); n != 0 {
+		t.Errorf("live sessions: got %d; want 0", n)
+	}
+}
+
+// TestIdleExpiry: a session nobody uses ends after --session-idle; one
+// with a request in flight (a question waiting for a human) does not.
+func TestIdleExpiry(t *testing.T) {
+	g := startGateway(t, Options{Session: sessionOpts(elicit.RouteRemote), SessionIdle: 300 * time.Millisecond})
+	w := g.watch()
+	busy := rawSession(t, g, "busy", false)
+	result := make(chan []string, 1)
+	go func() {
+		result <- readAll(t, busy.post(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"ask","arguments":{"message":"Still there?"}}}`))
+	}()
+	q := w.question(t, "Still there?")
+	idle := rawSession(t, g, "idle", false)
+	idleSession := w.sessionOf(t, "idle")
+	w.waitFor(t, "the idle session to end", func(w *watcher) bool { return w.ended[idleSession] != "" })
+	if code, _ := status(t, idle.post(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)); code != http.StatusNotFound {
+		t.Errorf("a request after idle expiry: got %d; want 404", code)
+	}
+	// The busy session went quiet before the idle one started, and lives:
+	// its request is in flight.
+	w.mu.Lock()
+	_, ended := w.ended[q.Session]
+	w.mu.Unlock()
+	if ended {
+		t.Fatal("the session with a request in flight expired")
+	}
+	g.answer(t, q, aep.Answer{Option: "cancel"})
+	if got := <-result; len(got) != 1 || !strings.Contains(got[0], `\"action\":\"cancel\"`) {
+		t.Errorf("the busy session's call: got %v; want the cancel result", got)
+	}
+}
+
+// TestDeadUpstreamFailsOnlyItsSession: one session's server exits; its
+// in-flight request gets an error naming the exit, its session ends, and
+// the other session goes on.
+func TestDeadUpstreamFailsOnlyItsSession(t *testing.T) {
+	g := startGateway(t, Options{Session: sessionOpts(elicit.RouteRemote)})
+	w := g.watch()
+	doomed := rawSession(t, g, "doomed", false)
+	other := rawSession(t, g, "other", false)
+	doomedSession := w.sessionOf(t, "doomed")
+	got := readAll(t, doomed.post(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"crash","arguments":{"code":3}}}`))
+	if len(got) != 1 || !strings.Contains(got[0], `"error"`) || !strings.Contains(got[0], "exit") {
+		t.Errorf("the crashing call: got %v; want an error naming the exit", got)
+	}
+	w.waitFor(t, "the doomed session to end", func(w *watcher) bool { return w.ended[doomedSession] == "error" })
+	g.waitSessions(t, 1)
+	if code, _ := status(t, doomed.post(`{"jsonrpc":"2.0","id":4,"method":"tools/list"}`)); code != http.StatusNotFound {
+		t.Errorf("the dead session: got %d; want 404", code)
+	}
+	echo := readAll(t, other.post(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"message":"alive"}}}`))
+	if len(echo) != 1 || !strings.Contains(echo[0], `"text":"alive"`) {
+		t.Errorf("the other session: got %v; want its echo", echo)
+	}
+}
