@@ -118,7 +118,7 @@ func Connect(ctx context.Context, rawURL, token string, dial DialFunc) (*websock
 		return nil, err
 	}
 	d := &websocket.Dialer{HandshakeTimeout: 10 * time.Second, NetDialContext: dial}
-	p, err := discover(ctx, discoveryClient(dial), to.discovery)
+	p, err := discover(ctx, discoveryClient(dial, 0), to.discovery) // the caller's ctx bounds it
 	if err != nil {
 		return nil, &Unreachable{Addr: to.host, Err: err}
 	}

@@ -41,7 +41,7 @@ func JoinHub(ctx context.Context, addr, token string, dial DialFunc) error {
 	if dial == nil {
 		dial = (&net.Dialer{}).DialContext
 	}
-	p, err := discover(ctx, discoveryClient(dial), t.discovery)
+	p, err := discover(ctx, discoveryClient(dial, discoveryWait), t.discovery)
 	if err != nil {
 		return &Refusal{Addr: addr, What: p.what, Why: fmt.Sprintf("it did not answer AEP discovery (%v)", err)}
 	}

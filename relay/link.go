@@ -121,7 +121,7 @@ func NewLink(o LinkOptions) (*Link, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Link{opts: o, log: o.Logger, url: u, to: to, client: discoveryClient(o.Dial),
+	l := &Link{opts: o, log: o.Logger, url: u, to: to, client: discoveryClient(o.Dial, discoveryWait),
 		dialer: &websocket.Dialer{HandshakeTimeout: 10 * time.Second, NetDialContext: o.Dial}, wake: make(chan struct{}, 1),
 		queue: outbox{max: o.Queue}}
 	if l.log == nil {

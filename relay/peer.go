@@ -76,10 +76,11 @@ func isLoopback(host string) bool {
 }
 
 // discoveryClient is an HTTP client for discovery: no credentials, no
-// redirects, no kept connections.
-func discoveryClient(dial DialFunc) *http.Client {
+// redirects, no kept connections. timeout bounds one request; 0 leaves it
+// to the request's context.
+func discoveryClient(dial DialFunc, timeout time.Duration) *http.Client {
 	tr := &http.Transport{DisableKeepAlives: true, DialContext: dial, TLSHandshakeTimeout: discoveryWait}
-	return &http.Client{Transport: tr, Timeout: discoveryWait,
+	return &http.Client{Transport: tr, Timeout: timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
