@@ -167,11 +167,13 @@ func (s *modernState) cancel(o outbound) bool {
 
 // setHeaders adds the request metadata headers to a modern message's
 // POST. A message without a version of its own (a notification) carries
-// the session's last modern version.
-func (s *modernState) setHeaders(h http.Header, o outbound) {
+// the last modern version, unless an initialize settled an earlier
+// revision (legacy): a client that probed with server/discover and fell
+// back is not modern.
+func (s *modernState) setHeaders(h http.Header, o outbound, legacy string) {
 	v := o.version
 	s.mu.Lock()
-	if v == "" && !o.isRequest() {
+	if v == "" && !o.isRequest() && legacy == "" {
 		v = s.version
 	}
 	binds := s.bindings[o.name]

@@ -41,7 +41,10 @@ func (c *Conn) post(msg []byte, out outbound, acked chan struct{}) {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	c.headers(req.Header)
-	c.modern.setHeaders(req.Header, out)
+	c.mu.Lock()
+	legacy := c.version
+	c.mu.Unlock()
+	c.modern.setHeaders(req.Header, out, legacy)
 	g := &ackGrace{}
 	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) {
 		g.start(c.opts.AckWait, signal)
