@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
@@ -43,15 +45,25 @@ const commonSchema = `{"type":"object","properties":{"name":{"type":"string","ti
 type matrixPeer struct {
 	name    string
 	subject string
-	tool    string
-	args    map[string]any
-	fields  []string
-	valid   map[string]any
-	invalid map[string]any
+	// tool is called to make the server ask; "" when the server asks by
+	// itself once the session is open.
+	tool string
+	args map[string]any
+	// kind is the question's kind, "form" when empty; a form has fields
+	// and is answered with valid, an auth question with acceptAnswer.
+	kind         string
+	fields       []string
+	valid        map[string]any
+	acceptAnswer string
+	invalid      map[string]any
 	// invalidRule is part of the rejection detail of invalid.
 	invalidRule string
 	// accept is the exact ElicitResult the server receives for valid.
 	accept string
+	// callError, when set, is the JSON-RPC error code the call ends with
+	// (-32042: the server asks by URLElicitationRequiredError, and no
+	// ElicitResult ever reaches it; the out-of-band flow completes).
+	callError int64
 	// launch prepares a cell: the bridge's upstream options, and what the
 	// server received so far.
 	launch func(t *testing.T) (Options, func() [][]byte)
@@ -99,17 +111,17 @@ func matrixPeers(t *testing.T) []*matrixPeer {
 			}
 	}
 	goPeer := func(args ...string) func(*testing.T) string {
-		return func(*testing.T) string {
-			return startHTTPPeer(t, append([]string{gosdkBin, "-http", "127.0.0.1:0"}, args...), nil, "listening on").url
+		return func(ct *testing.T) string {
+			return startHTTPPeer(ct, t, append([]string{gosdkBin, "-http", "127.0.0.1:0"}, args...), nil, "listening on").url
 		}
 	}
-	mcpgoHTTP := func(*testing.T) string {
-		return startHTTPPeer(t, []string{serverBin, "-http", "127.0.0.1:0"}, nil, "listening on").url
+	mcpgoHTTP := func(ct *testing.T) string {
+		return startHTTPPeer(ct, t, []string{serverBin, "-http", "127.0.0.1:0"}, nil, "listening on").url
 	}
 	tsForm := func(ct *testing.T) string {
 		js := tsExample(ct, "elicitationFormExample.js")
 		port := freePort(ct)
-		startHTTPPeer(t, []string{"node", js}, []string{fmt.Sprintf("PORT=%d", port)}, "running on")
+		startHTTPPeer(ct, t, []string{"node", js}, []string{fmt.Sprintf("PORT=%d", port)}, "running on")
 		return fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
 	}
 	goArgs := map[string]any{"schema": commonSchema}
@@ -138,7 +150,7 @@ func matrixPeers(t *testing.T) []*matrixPeer {
 		invalid: map[string]any{"username": "a", "email": "ada@example.com", "password": "correct-horse"}, invalidRule: `field "username": minLength`,
 		accept: tsAccept}
 	ts.launch, ts.direct = overHTTP(tsForm)
-	return append(peers, ts)
+	return append(peers, ts, tsURLPeer(t))
 }
 
 // tsExample returns the path of one of the TypeScript SDK's example
@@ -187,20 +199,30 @@ func matrixCell(t *testing.T, p *matrixPeer, era, outcome string, direct func() 
 		o.Timeout = 300 * time.Millisecond
 	}
 	s := startSDKSession(t, o, era, nil)
+	checkClient(t, s.next("session.started"), "gosdk-client", "1.8.0")
 	negotiated, alone := s.cs.InitializeResult().ProtocolVersion, direct()
 	if negotiated != alone {
 		t.Errorf("negotiated %s through the bridge; want %s, as without it", negotiated, alone)
 	} else {
 		t.Logf("negotiated %s, as without the bridge", negotiated)
 	}
-	call := s.call(p.tool, p.args)
+	var call <-chan sdkCall
+	if p.tool != "" {
+		call = s.call(p.tool, p.args)
+	}
 	req := s.next("attention.requested")
-	checkQuestion(t, req, p.subject, p.fields)
-	want := map[string]string{"accept": p.accept, "invalid-then-valid": p.accept,
-		"decline": `{"action":"decline"}`, "cancel": `{"action":"cancel"}`, "timeout": `{"action":"cancel"}`}[outcome]
+	checkQuestion(t, req, p.subject, p.kind, p.fields)
+	valid := aep.Answer{Values: p.valid, Option: p.acceptAnswer}
+	want := []string{map[string]string{"accept": p.accept, "invalid-then-valid": p.accept,
+		"decline": `{"action":"decline"}`, "cancel": `{"action":"cancel"}`, "timeout": `{"action":"cancel"}`}[outcome]}
+	if p.callError != 0 {
+		want = nil
+		checkCallError(t, <-call, p.callError)
+		call = nil
+	}
 	switch outcome {
 	case "accept":
-		mustAccept(t, s.respond(req.ID, aep.Answer{Values: p.valid}))
+		mustAccept(t, s.respond(req.ID, valid))
 	case "decline", "cancel":
 		mustAccept(t, s.respond(req.ID, aep.Answer{Option: outcome}))
 	case "timeout":
@@ -214,17 +236,19 @@ func matrixCell(t *testing.T, p *matrixPeer, era, outcome string, direct func() 
 		if nack.Data.Reason != "invalid" || !strings.HasPrefix(nack.Data.Detail, p.invalidRule) {
 			t.Fatalf("the invalid answer got %s; want rejected invalid naming %s", ack, p.invalidRule)
 		}
-		mustAccept(t, s.respond(req.ID, aep.Answer{Values: p.valid}))
+		mustAccept(t, s.respond(req.ID, valid))
 	}
-	select {
-	case r := <-call:
-		if r.err != nil || r.res.IsError {
-			t.Fatalf("tools/call: %v %s", r.err, r.text())
+	if call != nil {
+		select {
+		case r := <-call:
+			if r.err != nil || r.res.IsError {
+				t.Fatalf("tools/call: %v %s", r.err, r.text())
+			}
+		case <-time.After(2 * waitLimit):
+			t.Fatal("tools/call did not return")
 		}
-	case <-time.After(2 * waitLimit):
-		t.Fatal("tools/call did not return")
 	}
-	if diff := cmp.Diff([]string{want}, receivedElicitResults(received())); diff != "" {
+	if diff := cmp.Diff(want, receivedElicitResults(received())); diff != "" {
 		t.Errorf("the ElicitResult the server received, byte for byte (-want +got):\n%s", diff)
 	}
 }
@@ -257,8 +281,8 @@ func cannotElicit(t *testing.T, p *matrixPeer, era, reason string) {
 	}
 }
 
-// checkQuestion checks a question's subject and field ids.
-func checkQuestion(t *testing.T, req aep.Event, subject string, fields []string) {
+// checkQuestion checks a question's subject, kind and field ids.
+func checkQuestion(t *testing.T, req aep.Event, subject, kind string, fields []string) {
 	t.Helper()
 	if req.Subject != subject {
 		t.Errorf("question subject %q; want the server's name %q", req.Subject, subject)
@@ -274,8 +298,33 @@ func checkQuestion(t *testing.T, req aep.Event, subject string, fields []string)
 	for _, f := range data.Fields {
 		ids = append(ids, f.ID)
 	}
-	if data.Kind != "form" || !cmp.Equal(ids, fields) {
-		t.Errorf("question kind %q fields %v; want form with %v", data.Kind, ids, fields)
+	if kind == "" {
+		kind = "form"
+	}
+	if data.Kind != kind || !cmp.Equal(ids, fields) {
+		t.Errorf("question kind %q fields %v; want %s with %v", data.Kind, ids, kind, fields)
+	}
+}
+
+// checkClient checks that session.started names the client, in every era
+// (from initialize, or from the clientInfo _meta of 2026-07-28).
+func checkClient(t *testing.T, started aep.Event, name, version string) {
+	t.Helper()
+	var data struct {
+		Client struct{ Name, Version string }
+	}
+	json.Unmarshal(started.Data, &data)
+	if data.Client.Name != name || data.Client.Version != version {
+		t.Errorf("session.started %s; want the client %s %s", started.Data, name, version)
+	}
+}
+
+// checkCallError checks that a call ended with the JSON-RPC error code.
+func checkCallError(t *testing.T, r sdkCall, code int64) {
+	t.Helper()
+	var werr *jsonrpc.Error
+	if !errors.As(r.err, &werr) || werr.Code != code {
+		t.Fatalf("tools/call: %v %s; want the JSON-RPC error %d", r.err, r.text(), code)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -43,10 +45,11 @@ type httpPeer struct {
 	url string
 }
 
-// startHTTPPeer runs argv with env and waits until it prints a line that
-// contains ready; the URL is what follows "listening on " on that line,
-// if anything.
-func startHTTPPeer(t *testing.T, argv, env []string, ready string) *httpPeer {
+// startHTTPPeer runs argv with env and waits until it has printed a line
+// containing each of ready; the URL is what follows "listening on " on
+// such a line, if anything. Failures stop t; the process lives until
+// owner ends, so tests running in parallel under owner can share it.
+func startHTTPPeer(t, owner *testing.T, argv, env []string, ready ...string) *httpPeer {
 	t.Helper()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), env...)
@@ -58,20 +61,20 @@ func startHTTPPeer(t *testing.T, argv, env []string, ready string) *httpPeer {
 	found := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(pr)
-		sent := false
+		left, url := slices.Clone(ready), ""
 		for sc.Scan() {
 			line := sc.Text()
-			if !sent && strings.Contains(line, ready) {
-				u := ""
-				if _, after, ok := strings.Cut(line, "listening on "); ok {
-					u = strings.TrimSpace(after)
-				}
-				found <- u
-				sent = true
+			if _, after, ok := strings.Cut(line, "listening on "); ok && url == "" {
+				url = strings.TrimSpace(after)
+			}
+			n := len(left)
+			left = slices.DeleteFunc(left, func(r string) bool { return strings.Contains(line, r) })
+			if n > 0 && len(left) == 0 {
+				found <- url
 			}
 		}
 	}()
-	t.Cleanup(func() {
+	owner.Cleanup(func() {
 		cmd.Process.Kill()
 		cmd.Wait()
 		pw.Close()
@@ -80,7 +83,7 @@ func startHTTPPeer(t *testing.T, argv, env []string, ready string) *httpPeer {
 	case u := <-found:
 		return &httpPeer{url: u}
 	case <-time.After(waitLimit):
-		t.Fatalf("%v did not start: no line with %q", argv, ready)
+		t.Fatalf("%v did not start: it printed no line with each of %q", argv, ready)
 	}
 	return nil
 }
@@ -119,6 +122,9 @@ func newRecordingProxy(t *testing.T, target string) *recordingProxy {
 			r.Out.Host = u.Host
 		},
 		FlushInterval: -1, // event streams pass at once
+		// A stream the bridge closes (the end of a session) is no error
+		// worth printing; what matters is checked on what was recorded.
+		ErrorLog: log.New(io.Discard, "", 0),
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
