@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -70,6 +71,8 @@ type matrixPeer struct {
 	// direct is a transport straight to the server, for the version a
 	// client negotiates without the bridge.
 	direct func(t *testing.T) sdk.Transport
+	// mcpgoDirect is the same for an mcp-go client.
+	mcpgoDirect func(t *testing.T) transport.Interface
 	// cannot names, by era, why the peer cannot elicit in that era.
 	cannot map[string]string
 }
@@ -85,15 +88,17 @@ func matrixPeers(t *testing.T) []*matrixPeer {
 	goValid := map[string]any{"name": "Ada", "n": json.Number("7")}
 	goInvalid := map[string]any{"name": "Ada", "n": json.Number("42")}
 	goFields := []string{"name", "n"}
-	stdio := func(argv ...string) (func(*testing.T) (Options, func() [][]byte), func(*testing.T) sdk.Transport) {
-		return func(t *testing.T) (Options, func() [][]byte) {
-				rec := newStdinRecord(t)
-				return Options{Command: argv, Env: rec.env()}, rec.received
-			}, func(t *testing.T) sdk.Transport {
-				return &sdk.CommandTransport{Command: exec.Command(argv[0], argv[1:]...)}
-			}
+	stdio := func(p *matrixPeer, argv ...string) {
+		p.launch = func(t *testing.T) (Options, func() [][]byte) {
+			rec := newStdinRecord(t)
+			return Options{Command: argv, Env: rec.env()}, rec.received
+		}
+		p.direct = func(t *testing.T) sdk.Transport {
+			return &sdk.CommandTransport{Command: exec.Command(argv[0], argv[1:]...)}
+		}
+		p.mcpgoDirect = func(t *testing.T) transport.Interface { return transport.NewStdio(argv[0], nil, argv[1:]...) }
 	}
-	overHTTP := func(start func(t *testing.T) string) (func(*testing.T) (Options, func() [][]byte), func(*testing.T) sdk.Transport) {
+	overHTTP := func(p *matrixPeer, start func(t *testing.T) string) {
 		var once sync.Once
 		var url string
 		get := func(t *testing.T) string {
@@ -103,12 +108,20 @@ func matrixPeers(t *testing.T) []*matrixPeer {
 			}
 			return url
 		}
-		return func(ct *testing.T) (Options, func() [][]byte) {
-				p := newRecordingProxy(ct, get(ct))
-				return Options{URL: p.url}, p.received
-			}, func(ct *testing.T) sdk.Transport {
-				return &sdk.StreamableClientTransport{Endpoint: get(ct), MaxRetries: -1}
+		p.launch = func(ct *testing.T) (Options, func() [][]byte) {
+			rp := newRecordingProxy(ct, get(ct))
+			return Options{URL: rp.url}, rp.received
+		}
+		p.direct = func(ct *testing.T) sdk.Transport {
+			return &sdk.StreamableClientTransport{Endpoint: get(ct), MaxRetries: -1}
+		}
+		p.mcpgoDirect = func(ct *testing.T) transport.Interface {
+			tr, err := transport.NewStreamableHTTP(get(ct))
+			if err != nil {
+				ct.Fatal(err)
 			}
+			return tr
+		}
 	}
 	goPeer := func(args ...string) func(*testing.T) string {
 		return func(ct *testing.T) string {
@@ -135,11 +148,11 @@ func matrixPeers(t *testing.T) []*matrixPeer {
 		{name: "mcp-go/stdio", subject: "elicit-test-server", tool: "mrtr-ask", args: mcpgoArgs},
 		{name: "mcp-go/http", subject: "elicit-test-server", tool: "mrtr-ask", args: mcpgoArgs},
 	}
-	peers[0].launch, peers[0].direct = stdio(gosdkBin)
-	peers[1].launch, peers[1].direct = overHTTP(goPeer())
-	peers[2].launch, peers[2].direct = overHTTP(goPeer("-stateless"))
-	peers[3].launch, peers[3].direct = stdio(serverBin)
-	peers[4].launch, peers[4].direct = overHTTP(mcpgoHTTP)
+	stdio(peers[0], gosdkBin)
+	overHTTP(peers[1], goPeer())
+	overHTTP(peers[2], goPeer("-stateless"))
+	stdio(peers[3], serverBin)
+	overHTTP(peers[4], mcpgoHTTP)
 	for _, p := range peers {
 		p.fields, p.valid, p.invalid, p.invalidRule, p.accept = goFields, goValid, goInvalid, `field "n": maximum`, goAccept
 	}
@@ -149,7 +162,7 @@ func matrixPeers(t *testing.T) []*matrixPeer {
 			"role": "developer", "interests": []any{"backend"}},
 		invalid: map[string]any{"username": "a", "email": "ada@example.com", "password": "correct-horse"}, invalidRule: `field "username": minLength`,
 		accept: tsAccept}
-	ts.launch, ts.direct = overHTTP(tsForm)
+	overHTTP(ts, tsForm)
 	return append(peers, ts, tsURLPeer(t))
 }
 

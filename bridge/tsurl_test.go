@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/mark3labs/mcp-go/client/transport"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -127,6 +128,14 @@ func tsURLPeer(owner *testing.T) *matrixPeer {
 	p.direct = func(t *testing.T) sdk.Transport {
 		e, tok := get(t)
 		return &sdk.StreamableClientTransport{Endpoint: e, MaxRetries: -1, HTTPClient: &http.Client{Transport: bearer{tok, http.DefaultTransport}}}
+	}
+	p.mcpgoDirect = func(t *testing.T) transport.Interface {
+		e, tok := get(t)
+		tr, err := transport.NewStreamableHTTP(e, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + tok}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr
 	}
 	return p
 }
