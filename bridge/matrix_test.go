@@ -88,41 +88,6 @@ func matrixPeers(t *testing.T) []*matrixPeer {
 	goValid := map[string]any{"name": "Ada", "n": json.Number("7")}
 	goInvalid := map[string]any{"name": "Ada", "n": json.Number("42")}
 	goFields := []string{"name", "n"}
-	stdio := func(p *matrixPeer, argv ...string) {
-		p.launch = func(t *testing.T) (Options, func() [][]byte) {
-			rec := newStdinRecord(t)
-			return Options{Command: argv, Env: rec.env()}, rec.received
-		}
-		p.direct = func(t *testing.T) sdk.Transport {
-			return &sdk.CommandTransport{Command: exec.Command(argv[0], argv[1:]...)}
-		}
-		p.mcpgoDirect = func(t *testing.T) transport.Interface { return transport.NewStdio(argv[0], nil, argv[1:]...) }
-	}
-	overHTTP := func(p *matrixPeer, start func(t *testing.T) string) {
-		var once sync.Once
-		var url string
-		get := func(t *testing.T) string {
-			once.Do(func() { url = start(t) })
-			if url == "" {
-				t.Fatal("the HTTP peer did not start")
-			}
-			return url
-		}
-		p.launch = func(ct *testing.T) (Options, func() [][]byte) {
-			rp := newRecordingProxy(ct, get(ct))
-			return Options{URL: rp.url}, rp.received
-		}
-		p.direct = func(ct *testing.T) sdk.Transport {
-			return &sdk.StreamableClientTransport{Endpoint: get(ct), MaxRetries: -1}
-		}
-		p.mcpgoDirect = func(ct *testing.T) transport.Interface {
-			tr, err := transport.NewStreamableHTTP(get(ct))
-			if err != nil {
-				ct.Fatal(err)
-			}
-			return tr
-		}
-	}
 	goPeer := func(args ...string) func(*testing.T) string {
 		return func(ct *testing.T) string {
 			return startHTTPPeer(ct, t, append([]string{gosdkBin, "-http", "127.0.0.1:0"}, args...), nil, "listening on").url
@@ -148,11 +113,11 @@ func matrixPeers(t *testing.T) []*matrixPeer {
 		{name: "mcp-go/stdio", subject: "elicit-test-server", tool: "mrtr-ask", args: mcpgoArgs},
 		{name: "mcp-go/http", subject: "elicit-test-server", tool: "mrtr-ask", args: mcpgoArgs},
 	}
-	stdio(peers[0], gosdkBin)
-	overHTTP(peers[1], goPeer())
-	overHTTP(peers[2], goPeer("-stateless"))
-	stdio(peers[3], serverBin)
-	overHTTP(peers[4], mcpgoHTTP)
+	wireStdio(peers[0], gosdkBin)
+	wireHTTP(peers[1], goPeer())
+	wireHTTP(peers[2], goPeer("-stateless"))
+	wireStdio(peers[3], serverBin)
+	wireHTTP(peers[4], mcpgoHTTP)
 	for _, p := range peers {
 		p.fields, p.valid, p.invalid, p.invalidRule, p.accept = goFields, goValid, goInvalid, `field "n": maximum`, goAccept
 	}
@@ -162,8 +127,49 @@ func matrixPeers(t *testing.T) []*matrixPeer {
 			"role": "developer", "interests": []any{"backend"}},
 		invalid: map[string]any{"username": "a", "email": "ada@example.com", "password": "correct-horse"}, invalidRule: `field "username": minLength`,
 		accept: tsAccept}
-	overHTTP(ts, tsForm)
+	wireHTTP(ts, tsForm)
 	return append(peers, ts, tsURLPeer(t))
+}
+
+// wireStdio makes p a server spawned with argv, recording its stdin.
+func wireStdio(p *matrixPeer, argv ...string) {
+	p.launch = func(t *testing.T) (Options, func() [][]byte) {
+		rec := newStdinRecord(t)
+		return Options{Command: argv, Env: rec.env()}, rec.received
+	}
+	p.direct = func(t *testing.T) sdk.Transport {
+		return &sdk.CommandTransport{Command: exec.Command(argv[0], argv[1:]...)}
+	}
+	p.mcpgoDirect = func(t *testing.T) transport.Interface { return transport.NewStdio(argv[0], nil, argv[1:]...) }
+}
+
+// wireHTTP makes p a streamable HTTP server that start runs on first use
+// and whose MCP endpoint it returns; each session reaches it through a
+// recording proxy of its own.
+func wireHTTP(p *matrixPeer, start func(t *testing.T) string) {
+	var once sync.Once
+	var url string
+	get := func(t *testing.T) string {
+		once.Do(func() { url = start(t) })
+		if url == "" {
+			t.Fatal("the HTTP peer did not start")
+		}
+		return url
+	}
+	p.launch = func(t *testing.T) (Options, func() [][]byte) {
+		rp := newRecordingProxy(t, get(t))
+		return Options{URL: rp.url}, rp.received
+	}
+	p.direct = func(t *testing.T) sdk.Transport {
+		return &sdk.StreamableClientTransport{Endpoint: get(t), MaxRetries: -1}
+	}
+	p.mcpgoDirect = func(t *testing.T) transport.Interface {
+		tr, err := transport.NewStreamableHTTP(get(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr
+	}
 }
 
 // tsExample returns the path of one of the TypeScript SDK's example

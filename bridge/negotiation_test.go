@@ -13,7 +13,7 @@ import (
 // server peer, in every era (the go-sdk client's half is in every cell
 // of TestInteropMatrix).
 func TestNegotiationMatchesDirect(t *testing.T) {
-	for _, p := range matrixPeers(t) {
+	for _, p := range append(matrixPeers(t), everythingNegotiationPeers(t)...) {
 		for _, era := range eras {
 			t.Run(p.name+"/"+era, func(t *testing.T) {
 				t.Parallel()
@@ -25,9 +25,29 @@ func TestNegotiationMatchesDirect(t *testing.T) {
 				} else {
 					t.Logf("negotiated %s, as without the bridge", got)
 				}
+				if p.subject != "" {
+					return // a matrix peer: every cell checks the go-sdk client
+				}
+				o, _ = p.launch(t)
+				sdkSession := startSDKSession(t, o, era, nil)
+				if got, want := sdkSession.cs.InitializeResult().ProtocolVersion, directVersion(t, p.direct(t), era); got != want {
+					t.Errorf("a go-sdk client negotiated %s through the bridge; want %s, as without it", got, want)
+				}
 			})
 		}
 	}
+}
+
+// everythingNegotiationPeers are @modelcontextprotocol/server-everything
+// over stdio and streamable HTTP, for the negotiation check only (its
+// elicitation is covered by everything_test.go and remote_test.go).
+func everythingNegotiationPeers(t *testing.T) []*matrixPeer {
+	argv := everything(t)
+	stdio, overHTTP := &matrixPeer{name: "server-everything/stdio"}, &matrixPeer{name: "server-everything/http"}
+	wireStdio(stdio, argv...)
+	base := startEverythingHTTP(t, "streamableHttp")
+	wireHTTP(overHTTP, func(*testing.T) string { return base + "/mcp" })
+	return []*matrixPeer{stdio, overHTTP}
 }
 
 // mcpgoDirectVersion connects an mcp-go client straight to p and returns
