@@ -12,7 +12,12 @@
 // Gating shapes what the bus sees, never what the server gets: the upstream
 // server always receives the real answer.
 //
-// Spec sections: AEP-0002 §5.3 (the [metadata*] exceptions and the
+// The Manager remembers the questions it settled, so an answer that comes
+// after one was settled (it lost the race between the MCP client and the
+// operators, or came after the timeout) is recorded as
+// x.aep-mcp-bridge.attention.outraced rather than dropped (race.go).
+//
+// Spec sections: AEP-0001 §6 (vendor types), AEP-0002 §5.3 (the [metadata*] exceptions and the
 // type-dependent values rule) and §7 (the lifecycle), AEP-0003 §9.2 and §9.4,
 // AEP-0006.
 package attention

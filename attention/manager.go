@@ -149,6 +149,10 @@ type Manager struct {
 	mu      sync.Mutex
 	pending map[string]*question
 	closed  bool
+	// settled remembers the last maxSettled questions settled, in
+	// settledOrder, so a late answer is recorded as one that lost.
+	settled      map[string]settled
+	settledOrder []string
 }
 
 // NewManager returns a Manager.
@@ -304,6 +308,7 @@ func (m *Manager) autoAnswer(id string, d script.Decision) {
 		m.log.Warn("emitting attention.answered", "id", q.id, "err", err)
 	}
 	m.emitResolved(q, aep.ResolutionAuto, ans.ID)
+	m.settleLocked(q, aep.ResolutionAuto, ans.ID, "policy:"+d.Rule)
 	m.mu.Unlock()
 	q.spec.Deliver(Resolution{Outcome: Answered, Decision: d.Answer})
 }
@@ -316,7 +321,12 @@ func (m *Manager) Respond(cmd aep.Event, a aep.Answer, ack func(reason, detail s
 	m.mu.Lock()
 	q, ok := m.pending[cmd.Subject]
 	if !ok {
+		s, late := m.outracedLocked(cmd.Subject, a, cmd.Agent, "control", cmd.ID)
 		m.mu.Unlock()
+		if late {
+			ack(aep.ReasonRefused, lostDetail(cmd.Subject, s))
+			return
+		}
 		ack(aep.ReasonInvalid, fmt.Sprintf("no pending attention request %s in this session: it is unknown or already resolved", cmd.Subject))
 		return
 	}
@@ -395,7 +405,7 @@ func (m *Manager) Complete(elicitationID string) bool {
 	}
 	q.stop()
 	delete(m.pending, q.id)
-	m.emitResolved(q, aep.ResolutionAuto, q.id)
+	m.settleLocked(q, aep.ResolutionAuto, m.emitResolved(q, aep.ResolutionAuto, q.id), "")
 	m.mu.Unlock()
 	q.spec.Deliver(Resolution{Outcome: Answered, Decision: translate.Decision{Outcome: translate.OutcomeAccept, Applied: aep.Answer{Option: "accept"}}})
 	return true
@@ -413,14 +423,18 @@ func (m *Manager) resolveLocked(q *question, applied aep.Answer, via, by, cause 
 		m.log.Warn("emitting attention.answered", "id", q.id, "err", err)
 	}
 	m.emitResolved(q, aep.ResolutionAnswered, ans.ID)
+	m.settleLocked(q, aep.ResolutionAnswered, ans.ID, by)
 }
 
-func (m *Manager) emitResolved(q *question, resolution, cause string) {
+// emitResolved emits attention.resolved and returns its id.
+func (m *Manager) emitResolved(q *question, resolution, cause string) string {
 	lat := time.Since(q.raised).Milliseconds()
-	if _, _, err := m.pub.Emit(aep.Draft{Type: "attention.resolved", Subject: q.id, Cause: cause, Capture: aep.CaptureMetadata,
-		Data: aep.AttentionResolved{Resolution: resolution, LatencyMS: &lat}}); err != nil {
+	ev, _, err := m.pub.Emit(aep.Draft{Type: "attention.resolved", Subject: q.id, Cause: cause, Capture: aep.CaptureMetadata,
+		Data: aep.AttentionResolved{Resolution: resolution, LatencyMS: &lat}})
+	if err != nil {
 		m.log.Warn("emitting attention.resolved", "id", q.id, "err", err)
 	}
+	return ev.ID
 }
 
 // ClientAnswered records that the MCP client answered its copy of a question
@@ -428,13 +442,27 @@ func (m *Manager) emitResolved(q *question, resolution, cause string) {
 // reports whether the client won; when it did, the bus shows
 // attention.answered{via:"oob"} and attention.resolved, and the caller
 // forwards the client's response to the server.
+//
+// A client that loses (its answer comes after the question was settled)
+// is recorded as TypeOutraced.
 func (m *Manager) ClientAnswered(id, client string, result json.RawMessage) bool {
+	applied := clientAnswer(result)
 	m.mu.Lock()
 	q, ok := m.pending[id]
 	if !ok {
+		m.outracedLocked(id, applied, client, "oob", id)
 		m.mu.Unlock()
 		return false
 	}
+	m.resolveLocked(q, applied, "oob", client, q.id)
+	m.mu.Unlock()
+	q.spec.Deliver(Resolution{Outcome: Dismissed})
+	return true
+}
+
+// clientAnswer reads the client's ElicitResult as the answer it stands
+// for.
+func clientAnswer(result json.RawMessage) aep.Answer {
 	var r struct {
 		Action  string         `json:"action"`
 		Content map[string]any `json:"content"`
@@ -450,10 +478,7 @@ func (m *Manager) ClientAnswered(id, client string, result json.RawMessage) bool
 	} else if applied.Values == nil {
 		applied.Values = map[string]any{}
 	}
-	m.resolveLocked(q, applied, "oob", client, q.id)
-	m.mu.Unlock()
-	q.spec.Deliver(Resolution{Outcome: Dismissed})
-	return true
+	return applied
 }
 
 // Dismiss withdraws a pending question (the server cancelled its request)
@@ -464,7 +489,7 @@ func (m *Manager) Dismiss(id string) bool {
 	if ok {
 		q.stop()
 		delete(m.pending, id)
-		m.emitResolved(q, aep.ResolutionDismissed, q.id)
+		m.settleLocked(q, aep.ResolutionDismissed, m.emitResolved(q, aep.ResolutionDismissed, q.id), "")
 	}
 	m.mu.Unlock()
 	if ok {
@@ -482,10 +507,12 @@ func (m *Manager) expire(id string) {
 	}
 	delete(m.pending, id)
 	after := time.Since(q.raised).Milliseconds()
-	if _, _, err := m.pub.Emit(aep.Draft{Type: "attention.timeout", Subject: q.id, Cause: q.id, Severity: aep.SeverityNotice,
-		Capture: aep.CaptureMetadata, Data: aep.AttentionTimeout{AfterMS: after}}); err != nil {
+	ev, _, err := m.pub.Emit(aep.Draft{Type: "attention.timeout", Subject: q.id, Cause: q.id, Severity: aep.SeverityNotice,
+		Capture: aep.CaptureMetadata, Data: aep.AttentionTimeout{AfterMS: after}})
+	if err != nil {
 		m.log.Warn("emitting attention.timeout", "id", q.id, "err", err)
 	}
+	m.settleLocked(q, "timeout", ev.ID, "")
 	m.mu.Unlock()
 	q.spec.Deliver(Resolution{Outcome: TimedOut, Decision: translate.Decision{Outcome: translate.OutcomeCancel}})
 }
@@ -523,7 +550,7 @@ func (m *Manager) Close() {
 	for _, q := range qs {
 		q.stop()
 		delete(m.pending, q.id)
-		m.emitResolved(q, aep.ResolutionDismissed, q.id)
+		m.settleLocked(q, aep.ResolutionDismissed, m.emitResolved(q, aep.ResolutionDismissed, q.id), "")
 	}
 	m.mu.Unlock()
 	for _, q := range qs {

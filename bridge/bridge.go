@@ -315,11 +315,19 @@ type relatedConn struct {
 }
 
 func (c relatedConn) ReadMessage() ([]byte, error) {
-	msg, id, err := c.ReadRelated()
+	msg, _, err := c.ReadRelated()
+	return msg, err
+}
+
+// ReadRelated reads as the upstream does and tells the RelatedWriter; the
+// proxy reads through it (elicit.RelatedReader) to link questions to their
+// requests.
+func (c relatedConn) ReadRelated() ([]byte, json.RawMessage, error) {
+	msg, id, err := c.Conn.ReadRelated()
 	if err == nil && id != nil {
 		c.rw.Related(msg, id)
 	}
-	return msg, err
+	return msg, id, err
 }
 
 // emitStarted emits session.started with the client's name and version.

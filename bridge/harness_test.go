@@ -37,10 +37,13 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	serverBin = filepath.Join(dir, "elicitserver")
-	out, err := exec.Command("go", "build", "-o", serverBin, "../internal/testpeers/elicitserver").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "building the test server: %v\n%s", err, out)
-		os.Exit(1)
+	gosdkBin = filepath.Join(dir, "gosdkpeer")
+	for bin, pkg := range map[string]string{serverBin: "../internal/testpeers/elicitserver", gosdkBin: "../internal/testpeers/gosdkpeer"} {
+		out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "building the test peer %s: %v\n%s", pkg, err, out)
+			os.Exit(1)
+		}
 	}
 	defer os.RemoveAll(dir)
 	testenv.Main(m) // every session, host and link a test started must be gone
@@ -82,32 +85,9 @@ func startSession(t *testing.T, cfg sessionConfig) *session {
 	if o.Command == nil {
 		o.Command = []string{serverBin}
 	}
-	if o.LogDir == "" {
-		o.LogDir = t.TempDir()
-	}
-	o.StopGrace, o.KillTimeout = 2*time.Second, 2*time.Second
-	c2bR, c2bW := io.Pipe()
-	b2cR, b2cW := io.Pipe()
-	o.Client, o.ClientOut = c2bR, b2cW
-	var b *Bridge
-	var err error
-	if cfg.host != nil {
-		b, err = cfg.host.NewSession(o)
-	} else {
-		b, err = New(o)
-	}
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	s := &session{t: t, b: b, runErr: make(chan error, 1)}
-	s.events = b.Hub().Subscribe(func(ev *aep.Event) bool { return ev.Session == b.Session() }, 4096)
-	ctx, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
-	go func() {
-		err := b.Run(ctx)
-		b2cW.Close()
-		s.runErr <- err
-	}()
+	r := runBridge(t, o, cfg.host)
+	s := &session{t: t, b: r.b, events: r.events, runErr: r.runErr, cancel: r.cancel}
+	ctx, b2cR, c2bW := r.ctx, r.fromBridge, r.toBridge
 	pin := "2025-11-25" // the 2025 flow; see DESIGN "Protocol eras"
 	if cfg.protocol != "" {
 		pin = cfg.protocol
@@ -139,6 +119,51 @@ func startSession(t *testing.T, cfg sessionConfig) *session {
 	return s
 }
 
+// bridgeRun is a bridge session running on pipes, for a client to drive.
+type bridgeRun struct {
+	b      *Bridge
+	events *bus.Subscription
+	runErr chan error
+	ctx    context.Context
+	cancel context.CancelFunc
+	// fromBridge is what the bridge writes to its client; toBridge is
+	// where the client writes.
+	fromBridge *io.PipeReader
+	toBridge   *io.PipeWriter
+}
+
+// runBridge starts a session with o (on host, when set) whose client
+// side is a pair of pipes, and subscribes to its events.
+func runBridge(t *testing.T, o Options, host *Host) *bridgeRun {
+	t.Helper()
+	if o.LogDir == "" {
+		o.LogDir = t.TempDir()
+	}
+	o.StopGrace, o.KillTimeout = 2*time.Second, 2*time.Second
+	c2bR, c2bW := io.Pipe()
+	b2cR, b2cW := io.Pipe()
+	o.Client, o.ClientOut = c2bR, b2cW
+	var b *Bridge
+	var err error
+	if host != nil {
+		b, err = host.NewSession(o)
+	} else {
+		b, err = New(o)
+	}
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	r := &bridgeRun{b: b, runErr: make(chan error, 1), fromBridge: b2cR, toBridge: c2bW}
+	r.events = b.Hub().Subscribe(func(ev *aep.Event) bool { return ev.Session == b.Session() }, 4096)
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	go func() {
+		err := b.Run(r.ctx)
+		b2cW.Close()
+		r.runErr <- err
+	}()
+	return r
+}
+
 // close ends the session as a client that leaves, and validates the log.
 func (s *session) close() error {
 	if s.closed {
@@ -159,13 +184,20 @@ func (s *session) close() error {
 
 func (s *session) checkLog() *logcheck.Report {
 	s.t.Helper()
-	rep, err := logcheck.File(s.b.LogPath())
+	return checkSessionLog(s.t, s.b)
+}
+
+// checkSessionLog validates a session's log, which must end the session
+// once.
+func checkSessionLog(t *testing.T, b *Bridge) *logcheck.Report {
+	t.Helper()
+	rep, err := logcheck.File(b.LogPath())
 	if err != nil {
-		s.t.Errorf("session log %s is invalid: %v", s.b.LogPath(), err)
+		t.Errorf("session log %s is invalid: %v", b.LogPath(), err)
 		return nil
 	}
 	if rep.Types["session.ended"] != 1 {
-		s.t.Errorf("session log has %d session.ended; want 1", rep.Types["session.ended"])
+		t.Errorf("session log has %d session.ended; want 1", rep.Types["session.ended"])
 	}
 	return rep
 }
@@ -173,18 +205,24 @@ func (s *session) checkLog() *logcheck.Report {
 // next waits for the next event of type typ (skipping others).
 func (s *session) next(typ string) aep.Event {
 	s.t.Helper()
+	return nextEvent(s.t, s.events, typ)
+}
+
+// nextEvent waits for the next event of type typ on sub, skipping others.
+func nextEvent(t *testing.T, sub *bus.Subscription, typ string) aep.Event {
+	t.Helper()
 	deadline := time.After(waitLimit)
 	for {
 		select {
-		case d, ok := <-s.events.C:
+		case d, ok := <-sub.C:
 			if !ok {
-				s.t.Fatalf("event stream ended waiting for %s: %v", typ, s.events.Err())
+				t.Fatalf("event stream ended waiting for %s: %v", typ, sub.Err())
 			}
 			if d.Event.Type == typ {
 				return d.Event
 			}
 		case <-deadline:
-			s.t.Fatalf("no %s event within %s", typ, waitLimit)
+			t.Fatalf("no %s event within %s", typ, waitLimit)
 		}
 	}
 }

@@ -12,7 +12,19 @@
 //   - input_required results (MCP 2026-07-28 multi round-trip requests),
 //     which the bridge answers and retries upstream under ids of its own;
 //   - the client's responses to the copies of questions it was given, and
-//     notifications/cancelled from either side.
+//     notifications/cancelled from either side;
+//   - who is on each side: initialize's clientInfo and serverInfo, or the
+//     io.modelcontextprotocol/clientInfo and serverInfo _meta of
+//     2026-07-28 requests and results (server/discover's among them);
+//   - the end of a request, which ends the questions it asked where the
+//     link is known (an elicitation on its response stream over HTTP, a
+//     multi round-trip round): dismissed, and the server gets cancel.
+//
+// Every answer is recorded, the one that lost a race too (the client and
+// operators both answer under route both): the bus shows the winner's
+// attention.answered and the loser's x.aep-mcp-bridge.attention.outraced.
+// A URL-mode question is raised only for an https URL, or http to a
+// loopback host; any other scheme is refused back to the server.
 //
 // Everything else passes through byte for byte and in order, in both
 // directions, in every protocol revision. While a question waits, every
@@ -38,7 +50,12 @@
 //   - capabilities.go: declaring elicitation (initialize and _meta);
 //   - questions.go: form elicitation, the race between the client and
 //     operators, server cancellation;
-//   - url.go: URL mode, its completion notification and -32042;
+//   - url.go: URL mode, the URLs it accepts, its completion notification
+//     and -32042;
+//   - identity.go: the names of the client and the server, in every
+//     revision;
+//   - related.go: the end of a request ends its questions
+//     (RelatedReader);
 //   - mrtr.go, mrtr_client.go: multi round-trip exchanges, and the
 //     client's own copy of one;
 //   - keepalive.go: progress while questions wait;

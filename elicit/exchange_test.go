@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -139,7 +140,7 @@ type step struct {
 
 // Expected lines: what the bridge wrote to each peer, the events it
 // published, the acks the operator got, and how the session ended.
-var expectedPrefixes = []string{"client< ", "server< ", "event ", "operator< ", "ended "}
+var expectedPrefixes = []string{"client< ", "server< ", "event ", "operator< ", "ended ", "session "}
 
 // parseExchange splits an exchange into its input steps; expected lines
 // are dropped, since playing the exchange produces them again.
@@ -151,11 +152,11 @@ func parseExchange(s string) ([]step, error) {
 		case line == "" || strings.HasPrefix(line, "#"):
 			keep = append(keep, line)
 		case hasAnyPrefix(line, expectedPrefixes):
-		case hasAnyPrefix(line, []string{"client> ", "server> ", "operator> ", "wait "}):
+		case hasAnyPrefix(line, []string{"client> ", "server> ", "server@", "operator> ", "wait "}):
 			steps = append(steps, step{keep: keep, input: line})
 			keep = nil
 		default:
-			return nil, fmt.Errorf("exchange line %d: %q is neither an input (client>, server>, operator>, wait) nor an expected line (client<, server<, event, operator<, ended)", i+1, line)
+			return nil, fmt.Errorf("exchange line %d: %q is neither an input (client>, server>, server@ID>, operator>, wait) nor an expected line (client<, server<, event, operator<, ended, session)", i+1, line)
 		}
 	}
 	if len(steps) == 0 {
@@ -183,14 +184,15 @@ func hasAnyPrefix(s string, prefixes []string) bool {
 // attention manager, with in-memory peers and an in-memory publisher that
 // record everything in one ordered transcript.
 type exchange struct {
-	t              *testing.T
-	rec            *recorder
-	client, server *memConn
-	mgr            *attention.Manager
-	px             *Proxy
-	ended          chan Ending
-	closed         bool
-	commands       int
+	t        *testing.T
+	rec      *recorder
+	client   *memConn
+	server   *relatedConn
+	mgr      *attention.Manager
+	px       *Proxy
+	ended    chan Ending
+	closed   bool
+	commands int
 }
 
 // playExchange runs steps inside a synctest bubble and returns the
@@ -198,12 +200,14 @@ type exchange struct {
 func playExchange(t *testing.T, cfg exchangeConfig, steps []step) []string {
 	rec := &recorder{}
 	x := &exchange{t: t, rec: rec, ended: make(chan Ending, 1)}
-	x.client, x.server = newMemConn(), newMemConn()
+	x.client, x.server = newMemConn(), &relatedConn{memConn: newMemConn(), rel: make(chan json.RawMessage, 16)}
 	x.client.record = func(b []byte) { rec.wrote("client", b) }
 	x.server.record = func(b []byte) { rec.wrote("server", b) }
 	x.mgr = attention.NewManager(attention.ManagerOptions{Agent: "aep-mcp-bridge", Publisher: rec, Timeout: cfg.timeout})
 	x.px = New(Options{Client: x.client, Server: x.server, Manager: x.mgr, Publisher: rec, Route: cfg.route,
-		Keepalive: cfg.keepalive, Name: cfg.name})
+		Keepalive: cfg.keepalive, Name: cfg.name, OnSession: func(ci ClientInfo) {
+			rec.add(fmt.Sprintf("session client=%q version=%q protocol=%q", ci.Name, ci.Version, ci.ProtocolVersion))
+		}})
 	retries := 0
 	x.px.newID = func() string { retries++; return fmt.Sprintf("r%d", retries) }
 	go func() { x.ended <- x.px.Run(t.Context()) }()
@@ -228,11 +232,18 @@ func playExchange(t *testing.T, cfg exchangeConfig, steps []step) []string {
 func (x *exchange) play(line string) []byte {
 	t := x.t
 	verb, arg, _ := strings.Cut(line, " ")
+	var related json.RawMessage
+	if id, ok := strings.CutPrefix(verb, "server@"); ok {
+		// server@ID>: the message came on the response stream of the
+		// client's request ID (streamable HTTP).
+		related, verb = json.RawMessage(strings.TrimSuffix(id, ">")), "server>"
+	}
 	switch verb {
 	case "client>", "server>":
 		c, side := x.client, "client"
 		if verb == "server>" {
-			c, side = x.server, "server"
+			c, side = x.server.memConn, "server"
+			x.server.rel <- related
 		}
 		if x.closed {
 			t.Fatalf("%q: the session has already ended", line)
@@ -308,6 +319,23 @@ func (x *exchange) shutdown() []string {
 	}
 	synctest.Wait()
 	return x.rec.take(nil)
+}
+
+// relatedConn is the server's side of an exchange: it knows on which
+// client request's response stream each message came (server@ID> lines),
+// as the streamable HTTP transport does.
+type relatedConn struct {
+	*memConn
+	rel chan json.RawMessage
+}
+
+func (c *relatedConn) ReadRelated() ([]byte, json.RawMessage, error) {
+	select {
+	case b := <-c.in:
+		return b, <-c.rel, nil
+	case <-c.closed:
+		return nil, nil, io.EOF
+	}
 }
 
 // recorder is the transcript of one exchange and its in-memory publisher:

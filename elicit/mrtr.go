@@ -57,8 +57,10 @@ type round struct {
 	final    json.RawMessage
 	clientRt []json.RawMessage
 	done     bool
-	// qids maps input request keys to the questions raised for them.
-	qids map[string]string
+	// qids maps input request keys to the questions raised for them;
+	// clientQids are the first round's, the round the client got too.
+	qids       map[string]string
+	clientQids map[string]string
 }
 
 // inputRequired intercepts a server's input_required answer to a client
@@ -89,15 +91,37 @@ func (p *Proxy) inputRequired(m *message, raw []byte) ([]byte, bool) {
 		}
 	}
 	rd := &round{clientID: r.id, method: r.method, params: r.params, clientCopy: r.clientElicit && route == RouteBoth}
-	p.startRound(rd, res.InputRequests, res.RequestState)
 	if rd.clientCopy {
 		p.mu.Lock()
-		p.states[res.RequestState] = rd
+		p.keepState(res.RequestState, rd)
 		p.mu.Unlock()
+		p.startRound(rd, res.InputRequests, res.RequestState)
 		p.settle(m)
 		return raw, true // the client races the operators
 	}
+	p.mu.Lock()
+	p.byClient[idKey(r.id)] = rd // the bridge answers this exchange alone
+	p.mu.Unlock()
+	p.startRound(rd, res.InputRequests, res.RequestState)
 	return nil, true
+}
+
+// maxStates bounds the exchanges whose input_required the client also got
+// and whose retry the bridge still waits for; past it the oldest is
+// forgotten (its retry then goes upstream as a request of its own).
+const maxStates = 256
+
+// keepState remembers rd under its requestState for the client's retry;
+// p.mu is held.
+func (p *Proxy) keepState(state string, rd *round) {
+	if _, ok := p.states[state]; !ok {
+		p.stateOrder = append(p.stateOrder, state)
+	}
+	p.states[state] = rd
+	for len(p.stateOrder) > maxStates {
+		delete(p.states, p.stateOrder[0])
+		p.stateOrder = p.stateOrder[1:]
+	}
 }
 
 // startRound raises a question for every input request; retry follows
@@ -125,6 +149,10 @@ func (p *Proxy) startRound(rd *round, requests map[string]json.RawMessage, state
 			spec.RespondVia = []string{"control", "oob"}
 		}
 		if ir.Params.Mode == mcp.ElicitationModeURL {
+			if err := checkURL(ir.Params.URL); err != nil {
+				p.failRound(rd, "Invalid params: input request "+key+": "+err.Error())
+				return
+			}
 			spec.URL, spec.ElicitationID = ir.Params.URL, ir.Params.ElicitationID
 		} else {
 			form, err := translate.Parse(ir.Params.Message, ir.Params.RequestedSchema)
@@ -143,6 +171,11 @@ func (p *Proxy) startRound(rd *round, requests map[string]json.RawMessage, state
 		rd.qids[key] = qid
 		p.mu.Unlock()
 	}
+	p.mu.Lock()
+	if rd.clientCopy && rd.clientQids == nil {
+		rd.clientQids = rd.qids
+	}
+	p.mu.Unlock()
 }
 
 // roundAnswer records one answer; the last one triggers the retry.
@@ -217,9 +250,13 @@ func (p *Proxy) roundResponse(m *message) bool {
 	p.mu.Lock()
 	rd, ok := p.rounds[k]
 	delete(p.rounds, k)
+	abandoned := ok && rd.failed
 	p.mu.Unlock()
 	if !ok {
 		return false
+	}
+	if abandoned {
+		return true // the client's request ended: nobody waits for it
 	}
 	var res inputRequiredResult
 	if len(m.Result) > 0 && json.Unmarshal(m.Result, &res) == nil && res.ResultType == string(mcp.ResultTypeInputRequired) {
@@ -304,5 +341,6 @@ func (p *Proxy) failRound(rd *round, msg string) {
 func (p *Proxy) settleID(id json.RawMessage) {
 	p.mu.Lock()
 	delete(p.inflight, idKey(id))
+	delete(p.byClient, idKey(id))
 	p.mu.Unlock()
 }

@@ -25,6 +25,7 @@ func (p *Proxy) clientRetry(m *message, raw []byte) ([]byte, bool) {
 	rd, ok := p.states[params.RequestState]
 	if ok {
 		delete(p.states, params.RequestState)
+		p.stateOrder = slices.DeleteFunc(p.stateOrder, func(s string) bool { return s == params.RequestState })
 	}
 	operatorsWon := ok && (rd.done || rd.n > 0)
 	var final json.RawMessage
@@ -42,33 +43,38 @@ func (p *Proxy) clientRetry(m *message, raw []byte) ([]byte, bool) {
 		return nil, false
 	}
 	if !operatorsWon {
-		p.clientWonRound(rd, m)
+		p.clientRoundAnswers(rd, m, true)
 		return raw, false // tracked as an ordinary request
 	}
+	// The operators won: the client's answers lost, which the bus
+	// records; its retry, whatever it carries, never goes upstream and
+	// gets the final result of the bridge's own.
+	p.clientRoundAnswers(rd, m, false)
 	if final != nil {
 		p.answerClientRetry(final, m.ID)
 	}
 	return nil, true
 }
 
-// clientWonRound settles the questions of an exchange the client answered
-// first: the bus records its answers as given in the client (via oob), and
-// the questions it left unanswered are dismissed.
-func (p *Proxy) clientWonRound(rd *round, m *message) {
+// clientRoundAnswers hands the lifecycle the answers a client retry
+// carries for the first round's questions. When the client answered first
+// (won), its answers resolve them (via oob) and the questions it left
+// unanswered are dismissed; when the operators had answered, each of its
+// answers is recorded as one that lost the race.
+func (p *Proxy) clientRoundAnswers(rd *round, m *message, won bool) {
 	var answers struct {
 		InputResponses map[string]json.RawMessage `json:"inputResponses"`
 	}
 	json.Unmarshal(m.Params, &answers)
 	p.mu.Lock()
-	qids := rd.qids
+	qids := maps.Clone(rd.clientQids)
 	p.mu.Unlock()
 	client := p.clientName()
 	for _, key := range slices.Sorted(maps.Keys(qids)) {
-		qid := qids[key]
 		if r, ok := answers.InputResponses[key]; ok {
-			p.mgr.ClientAnswered(qid, client, r)
-		} else {
-			p.mgr.Dismiss(qid)
+			p.mgr.ClientAnswered(qids[key], client, r)
+		} else if won {
+			p.mgr.Dismiss(qids[key])
 		}
 	}
 }

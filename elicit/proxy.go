@@ -125,20 +125,30 @@ type Proxy struct {
 	// questions holds the server's elicitation requests being answered,
 	// by the server's request id key.
 	questions map[string]*question
-	// withdrawn holds server request ids whose client copy was withdrawn;
-	// the client's late answer to them is dropped.
-	withdrawn map[string]bool
+	// withdrawn holds the question ids of server requests whose client
+	// copy was withdrawn, by server request id; the client's late answer
+	// to them is recorded as one that lost and reaches nobody.
+	withdrawn map[string]string
 	// client capabilities as the client declared them.
 	clientElicit, clientForm, clientURL bool
 	clientInfo                          ClientInfo
 	sessionStarted                      bool
 	serverName                          string
 	initID                              string
+	// related is the id of the client request on whose response stream
+	// the server's message being handled came; only the server's reader
+	// goroutine uses it.
+	related json.RawMessage
 	// rounds holds the multi round-trip exchanges in progress, by the
 	// bridge-owned id of their current retry; states by requestState,
 	// for exchanges whose input_required the client also got.
 	rounds map[string]*round
 	states map[string]*round
+	// stateOrder lists the keys of states, oldest first.
+	stateOrder []string
+	// byClient holds the exchanges the bridge answers alone (the client
+	// never sees their input_required), by the client's request id key.
+	byClient map[string]*round
 }
 
 type inflight struct {
@@ -155,6 +165,11 @@ type inflight struct {
 type question struct {
 	serverID json.RawMessage
 	qid      string
+	// related is the id key of the client request whose response stream
+	// carried the question ("" when the link is unknown); ended says that
+	// request ended, so its dismissal sends the server cancel.
+	related  string
+	ended    bool
 	toClient bool
 	// clientOnly: operators cannot answer (route client, or a schema the
 	// form cannot carry); a client error goes back to the server.
@@ -168,8 +183,8 @@ func New(o Options) *Proxy {
 		client: o.Client, server: o.Server, mgr: o.Manager, pub: o.Publisher, route: o.Route,
 		keepalive: o.Keepalive, name: o.Name, onSession: o.OnSession, log: o.Logger,
 		inflight: map[string]*inflight{}, progress: map[string]float64{},
-		questions: map[string]*question{}, withdrawn: map[string]bool{},
-		rounds: map[string]*round{}, states: map[string]*round{}, newID: aep.NewID,
+		questions: map[string]*question{}, withdrawn: map[string]string{},
+		rounds: map[string]*round{}, states: map[string]*round{}, byClient: map[string]*round{}, newID: aep.NewID,
 	}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
@@ -259,8 +274,16 @@ func (p *Proxy) readLoop(ctx context.Context, ended chan<- Ending, fromClient bo
 	if fromClient {
 		src, dst, handle, peer = p.client, p.server, p.fromClient, "client"
 	}
+	read := src.ReadMessage
+	if rr, ok := src.(RelatedReader); ok && !fromClient {
+		read = func() ([]byte, error) {
+			m, related, err := rr.ReadRelated()
+			p.related = related
+			return m, err
+		}
+	}
 	for ctx.Err() == nil {
-		raw, err := src.ReadMessage()
+		raw, err := read()
 		var tl *TooLargeError
 		switch {
 		case errors.As(err, &tl) && fromClient:

@@ -76,6 +76,9 @@ func (p *Proxy) elicit(m *message, raw []byte) []byte {
 func (p *Proxy) ask(m *message, raw []byte, spec attention.Spec, toClient, clientOnly bool) []byte {
 	k := idKey(m.ID)
 	q := &question{serverID: m.ID, toClient: toClient, clientOnly: clientOnly}
+	if len(p.related) > 0 {
+		q.related = idKey(p.related) // it came on that request's response stream
+	}
 	p.mu.Lock()
 	if _, dup := p.questions[k]; dup {
 		p.mu.Unlock()
@@ -106,7 +109,8 @@ func (p *Proxy) ask(m *message, raw []byte, spec attention.Spec, toClient, clien
 }
 
 // deliver sends a question's resolution to the server and withdraws the
-// client's copy when an operator or the timeout settled it.
+// client's copy when an operator or the timeout settled it, or when the
+// request that asked it ended (the server then gets cancel).
 func (p *Proxy) deliver(q *question, r attention.Resolution) {
 	k := idKey(q.serverID)
 	p.mu.Lock()
@@ -118,12 +122,16 @@ func (p *Proxy) deliver(q *question, r attention.Resolution) {
 	if p.questions[k] == q {
 		delete(p.questions, k)
 	}
-	withdraw := q.toClient && r.Outcome != attention.Dismissed
+	ended := q.ended && r.Outcome == attention.Dismissed
+	withdraw := q.toClient && (r.Outcome != attention.Dismissed || ended)
 	if withdraw {
-		p.withdrawn[k] = true
+		p.withdrawn[k] = q.qid
 	}
 	p.mu.Unlock()
 	result, ok := elicitResult(r)
+	if ended {
+		result, ok = translate.CancelResult(), true
+	}
 	if !ok {
 		return // dismissed: nothing goes back
 	}
@@ -135,7 +143,10 @@ func (p *Proxy) deliver(q *question, r attention.Resolution) {
 	p.writeServer(b)
 	if withdraw {
 		reason := "answered by an operator"
-		if r.Outcome == attention.TimedOut {
+		switch {
+		case ended:
+			reason = "the request that asked it ended"
+		case r.Outcome == attention.TimedOut:
 			reason = "no answer before the bridge's timeout"
 		}
 		n, _ := notification(mcp.MethodNotificationCancelled, map[string]any{"requestId": q.serverID, "reason": reason})
@@ -164,10 +175,15 @@ func (p *Proxy) clientAnswer(m *message, raw []byte) ([]byte, bool) {
 	}
 	k := idKey(m.ID)
 	p.mu.Lock()
-	if p.withdrawn[k] {
+	if qid, ok := p.withdrawn[k]; ok {
 		delete(p.withdrawn, k)
 		p.mu.Unlock()
-		p.log.Debug("dropped the client's late answer to a question already settled")
+		// Too late: the bus records that the client's answer lost, and
+		// it reaches nobody.
+		if len(m.Error) == 0 {
+			p.mgr.ClientAnswered(qid, p.clientName(), m.Result)
+		}
+		p.log.Debug("the client's late answer to a question already settled lost the race")
 		return nil, true
 	}
 	q, ok := p.questions[k]

@@ -120,9 +120,11 @@ func (p *Proxy) clientMessage(m *message, raw []byte) []byte {
 			RequestID json.RawMessage `json:"requestId"`
 		}
 		if json.Unmarshal(m.Params, &params) == nil && len(params.RequestID) > 0 {
+			k := idKey(params.RequestID)
 			p.mu.Lock()
-			delete(p.inflight, idKey(params.RequestID))
+			delete(p.inflight, k)
 			p.mu.Unlock()
+			p.endRequest(k)
 		}
 	}
 	return raw
@@ -132,6 +134,7 @@ func (p *Proxy) clientMessage(m *message, raw []byte) []byte {
 func (p *Proxy) serverMessage(m *message, raw []byte) []byte {
 	switch {
 	case m.isResponse():
+		p.learnServer(m)
 		if p.roundResponse(m) {
 			return nil // the answer to one of the bridge's own retries
 		}
@@ -177,8 +180,8 @@ func (p *Proxy) track(m *message) {
 	p.mu.Unlock()
 }
 
-// settle forgets the client request a server response answers, and learns
-// the server's name from the initialize result.
+// settle forgets the client request a server response answers; the end
+// of that request ends its questions.
 func (p *Proxy) settle(m *message) {
 	if !m.hasID() {
 		return
@@ -190,45 +193,8 @@ func (p *Proxy) settle(m *message) {
 	if r != nil && r.token != nil {
 		delete(p.progress, idKey(r.token))
 	}
-	isInit := ok && k == p.initID
 	p.mu.Unlock()
-	if isInit && len(m.Result) > 0 {
-		var res struct {
-			ServerInfo struct {
-				Name string `json:"name"`
-			} `json:"serverInfo"`
-		}
-		if json.Unmarshal(m.Result, &res) == nil && res.ServerInfo.Name != "" {
-			p.mu.Lock()
-			p.serverName = res.ServerInfo.Name
-			p.mu.Unlock()
-		}
-	}
-}
-
-// startSession reports the client once, on its first message.
-func (p *Proxy) startSession(m *message) {
-	p.mu.Lock()
-	if p.sessionStarted {
-		p.mu.Unlock()
-		return
-	}
-	p.sessionStarted = true
-	if m.Method == string(mcp.MethodInitialize) {
-		var params struct {
-			ProtocolVersion string `json:"protocolVersion"`
-			ClientInfo      struct {
-				Name    string `json:"name"`
-				Version string `json:"version"`
-			} `json:"clientInfo"`
-		}
-		if json.Unmarshal(m.Params, &params) == nil {
-			p.clientInfo = ClientInfo{Name: params.ClientInfo.Name, Version: params.ClientInfo.Version, ProtocolVersion: params.ProtocolVersion}
-		}
-	}
-	info := p.clientInfo
-	p.mu.Unlock()
-	if p.onSession != nil {
-		p.onSession(info)
+	if ok {
+		p.endRequest(k)
 	}
 }

@@ -2,9 +2,47 @@ package elicit
 
 import (
 	"encoding/json"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/attention"
 )
+
+// checkURL decides whether a URL-mode elicitation's URL may be put to an
+// operator: only https, or plain http to a loopback host (a local
+// authorization page). Any other scheme (javascript:, file:, data:, or
+// http to a remote host, which an attacker on the path could rewrite) is
+// refused with an error that names it.
+func checkURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" {
+		return fmt.Errorf("the URL %q is not an absolute URL; the bridge puts only https URLs (or http to a loopback host) to operators", raw)
+	}
+	scheme := strings.ToLower(u.Scheme)
+	switch {
+	case scheme == "https" && u.Host != "":
+		return nil
+	case scheme == "http" && isLoopback(u.Hostname()):
+		return nil
+	case scheme == "http":
+		return fmt.Errorf("a URL with the http scheme to the remote host %q is refused: plain http can be read and rewritten on the way; the bridge puts only https URLs (or http to a loopback host) to operators", u.Hostname())
+	case scheme == "https":
+		return fmt.Errorf("the https URL names no host; the bridge puts only https URLs with a host to operators")
+	}
+	return fmt.Errorf("a URL with the %s: scheme is refused; the bridge puts only https URLs (or http to a loopback host) to operators", scheme)
+}
+
+// isLoopback reports whether host is localhost or a loopback IP. Names
+// are not resolved.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
 
 // elicitURL handles a URL-mode elicitation/create (MCP 2025-11-25): the
 // question becomes attention.requested(kind:"auth"); an operator consents
@@ -18,6 +56,11 @@ func (p *Proxy) elicitURL(m *message, raw []byte, params elicitParams, clientURL
 	}
 	if route == RouteClient && !clientURL {
 		p.writeServer(errorResponse(m.ID, codeMethodNotFound, "Method not found: the MCP client does not support URL-mode elicitation (bridge route: client)"))
+		return nil
+	}
+	if err := checkURL(params.URL); err != nil {
+		p.log.Warn("URL-mode elicitation refused", "err", err)
+		p.writeServer(errorResponse(m.ID, codeInvalidParams, "Invalid params: "+err.Error()))
 		return nil
 	}
 	spec := attention.Spec{Message: params.Message, Subject: subject, URL: params.URL, ElicitationID: params.ElicitationID}
@@ -68,6 +111,11 @@ func (p *Proxy) urlRequired(m *message) {
 	}
 	for _, el := range e.Data.Elicitations {
 		if el.URL == "" {
+			continue
+		}
+		if err := checkURL(el.URL); err != nil {
+			// The error still reaches the client; no operator is asked.
+			p.log.Warn("a URL a -32042 error lists is not put to operators", "err", err)
 			continue
 		}
 		id, err := p.raise(attention.Spec{Message: el.Message, Subject: subject, URL: el.URL, ElicitationID: el.ElicitationID,

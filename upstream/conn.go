@@ -33,7 +33,17 @@ type Options struct {
 	Client *http.Client
 	// Logger receives logs; nil discards them. Headers are never logged.
 	Logger *slog.Logger
+	// AckWait bounds how long a message waits for the server to
+	// acknowledge the one before it (its 202, or the start of its
+	// response) once that one's body is sent. Zero means DefaultAckWait.
+	AckWait time.Duration
 }
+
+// DefaultAckWait is the AckWait of a zero Options. A server that holds a
+// JSON response until its work is done acknowledges nothing until then;
+// past this wait the next message goes anyway, so a long call never
+// holds up the messages after it (its cancellation among them).
+const DefaultAckWait = time.Second
 
 // Conn is a remote MCP server as a stream of raw JSON-RPC messages.
 // It implements elicit.Conn. It is safe for concurrent use.
@@ -46,9 +56,12 @@ type Conn struct {
 	stop context.CancelFunc
 	wg   sync.WaitGroup
 
-	// order keeps POSTs in the order the client sent them: a POST's
-	// body is on the wire before the next one starts.
+	// order keeps POSTs in the order the client sent them: each one
+	// goes out once the server acknowledged the one before it.
 	order sync.Mutex
+
+	// modern is what the 2026-07-28 request metadata needs.
+	modern modernState
 
 	// mu guards the fields below.
 	mu        sync.Mutex
@@ -81,6 +94,9 @@ func Dial(o Options) (*Conn, error) {
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
+	}
+	if c.opts.AckWait <= 0 {
+		c.opts.AckWait = DefaultAckWait
 	}
 	c.ctx, c.stop = context.WithCancel(context.Background())
 	if o.Transport == "sse" {
@@ -124,6 +140,9 @@ func (c *Conn) deliver(m []byte) { c.deliverRelated(m, nil) }
 // deliverRelated hands a server message that relates to the client
 // request with id related (nil: none) to the reader.
 func (c *Conn) deliverRelated(m []byte, related json.RawMessage) {
+	m = c.modern.inbound(m, func(tool, reason string) {
+		c.log.Warn("tools/list: a tool breaks the x-mcp-header rules of MCP 2026-07-28 and is left out", "tool", tool, "reason", reason)
+	})
 	select {
 	case c.in <- inbound{m, related}:
 	case <-c.ctx.Done():
@@ -167,7 +186,10 @@ func (c *Conn) fail(id json.RawMessage, msg string) {
 }
 
 // WriteMessage sends one client message to the server. For streamable
-// HTTP it is POSTed; the response (JSON, or an SSE stream) is read in the
+// HTTP it is POSTed, and WriteMessage returns once the server acknowledged
+// it (the 202, or the start of the response) or AckWait passed after its
+// body was sent, so messages reach the server in the order the client
+// sent them; the response (JSON, or an SSE stream) is read in the
 // background, so a long call never blocks the next message.
 func (c *Conn) WriteMessage(msg []byte) error {
 	c.mu.Lock()
@@ -179,17 +201,19 @@ func (c *Conn) WriteMessage(msg []byte) error {
 	if lg != nil {
 		return lg.post(msg)
 	}
-	var env envelope
-	json.Unmarshal(msg, &env) // batches have no id: their errors are logged
+	out := parseOutbound(msg) // batches have no id: their errors are logged
+	if c.modern.cancel(out) {
+		return nil // 2026-07-28: the closed response stream is the cancellation
+	}
 	c.order.Lock()
-	wrote := make(chan struct{})
+	acked := make(chan struct{})
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		c.post(msg, env, wrote)
+		c.post(msg, out, acked)
 	}()
 	select {
-	case <-wrote:
+	case <-acked:
 	case <-c.ctx.Done():
 	}
 	c.order.Unlock()

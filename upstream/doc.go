@@ -13,13 +13,22 @@
 // One file per concern:
 //   - process.go: a spawned server, its exit status, and its stop (stdin
 //     closed, then SIGTERM, then SIGKILL, to its process group);
-//   - conn.go: the Conn, its options, the order of POSTs, DELETE on Close;
+//   - conn.go: the Conn, its options, the order of POSTs (each one waits
+//     until the server acknowledged the one before it: its 202 or the
+//     start of its response, bounded by AckWait), DELETE on Close;
 //   - post.go: a streamable POST and its answer (202, JSON, an event
 //     stream, or an error status), the session id and protocol version an
 //     initialize answer sets, and the fall-back to HTTP+SSE;
 //   - stream.go: event streams, a POST's and the standing GET stream, and
 //     their resumption with Last-Event-ID;
 //   - legacy.go: the HTTP+SSE transport's stream and endpoint POSTs;
+//   - modern.go: the request metadata of MCP 2026-07-28
+//     (MCP-Protocol-Version from the body's _meta, Mcp-Method, Mcp-Name,
+//     and Mcp-Param-* from x-mcp-header annotations, Base64 where a value
+//     is not header-safe), tools/list without the tools whose annotations
+//     break the rules, cancellation by closing a request's response
+//     stream, and a server's own JSON-RPC error in an error status passed
+//     to the client as it is;
 //   - errors.go: typed errors (*HTTPStatusError, ErrUnauthorized) and the
 //     advice a failed request carries (DNS, TLS, connection refused),
 //     chosen with errors.As on the cause, never on its text.
@@ -28,8 +37,14 @@
 // HTML event-stream rules (CR, LF and CRLF line ends, the last event ID
 // persisting across events) and bounds each event's size.
 //
+// Messages read from a POST's response stream come with the id of the
+// request it answers (ReadRelated), so the proxy knows which request a
+// server's question belongs to.
+//
 // Spec sections: MCP basic/transports (stdio; streamable HTTP: POST with Accept,
 // JSON and SSE responses, Mcp-Session-Id, MCP-Protocol-Version, the GET
 // stream, resumability and redelivery with Last-Event-ID, DELETE; and the
-// backwards compatibility section for HTTP+SSE servers).
+// backwards compatibility section for HTTP+SSE servers); MCP 2026-07-28
+// basic/transports/streamable-http (Request Metadata, Value Encoding,
+// Server Validation, Cancellation, Backward Compatibility).
 package upstream

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,14 +18,22 @@ import (
 // maxJSONResponse bounds a POST's application/json response.
 const maxJSONResponse = 64 << 20
 
-// post sends msg and handles the response. wrote is closed once the
-// request's body is on the wire (or the POST failed before), so the next
-// message can follow.
-func (c *Conn) post(msg []byte, env envelope, wrote chan struct{}) {
+// post sends msg and handles the response. acked is closed once the
+// server acknowledged the message (its 202, or the start of its response),
+// AckWait after its body is on the wire, or when the POST failed, so the
+// next message can follow.
+func (c *Conn) post(msg []byte, out outbound, acked chan struct{}) {
 	var once sync.Once
-	signal := func() { once.Do(func() { close(wrote) }) }
+	signal := func() { once.Do(func() { close(acked) }) }
 	defer signal()
-	req, err := http.NewRequestWithContext(c.ctx, "POST", c.opts.URL, bytes.NewReader(msg))
+	env := out.envelope
+	// A modern request's own context: closing its response stream is
+	// how the client cancels it (2026-07-28).
+	ctx, cancel := context.WithCancel(c.ctx)
+	defer cancel()
+	c.modern.note(out, cancel)
+	defer c.modern.done(env.ID)
+	req, err := http.NewRequestWithContext(ctx, "POST", c.opts.URL, bytes.NewReader(msg))
 	if err != nil {
 		c.fail(env.ID, "building the request: "+err.Error())
 		return
@@ -32,10 +41,19 @@ func (c *Conn) post(msg []byte, env envelope, wrote chan struct{}) {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	c.headers(req.Header)
-	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { signal() }}))
+	c.mu.Lock()
+	legacy := c.version
+	c.mu.Unlock()
+	c.modern.setHeaders(req.Header, out, legacy)
+	g := &ackGrace{}
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) {
+		g.start(c.opts.AckWait, signal)
+	}}))
 	resp, err := c.hc.Do(req)
+	g.stop()
+	signal() // acknowledged, or failed
 	if err != nil {
-		if c.ctx.Err() == nil {
+		if c.ctx.Err() == nil && ctx.Err() == nil {
 			c.fail(env.ID, describeNetErr(c.opts.URL, err).Error())
 		}
 		return
@@ -49,6 +67,33 @@ func (c *Conn) post(msg []byte, env envelope, wrote chan struct{}) {
 		return
 	}
 	c.handleBody(resp, env, isInit)
+}
+
+// ackGrace is the AckWait timer of one POST, started once its body is
+// sent and stopped when the answer starts.
+type ackGrace struct {
+	// mu guards the fields below: the transport sends the body on a
+	// goroutine of its own.
+	mu      sync.Mutex
+	t       *time.Timer
+	stopped bool
+}
+
+func (g *ackGrace) start(d time.Duration, f func()) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.stopped && g.t == nil {
+		g.t = time.AfterFunc(d, f)
+	}
+}
+
+func (g *ackGrace) stop() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.stopped = true
+	if g.t != nil {
+		g.t.Stop()
+	}
 }
 
 // startSession keeps the session id an initialize answer carries, and
@@ -74,14 +119,24 @@ func (c *Conn) startSession(resp *http.Response) {
 // error status, or the answer of an HTTP+SSE server to a streamable
 // initialize. It reports whether it handled the response.
 func (c *Conn) handleStatus(req *http.Request, resp *http.Response, msg []byte, env envelope, isInit bool) bool {
-	switch code := resp.StatusCode; {
+	code := resp.StatusCode
+	switch {
 	case code == http.StatusAccepted:
+		return true
 	case code == http.StatusNotFound && c.hasSession() && !isInit:
 		c.mu.Lock()
 		c.session = ""
 		c.mu.Unlock()
 		c.fail(env.ID, "the server ended the MCP session (HTTP 404 for its session id); reconnect the client so it starts a new session with initialize")
-	case isInit && c.opts.Transport == "" && (code == http.StatusBadRequest || code == http.StatusNotFound || code == http.StatusMethodNotAllowed):
+		return true
+	case code < 300:
+		return false
+	}
+	se := newHTTPStatusError(req, resp)
+	rpc, rpcCode, isRPC := rpcErrorBody(se.Body, env.ID)
+	switch {
+	case isInit && c.opts.Transport == "" && (code == http.StatusBadRequest || code == http.StatusNotFound || code == http.StatusMethodNotAllowed) &&
+		!(isRPC && modernErrorCodes[rpcCode]):
 		// Backwards compatibility: an HTTP+SSE server. Switch and resend.
 		c.log.Info("the server does not take streamable HTTP; trying the HTTP+SSE transport", "status", code)
 		if err := c.startLegacy(); err != nil {
@@ -94,10 +149,17 @@ func (c *Conn) handleStatus(req *http.Request, resp *http.Response, msg []byte, 
 		if err := lg.post(msg); err != nil {
 			c.fail(env.ID, err.Error())
 		}
-	case code >= 300:
-		c.fail(env.ID, newHTTPStatusError(req, resp).Error())
+	case isRPC && code >= 400 && !se.Unauthorized():
+		// The server's own JSON-RPC error (a modern server's
+		// UnsupportedProtocolVersion or HeaderMismatch, say): the client
+		// needs its code and data to negotiate, so it passes as it is.
+		if !env.isRequest() {
+			c.log.Warn("the server refused a notification", "status", code, "code", rpcCode)
+			return true
+		}
+		c.deliver(rpc)
 	default:
-		return false
+		c.fail(env.ID, se.Error())
 	}
 	return true
 }

@@ -12,16 +12,26 @@
 //   - ask-url {id, url}: sends a URL-mode elicitation/create and returns
 //     the ElicitResult as JSON text.
 //   - complete-url {id}: sends notifications/elicitation/complete for id.
-//   - mrtr-ask {rounds}: asks through input_required results (MCP
-//     2026-07-28), one round or two, and returns the last answer as JSON.
+//   - mrtr-ask {rounds, schema}: asks through input_required results (MCP
+//     2026-07-28; mcp-go sends a client of an earlier revision an
+//     elicitation/create instead), one round or two, and returns the last
+//     answer as JSON. schema, a JSON schema, replaces the first round's.
 //   - mrtr-forever: answers input_required on every attempt.
 //   - crash {code}: exits the process with code.
+//
+// With -http ADDR it serves streamable HTTP instead of stdio and prints
+// "listening on http://HOST:PORT/mcp" on stderr once it accepts
+// connections. Over stdio, with AEP_TEST_RECORD set, it appends every byte
+// it reads to that file.
 package main
 
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -29,6 +39,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/testpeers/record"
 )
 
 const pinned = `{"type":"object","properties":{
@@ -56,6 +68,8 @@ type pendingAsk struct {
 }
 
 func main() {
+	addr := flag.String("http", "", "serve streamable HTTP on this address instead of stdio")
+	flag.Parse()
 	s := server.NewMCPServer("elicit-test-server", "1.0.0",
 		server.WithElicitation(),
 		//lint:ignore SA1019 this peer tests the 2025 flow (elicitation/create requests); the 2026-07-28 flow is tested on purpose elsewhere
@@ -84,7 +98,7 @@ func main() {
 	})
 	// MCP 2026-07-28 multi round-trip: the tool answers input_required
 	// until it has what it needs (one round, or two with rounds=2).
-	s.AddTool(mcp.NewTool("mrtr-ask", mcp.WithNumber("rounds")), func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	s.AddTool(mcp.NewTool("mrtr-ask", mcp.WithNumber("rounds"), mcp.WithString("schema")), func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		name := server.ElicitationResponse(r.Params.InputResponses, "name")
 		if name == nil && strings.HasPrefix(r.Params.RequestState, "round-2:") {
 			// The second round: the first answer travels in the state.
@@ -92,8 +106,12 @@ func main() {
 			json.Unmarshal([]byte(strings.TrimPrefix(r.Params.RequestState, "round-2:")), name)
 		}
 		if name == nil {
+			var schema any = map[string]any{"type": "object", "properties": map[string]any{"who": map[string]any{"type": "string"}}, "required": []string{"who"}}
+			if custom := r.GetString("schema", ""); custom != "" {
+				schema = json.RawMessage(custom)
+			}
 			return server.NewInputRequestBuilder("round-1").Elicit("name", mcp.ElicitationParams{Message: "Who deploys?",
-				RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"who": map[string]any{"type": "string"}}, "required": []string{"who"}}}).ToolResult(), nil
+				RequestedSchema: schema}).ToolResult(), nil
 		}
 		if r.GetFloat("rounds", 1) >= 2 {
 			confirm := server.ElicitationResponse(r.Params.InputResponses, "confirm")
@@ -117,10 +135,28 @@ func main() {
 		os.Exit(int(r.GetFloat("code", 3)))
 		return nil, nil
 	})
-	if err := server.ServeStdio(s); err != nil {
+	if err := serve(s, *addr); err != nil {
 		fmt.Fprintln(os.Stderr, "elicitserver:", err)
 		os.Exit(1)
 	}
+}
+
+// serve serves s over stdio, or over streamable HTTP on addr.
+func serve(s *server.MCPServer, addr string) error {
+	if addr == "" {
+		if err := record.Stdin(); err != nil {
+			return err
+		}
+		return server.ServeStdio(s)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", server.NewStreamableHTTPServer(s))
+	fmt.Fprintf(os.Stderr, "listening on http://%s/mcp\n", ln.Addr())
+	return http.Serve(ln, mux)
 }
 
 func ask(s *server.MCPServer) server.ToolHandlerFunc {
