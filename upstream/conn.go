@@ -194,6 +194,11 @@ func (c *Conn) fail(id json.RawMessage, msg string) {
 func (c *Conn) WriteMessage(msg []byte) error {
 	c.mu.Lock()
 	lg, closed := c.legacy, c.closed
+	if !closed && lg == nil {
+		// Counted under mu with the closed check, so Close's Wait never
+		// races an Add.
+		c.wg.Add(1)
+	}
 	c.mu.Unlock()
 	if closed {
 		return io.ErrClosedPipe
@@ -203,21 +208,24 @@ func (c *Conn) WriteMessage(msg []byte) error {
 	}
 	out := parseOutbound(msg) // batches have no id: their errors are logged
 	if c.modern.cancel(out) {
+		c.wg.Done()
 		return nil // 2026-07-28: the closed response stream is the cancellation
 	}
 	c.order.Lock()
 	acked := make(chan struct{})
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		c.post(msg, out, acked)
-	}()
+	go c.postCounted(msg, out, acked)
 	select {
 	case <-acked:
 	case <-c.ctx.Done():
 	}
 	c.order.Unlock()
 	return nil
+}
+
+// postCounted is the goroutine of one POST; WriteMessage counted it.
+func (c *Conn) postCounted(msg []byte, out outbound, acked chan struct{}) {
+	defer c.wg.Done()
+	c.post(msg, out, acked)
 }
 
 func (c *Conn) headers(h http.Header) {
