@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/jsonrpc"
 )
 
 // Options configure a remote upstream.
@@ -155,34 +156,17 @@ type envelope struct {
 	Method string          `json:"method"`
 }
 
-func (e envelope) isRequest() bool { return e.Method != "" && len(e.ID) > 0 && string(e.ID) != "null" }
-
-// codeTransport is the JSON-RPC error code of a request the transport
-// could not carry to the server or back. JSON-RPC 2.0 §5.1 leaves
-// -32000 to -32099 to implementations; the TypeScript SDK names -32000
-// ConnectionClosed, and mcp-go exports no constant for it.
-const codeTransport = -32000
-
-// rpcError is a JSON-RPC error response.
-type rpcError struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Error   struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
+func (e envelope) isRequest() bool { return e.Method != "" && jsonrpc.HasID(e.ID) }
 
 // fail answers a client request with a JSON-RPC error, so nothing hangs.
+// The code is -32000, the one MCP SDKs use for a request the connection
+// could not carry (jsonrpc.CodeConnectionClosed).
 func (c *Conn) fail(id json.RawMessage, msg string) {
-	if len(id) == 0 || string(id) == "null" {
+	if !jsonrpc.HasID(id) {
 		c.log.Warn("upstream error on a message that takes no response", "err", msg)
 		return
 	}
-	e := rpcError{JSONRPC: mcp.JSONRPC_VERSION, ID: id}
-	e.Error.Code, e.Error.Message = codeTransport, msg
-	b, _ := json.Marshal(e)
-	c.deliver(b)
+	c.deliver(jsonrpc.ErrorResponse(id, jsonrpc.CodeConnectionClosed, msg))
 }
 
 // WriteMessage sends one client message to the server. For streamable
@@ -261,12 +245,4 @@ func (c *Conn) Close() error {
 	c.stop()
 	c.wg.Wait()
 	return nil
-}
-
-func compactJSON(b json.RawMessage) []byte {
-	var out bytes.Buffer
-	if json.Compact(&out, b) != nil {
-		return b
-	}
-	return out.Bytes()
 }
