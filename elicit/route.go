@@ -3,13 +3,16 @@ package elicit
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/jsonrpc"
 )
 
 // fromClient handles one raw message (or batch) from the client.
 func (p *Proxy) fromClient(raw []byte) {
-	out, ok := p.each(raw, p.clientMessage, p.writeClient)
+	out, ok := p.each(raw, true)
 	if ok && out != nil {
 		p.forward(p.client, p.server, out)
 	}
@@ -17,7 +20,7 @@ func (p *Proxy) fromClient(raw []byte) {
 
 // fromServer handles one raw message (or batch) from the server.
 func (p *Proxy) fromServer(raw []byte) {
-	out, ok := p.each(raw, p.serverMessage, p.writeServer)
+	out, ok := p.each(raw, false)
 	if ok && out != nil {
 		p.forward(p.server, p.client, out)
 	}
@@ -28,30 +31,54 @@ func (p *Proxy) fromServer(raw []byte) {
 // never re-encoded messages), a rebuilt batch of the kept elements, or nil.
 // Unparseable input is answered on reply with a JSON-RPC error and never
 // forwarded.
-func (p *Proxy) each(raw []byte, handle func(*message, []byte) []byte, reply func([]byte)) ([]byte, bool) {
+func (p *Proxy) each(raw []byte, fromClient bool) ([]byte, bool) {
+	handle, reply := p.serverMessage, p.writeServer
+	if fromClient {
+		handle, reply = p.clientMessage, p.writeClient
+	}
 	t := bytes.TrimLeft(raw, " \t\r\n")
 	if len(t) > 0 && t[0] == '[' {
-		return p.eachInBatch(raw, t, handle, reply)
+		return p.eachInBatch(raw, t, fromClient, handle, reply)
 	}
 	var m message
 	if err := json.Unmarshal(t, &m); err != nil {
-		if !json.Valid(t) {
-			p.log.Warn("malformed JSON-RPC message; answered with a parse error", "err", err)
-			reply(errorResponse(nil, codeParseError, "Parse error: the message is not valid JSON"))
-			return nil, false
-		}
-		p.log.Warn("invalid JSON-RPC message; answered with an error", "err", err)
-		reply(errorResponse(nil, codeInvalidRequest, "Invalid Request: not a JSON-RPC 2.0 message object"))
+		p.undecodable(raw, err, fromClient, reply)
 		return nil, false
 	}
 	return handle(&m, raw), true
 }
 
+// undecodable handles a message encoding/json could not decode: one
+// nested too deep is relayed as a stream, whose envelope is all the proxy
+// reads; anything else is answered on reply with an error carrying the
+// message's id when one can be read, and never forwarded.
+func (p *Proxy) undecodable(raw []byte, err error, fromClient bool, reply func([]byte)) {
+	env, serr := jsonrpc.Scan(raw, jsonrpc.ScanOptions{})
+	var syn *json.SyntaxError
+	switch {
+	case serr == nil && env.MaxDepth > maxParseDepth:
+		p.relayStream(raw, nil, fromClient)
+	case errors.As(err, &syn):
+		if serr == nil {
+			serr = err // broken deeper than the levels the scanner reads
+		}
+		p.log.Warn("malformed JSON-RPC message; answered with a parse error", "err", serr)
+		reply(errorResponse(env.ID, codeParseError, "Parse error: the message is not valid JSON: "+serr.Error()))
+	default:
+		p.log.Warn("invalid JSON-RPC message; answered with an error", "err", err)
+		reply(errorResponse(env.ID, codeInvalidRequest, "Invalid Request: not a JSON-RPC 2.0 message object: "+err.Error()))
+	}
+}
+
 // eachInBatch is each for a batch (t is raw without leading space): raw
 // itself when no element changed, otherwise the kept elements re-joined.
-func (p *Proxy) eachInBatch(raw, t []byte, handle func(*message, []byte) []byte, reply func([]byte)) ([]byte, bool) {
+func (p *Proxy) eachInBatch(raw, t []byte, fromClient bool, handle func(*message, []byte) []byte, reply func([]byte)) ([]byte, bool) {
 	var elems []json.RawMessage
 	if err := json.Unmarshal(t, &elems); err != nil {
+		if env, serr := jsonrpc.Scan(raw, jsonrpc.ScanOptions{}); serr == nil && env.MaxDepth > maxParseDepth {
+			p.relayStream(raw, nil, fromClient)
+			return nil, false
+		}
 		p.log.Warn("malformed JSON-RPC batch; answered with a parse error", "err", err)
 		reply(errorResponse(nil, codeParseError, "Parse error: the batch is not valid JSON"))
 		return nil, false

@@ -29,11 +29,12 @@ func FuzzScanner(f *testing.F) {
 		if !bytes.Equal(out.Bytes(), msg) {
 			t.Fatalf("wrote %q; want the %q read", out.Bytes(), msg)
 		}
-		if !json.Valid(msg) || s.Err() != nil && json.Valid(msg) && bytes.HasPrefix(bytes.TrimSpace(msg), []byte("{")) {
-			if json.Valid(msg) && bytes.HasPrefix(bytes.TrimSpace(msg), []byte("{")) {
-				t.Fatalf("valid object %q: scanner error %v", msg, s.Err())
-			}
+		isObject := json.Valid(msg) && bytes.HasPrefix(bytes.TrimSpace(msg), []byte("{"))
+		if !isObject {
 			return
+		}
+		if s.Err() != nil {
+			t.Fatalf("valid object %q: scanner error %v", msg, s.Err())
 		}
 		var m map[string]json.RawMessage
 		if json.Unmarshal(msg, &m) != nil {

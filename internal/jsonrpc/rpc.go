@@ -3,6 +3,7 @@ package jsonrpc
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"strconv"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -74,4 +75,13 @@ func ErrorResponse(id json.RawMessage, code int, msg string) []byte {
 	b = append(b, `,"message":`...)
 	b = append(b, m...)
 	return append(b, "}}"...)
+}
+
+// Frame is one message read from a stream. Head holds its first bytes:
+// all of them when Rest is nil. Otherwise Rest reads the remainder, to
+// io.EOF at the message's end; it must be read to the end (or the stream
+// closed) before the next message is read.
+type Frame struct {
+	Head []byte
+	Rest io.Reader
 }
