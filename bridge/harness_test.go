@@ -31,6 +31,9 @@ import (
 var serverBin string
 
 func TestMain(m *testing.M) {
+	if dir := os.Getenv(logWriterEnv); dir != "" {
+		os.Exit(logWriter(dir)) // the subprocess of the kill-mid-write test
+	}
 	dir, err := os.MkdirTemp("", "aep-bridge-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
