@@ -109,13 +109,16 @@ func Dial(o Options) (*Conn, error) {
 }
 
 // inbound is a server message and, when it came on the response stream
-// of a client request, that request's id.
+// of a client request, that request's id. A large JSON response comes as
+// the head of its body in msg and the rest in rest (see body.go).
 type inbound struct {
 	msg     []byte
 	related json.RawMessage
+	rest    io.Reader
 }
 
-// ReadMessage returns the next message from the server; io.EOF after Close.
+// ReadMessage returns the next message from the server, whole, however
+// large; io.EOF after Close. The proxy uses ReadFrame.
 func (c *Conn) ReadMessage() ([]byte, error) {
 	m, _, err := c.ReadRelated()
 	return m, err
@@ -127,11 +130,22 @@ func (c *Conn) ReadMessage() ([]byte, error) {
 // message from the GET stream, a JSON response body or the HTTP+SSE
 // stream.
 func (c *Conn) ReadRelated() (msg []byte, related json.RawMessage, err error) {
+	f, related, err := c.ReadRelatedFrame()
+	if err != nil || f.Rest == nil {
+		return f.Head, related, err
+	}
+	rest, err := io.ReadAll(f.Rest)
+	return append(f.Head, rest...), related, err
+}
+
+// ReadRelatedFrame is ReadRelated for a reader that takes a large message
+// as a stream (ReadFrame).
+func (c *Conn) ReadRelatedFrame() (jsonrpc.Frame, json.RawMessage, error) {
 	select {
 	case m := <-c.in:
-		return m.msg, m.related, nil
+		return jsonrpc.Frame{Head: m.msg, Rest: m.rest}, m.related, nil
 	case <-c.ctx.Done():
-		return nil, nil, io.EOF
+		return jsonrpc.Frame{}, nil, io.EOF
 	}
 }
 
@@ -145,7 +159,7 @@ func (c *Conn) deliverRelated(m []byte, related json.RawMessage) {
 		c.log.Warn("tools/list: a tool breaks the x-mcp-header rules of MCP 2026-07-28 and is left out", "tool", tool, "reason", reason)
 	})
 	select {
-	case c.in <- inbound{m, related}:
+	case c.in <- inbound{msg: m, related: related}:
 	case <-c.ctx.Done():
 	}
 }
