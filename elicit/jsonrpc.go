@@ -12,13 +12,44 @@ import (
 // message is the JSON-RPC envelope the proxy reads. Params, Result and
 // Error stay raw: the proxy forwards bytes, never re-encoded messages.
 type message struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id,omitempty"`
-	Method  string          `json:"method,omitempty"`
-	Params  json.RawMessage `json:"params,omitempty"`
-	Result  json.RawMessage `json:"result,omitempty"`
-	Error   json.RawMessage `json:"error,omitempty"`
+	ID     json.RawMessage
+	Method string
+	Params json.RawMessage
+	Result json.RawMessage
+	Error  json.RawMessage
+	// Meta is params._meta, when the parse read it.
+	Meta json.RawMessage
 }
+
+// wholeScan reads a whole message's envelope, its values slices of the
+// message itself.
+var wholeScan = jsonrpc.ScanOptions{Alias: true, Capture: map[string]int{"params._meta": 0}}
+
+// parse reads a whole message (one, not a batch) into m in one pass of the
+// jsonrpc Scanner, with no copy: m's members are slices of raw, which must
+// outlive m. It fails for what is not JSON (nested deeper than
+// maxParseDepth included) and for what is not a JSON-RPC message object.
+func (m *message) parse(raw []byte) error {
+	if !json.Valid(raw) {
+		return errNotJSON
+	}
+	env, err := jsonrpc.Scan(raw, wholeScan)
+	if err != nil {
+		return err
+	}
+	if env.Batch {
+		return errors.New("a batch inside a batch")
+	}
+	if mv := env.MethodAt.Of(raw); mv != nil && mv[0] != '"' && string(mv) != "null" {
+		return errors.New("its method is not a string")
+	}
+	*m = message{ID: env.IDAt.Of(raw), Method: env.Method, Params: env.ParamsAt.Of(raw),
+		Result: env.ResultAt.Of(raw), Error: env.ErrorAt.Of(raw), Meta: env.Members["params._meta"]}
+	return nil
+}
+
+// errNotJSON is parse's error for bytes that are not JSON.
+var errNotJSON = errors.New("not valid JSON")
 
 func (m *message) hasID() bool { return jsonrpc.HasID(m.ID) }
 

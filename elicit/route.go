@@ -41,26 +41,25 @@ func (p *Proxy) each(raw []byte, fromClient bool) ([]byte, bool) {
 		return p.eachInBatch(raw, t, fromClient, handle, reply)
 	}
 	var m message
-	if err := json.Unmarshal(t, &m); err != nil {
+	if err := m.parse(t); err != nil {
 		p.undecodable(raw, err, fromClient, reply)
 		return nil, false
 	}
 	return handle(&m, raw), true
 }
 
-// undecodable handles a message encoding/json could not decode: one
+// undecodable handles a message the proxy could not parse whole: one
 // nested too deep is relayed as a stream, whose envelope is all the proxy
 // reads; anything else is answered on reply with an error carrying the
 // message's id when one can be read, and never forwarded.
 func (p *Proxy) undecodable(raw []byte, err error, fromClient bool, reply func([]byte)) {
 	env, serr := jsonrpc.Scan(raw, jsonrpc.ScanOptions{})
-	var syn *json.SyntaxError
 	switch {
 	case serr == nil && env.MaxDepth > maxParseDepth:
 		p.relayStream(raw, nil, fromClient)
-	case errors.As(err, &syn):
+	case errors.Is(err, errNotJSON):
 		if serr == nil {
-			serr = err // broken deeper than the levels the scanner reads
+			serr = errors.New("it breaks deeper inside") // the scanner reads two levels
 		}
 		p.log.Warn("malformed JSON-RPC message; answered with a parse error", "err", serr)
 		reply(errorResponse(env.ID, codeParseError, "Parse error: the message is not valid JSON: "+serr.Error()))
@@ -91,7 +90,7 @@ func (p *Proxy) eachInBatch(raw, t []byte, fromClient bool, handle func(*message
 	changed := false
 	for _, e := range elems {
 		var m message
-		if err := json.Unmarshal(e, &m); err != nil {
+		if err := m.parse(e); err != nil {
 			reply(errorResponse(nil, codeInvalidRequest, "Invalid Request: a batch element is not a JSON-RPC message"))
 			changed = true
 			continue
@@ -192,14 +191,20 @@ func (p *Proxy) serverMessage(m *message, raw []byte) []byte {
 // track remembers a client request until the server answers it.
 func (p *Proxy) track(m *message) {
 	r := &inflight{id: m.ID, method: m.Method}
-	if bytes.Contains(m.Params, []byte(`"progressToken"`)) {
+	meta := m.Meta
+	if meta == nil && bytes.Contains(m.Params, []byte(`"progressToken"`)) {
 		var params struct {
-			Meta *struct {
-				ProgressToken json.RawMessage `json:"progressToken"`
-			} `json:"_meta"`
+			Meta json.RawMessage `json:"_meta"`
 		}
-		if json.Unmarshal(m.Params, &params) == nil && params.Meta != nil && len(params.Meta.ProgressToken) > 0 && string(params.Meta.ProgressToken) != "null" {
-			r.token = params.Meta.ProgressToken
+		json.Unmarshal(m.Params, &params)
+		meta = params.Meta
+	}
+	if bytes.Contains(meta, []byte(`"progressToken"`)) {
+		var mt struct {
+			ProgressToken json.RawMessage `json:"progressToken"`
+		}
+		if json.Unmarshal(meta, &mt) == nil && jsonrpc.HasID(mt.ProgressToken) {
+			r.token = mt.ProgressToken
 		}
 	}
 	p.mu.Lock()

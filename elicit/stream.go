@@ -181,9 +181,7 @@ func (p *Proxy) streamed(env *jsonrpc.Envelope, err error, fromClient bool, rd *
 	switch {
 	case fromClient && env.IsRequest():
 		p.startSession(m)
-		if meta := env.Members["params._meta"]; meta != nil {
-			m.Params = append(append([]byte(`{"_meta":`), meta...), '}')
-		}
+		m.Meta = env.Members["params._meta"]
 		p.track(m)
 	case fromClient && env.Method == string(mcp.MethodNotificationCancelled):
 		p.startSession(m)

@@ -49,10 +49,15 @@ func isCompact(id []byte) bool {
 	switch id[0] {
 	case '"':
 		return id[len(id)-1] == '"' && bytes.IndexByte(id[1:len(id)-1], '"') < 0
-	case '{', '[', ' ', '\t', '\r', '\n':
+	case '{', '[':
 		return false
 	}
-	return bytes.IndexAny(id, " \t\r\n") < 0
+	for _, c := range id {
+		if c == ' ' || c == '\t' || c == '\r' || c == '\n' {
+			return false
+		}
+	}
+	return true
 }
 
 // HasID reports whether id names a request: present and not null.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sync"
 )
 
 // Envelope is what a Scanner read of one message: the members a proxy
@@ -31,6 +32,21 @@ type Envelope struct {
 	Duplicate string
 	// MaxDepth is the deepest nesting seen: 1 for a flat object.
 	MaxDepth int
+	// Where the top-level members' values are in the bytes written,
+	// counted from the first byte (a zero Span: absent), so a caller that
+	// holds the whole message reads them without a copy.
+	IDAt, MethodAt, ParamsAt, ResultAt, ErrorAt Span
+}
+
+// Span is where a value lies in a message: bytes [Start, End).
+type Span struct{ Start, End int64 }
+
+// Of returns the bytes of the span in msg, or nil for an absent one.
+func (s Span) Of(msg []byte) []byte {
+	if s.End == 0 || s.End > int64(len(msg)) {
+		return nil
+	}
+	return msg[s.Start:s.End]
 }
 
 // HasID reports whether the message carries a non-null id.
@@ -69,6 +85,10 @@ type ScanOptions struct {
 	// member over its limit, which passes unchanged.
 	Rewrite    func(path string, value []byte, env *Envelope) []byte
 	Rewritable map[string]bool
+	// Alias makes a captured value a slice of the bytes written instead of
+	// a copy, with no limit: for a whole message written in one Write and
+	// kept while the envelope is used.
+	Alias bool
 }
 
 // Scanner reads a JSON-RPC message's envelope from its bytes as they pass,
@@ -98,11 +118,13 @@ type Scanner struct {
 
 	inString, isKey bool
 	bs              int // backslashes ending the string's last piece
-	key             []byte
+	keyBuf          [maxKey + 1]byte
+	keyLen          int
 	literal         bool
 
 	skip     bool // inside a value deeper than the levels read
 	skipBase int  // the depth at which the skipped value ends
+	topStart int64
 
 	cap struct {
 		active  bool
@@ -129,7 +151,7 @@ const (
 
 // NewScanner returns a Scanner with the given options.
 func NewScanner(o ScanOptions) *Scanner {
-	return &Scanner{opts: o, env: Envelope{Members: map[string]json.RawMessage{}}}
+	return &Scanner{opts: o}
 }
 
 // Envelope returns what was read so far.
@@ -262,10 +284,16 @@ func trailingBackslashes(b []byte) int {
 }
 
 func (s *Scanner) keyAppend(b []byte) {
-	if s.isKey && len(s.key) <= maxKey {
-		s.key = append(s.key, b...)
+	if s.isKey && s.keyLen <= maxKey {
+		s.keyLen += copy(s.keyBuf[s.keyLen:], b)
+		if s.keyLen == len(s.keyBuf) && len(b) > 0 {
+			s.keyLen = maxKey + 1 // over: no name the Scanner reads
+		}
 	}
 }
+
+// key returns the member name read, as written.
+func (s *Scanner) key() []byte { return s.keyBuf[:s.keyLen] }
 
 // stringEnded handles the end of a string at end (exclusive) in p.
 func (s *Scanner) stringEnded(p []byte, end int) {
@@ -273,19 +301,61 @@ func (s *Scanner) stringEnded(p []byte, end int) {
 	case s.skip:
 	case s.isKey:
 		s.isKey = false
-		name := decodeKey(s.key)
 		if s.depth == 1 {
+			name := topKey(s.key())
 			s.top = name
 			if (name == "id" && s.seen("id")) || (name == "method" && s.seen("method")) {
 				s.env.Duplicate = name
 			}
 		} else {
-			s.sub = name
+			s.sub = s.subPath(s.key())
 		}
 		s.state = stColon
 	default:
 		s.valueEnded(p, end)
 	}
+}
+
+// topKey returns the name of a top-level member the Scanner reads, without
+// allocating, or "" for one it does not.
+func topKey(raw []byte) string {
+	switch string(raw) {
+	case "id":
+		return "id"
+	case "method":
+		return "method"
+	case "jsonrpc":
+		return "jsonrpc"
+	case "params":
+		return "params"
+	case "result":
+		return "result"
+	case "error":
+		return "error"
+	}
+	if bytes.IndexByte(raw, '\\') >= 0 {
+		if k := decodeKey(raw); k != string(raw) {
+			return topKey([]byte(k))
+		}
+	}
+	return ""
+}
+
+// subPath returns the path ("params._meta") of a member of params, result
+// or error that the options capture, or "" for one they do not.
+func (s *Scanner) subPath(raw []byte) string {
+	if len(s.opts.Capture) == 0 {
+		return ""
+	}
+	if bytes.IndexByte(raw, '\\') >= 0 {
+		raw = []byte(decodeKey(raw))
+	}
+	var buf [maxKey + 8]byte
+	k := append(append(append(buf[:0], s.in...), '.'), raw...)
+	if _, ok := s.opts.Capture[string(k)]; ok {
+		return string(k)
+	}
+	return ""
 }
 
 // seen reports whether a top-level id or method was already read.
@@ -310,6 +380,20 @@ func decodeKey(raw []byte) string {
 		return ""
 	}
 	return k
+}
+
+// decodeString returns the JSON string v decodes to, or "" when v is not
+// a string.
+func decodeString(v []byte) string {
+	if len(v) < 2 || v[0] != '"' {
+		return ""
+	}
+	if bytes.IndexByte(v, '\\') < 0 {
+		return string(v[1 : len(v)-1])
+	}
+	var m string
+	json.Unmarshal(v, &m)
+	return m
 }
 
 // structural marks the bytes skipped values are tracked by.
@@ -377,7 +461,7 @@ func (s *Scanner) exactByte(p []byte, i int) int {
 	case stKeyOrEnd, stKey:
 		switch {
 		case c == '"':
-			s.inString, s.isKey, s.bs, s.key = true, true, 0, s.key[:0]
+			s.inString, s.isKey, s.bs, s.keyLen = true, true, 0, 0
 		case c == '}' && s.state == stKeyOrEnd:
 			s.closeObject(p, i)
 		default:
@@ -404,12 +488,13 @@ func (s *Scanner) exactByte(p []byte, i int) int {
 	return i + 1
 }
 
-// path names the member whose value begins: "id", "params._meta".
+// path names the member whose value begins: "id", "params._meta", or ""
+// for one the Scanner does not read.
 func (s *Scanner) path() string {
 	if s.depth == 1 {
 		return s.top
 	}
-	return s.in + "." + s.sub
+	return s.sub
 }
 
 // beginValue starts a value at p[i] = c.
@@ -428,6 +513,7 @@ func (s *Scanner) beginValue(p []byte, i int, c byte) {
 	}
 	path := s.path()
 	if s.depth == 1 {
+		s.topStart = s.n + int64(i)
 		switch path {
 		case "params":
 			s.env.Params = true
@@ -437,8 +523,10 @@ func (s *Scanner) beginValue(p []byte, i int, c byte) {
 			s.env.Error = true
 		}
 	}
-	if limit, ok := s.captureLimit(path); ok {
-		s.startCapture(p, i, path, limit)
+	if path != "" {
+		if limit, ok := s.captureLimit(path); ok {
+			s.startCapture(p, i, path, limit)
+		}
 	}
 	switch c {
 	case '{', '[':
@@ -508,15 +596,22 @@ func (s *Scanner) valueEnded(p []byte, end int) {
 	if s.depth == 0 {
 		s.state = stDone
 	}
+	if s.depth == 1 {
+		s.noteSpan(end)
+	}
 	c := &s.cap
 	if !c.active || c.depth != s.depth {
 		return
 	}
-	if !s.capAppend(p, end) {
+	var v json.RawMessage
+	if s.opts.Alias && c.start >= 0 && len(c.buf) == 0 {
+		v = p[c.start:end:end]
+	} else if s.capAppend(p, end) {
+		v = append(json.RawMessage(nil), c.buf...)
+	} else {
 		return
 	}
 	c.active = false
-	v := append(json.RawMessage(nil), c.buf...)
 	switch c.path {
 	case "id":
 		if s.depth == 1 {
@@ -524,18 +619,36 @@ func (s *Scanner) valueEnded(p []byte, end int) {
 		}
 	case "method":
 		if s.depth == 1 {
-			var m string
-			if json.Unmarshal(v, &m) == nil {
-				s.env.Method = m
-			}
+			s.env.Method = decodeString(v)
 		}
 	}
 	if s.depth > 1 {
+		if s.env.Members == nil {
+			s.env.Members = map[string]json.RawMessage{}
+		}
 		s.env.Members[c.path] = v
 	}
 	if c.rewrite {
 		s.emit(s.opts.Rewrite(c.path, v, &s.env))
 		s.emitFrom = end
+	}
+}
+
+// noteSpan records where the top-level member's value that ends at end
+// (exclusive) in the current piece lies.
+func (s *Scanner) noteSpan(end int) {
+	sp := Span{s.topStart, s.n + int64(end)}
+	switch s.top {
+	case "id":
+		s.env.IDAt = sp
+	case "method":
+		s.env.MethodAt = sp
+	case "params":
+		s.env.ParamsAt = sp
+	case "result":
+		s.env.ResultAt = sp
+	case "error":
+		s.env.ErrorAt = sp
 	}
 }
 
@@ -550,14 +663,21 @@ func (s *Scanner) closeObject(p []byte, i int) {
 	s.valueEnded(p, i+1)
 }
 
-// Scan reads the envelope of a whole message.
-func Scan(msg []byte, o ScanOptions) (*Envelope, error) {
-	s := NewScanner(o)
+// Scan reads the envelope of a whole message. It allocates nothing but
+// what it captures (and, with Alias, not even that).
+func Scan(msg []byte, o ScanOptions) (Envelope, error) {
+	s := scanners.Get().(*Scanner)
+	defer scanners.Put(s)
+	*s = Scanner{opts: o}
 	if _, err := s.Write(msg); err != nil {
-		return s.Envelope(), err
+		return s.env, err
 	}
 	if err := s.Finish(); err != nil {
-		return s.Envelope(), err
+		return s.env, err
 	}
-	return s.Envelope(), s.Err()
+	return s.env, s.err
 }
+
+// scanners are the Scanners Scan reuses: one per message would be the
+// proxy's largest allocation.
+var scanners = sync.Pool{New: func() any { return new(Scanner) }}
