@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"unicode/utf8"
 )
 
 // Envelope is what a Scanner read of one message: the members a proxy
@@ -388,10 +389,10 @@ func decodeString(v []byte) string {
 	if len(v) < 2 || v[0] != '"' {
 		return ""
 	}
-	if bytes.IndexByte(v, '\\') < 0 {
+	if bytes.IndexByte(v, '\\') < 0 && utf8.Valid(v) {
 		return string(v[1 : len(v)-1])
 	}
-	var m string
+	var m string // escapes, or invalid UTF-8 (which decodes to U+FFFD)
 	json.Unmarshal(v, &m)
 	return m
 }
