@@ -41,7 +41,11 @@ func TestStdinFlagsUnchanged(t *testing.T) {
 			before := getfl(t, stdin)
 			stderr := &lockedBuffer{}
 			cmd := exec.Command(self, "as-bridge", "--listen", "off", "--log-dir", "off", "--log-level", "info", "--", self, "demo-server")
-			cmd.Stdin = os.NewFile(uintptr(stdin), "stdin")
+			// Held until the end: the finalizer of an unreferenced
+			// *os.File would close the descriptor under the test.
+			in := os.NewFile(uintptr(stdin), "stdin")
+			defer in.Close()
+			cmd.Stdin = in
 			cmd.Stdout, cmd.Stderr = nil, stderr
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
@@ -59,7 +63,6 @@ func TestStdinFlagsUnchanged(t *testing.T) {
 			if got := getfl(t, stdin); got != before {
 				t.Errorf("after the bridge exits, stdin's flags are %#x; want %#x as found (O_NONBLOCK is %#x)", got, before, syscall.O_NONBLOCK)
 			}
-			syscall.Close(stdin)
 		})
 	}
 }
