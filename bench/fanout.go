@@ -120,148 +120,210 @@ func runFanout(ctx context.Context, args []string) error {
 	return nil
 }
 
-func fanoutRun(nWS, nSSE, events, rate int, stalled bool) (fanoutResult, error) {
+// fanoutProc is the fanout-server subprocess and its command pipes.
+type fanoutProc struct {
+	cmd  *exec.Cmd
+	in   io.WriteCloser
+	out  *bufio.Scanner
+	addr string
+}
+
+// startFanoutServer starts the fanout-server subprocess.
+func startFanoutServer() (*fanoutProc, error) {
 	self, err := os.Executable()
 	if err != nil {
-		return fanoutResult{}, err
+		return nil, err
 	}
 	cmd := exec.Command(self, "fanout-server")
 	cmd.Stderr = os.Stderr
 	in, _ := cmd.StdinPipe()
 	outPipe, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
-		return fanoutResult{}, err
+		return nil, err
 	}
-	defer func() { in.Close(); cmd.Process.Kill(); cmd.Wait() }()
-	out := bufio.NewScanner(outPipe)
-	line := func() string { out.Scan(); return out.Text() }
-	addr := line()
-	mem := func() uint64 { fmt.Fprintln(in, "mem"); v, _ := strconv.ParseUint(line(), 10, 64); return v }
-	before := mem()
+	p := &fanoutProc{cmd: cmd, in: in, out: bufio.NewScanner(outPipe)}
+	p.addr = p.line()
+	return p, nil
+}
 
-	var (
-		mu        sync.Mutex
-		lat       []time.Duration
-		delivered atomic.Int64
-		ended     atomic.Int64 // subscribers whose stream ended during the run
-		wg        sync.WaitGroup
-		ready     sync.WaitGroup
-	)
-	want := int64(events * (nWS + nSSE))
-	record := func(data []byte) {
-		var ev struct {
-			Data struct {
-				Phase string `json:"phase"`
-			} `json:"data"`
-		}
-		if json.Unmarshal(data, &ev) != nil || ev.Data.Phase == "" {
-			return
-		}
-		ns, _ := strconv.ParseInt(ev.Data.Phase, 10, 64)
-		d := time.Since(time.Unix(0, ns))
-		mu.Lock()
-		lat = append(lat, d)
-		mu.Unlock()
-		delivered.Add(1)
+func (p *fanoutProc) line() string { p.out.Scan(); return p.out.Text() }
+
+// mem is the server's heap and stack in use.
+func (p *fanoutProc) mem() uint64 {
+	fmt.Fprintln(p.in, "mem")
+	v, _ := strconv.ParseUint(p.line(), 10, 64)
+	return v
+}
+
+// conns is how many subscribers the server holds.
+func (p *fanoutProc) conns() int {
+	fmt.Fprintln(p.in, "conns")
+	n, _ := strconv.Atoi(p.line())
+	return n
+}
+
+func (p *fanoutProc) stop() { p.in.Close(); p.cmd.Process.Kill(); p.cmd.Wait() }
+
+// recorder collects the publish-to-delivery latencies of a run.
+type recorder struct {
+	mu        sync.Mutex
+	lat       []time.Duration
+	delivered atomic.Int64
+	ended     atomic.Int64 // subscribers whose stream ended during the run
+}
+
+// record notes one delivered event, stamped by the server with its
+// publication time.
+func (r *recorder) record(data []byte) {
+	var ev struct {
+		Data struct {
+			Phase string `json:"phase"`
+		} `json:"data"`
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	for i := 0; i < nWS; i++ {
+	if json.Unmarshal(data, &ev) != nil || ev.Data.Phase == "" {
+		return
+	}
+	ns, _ := strconv.ParseInt(ev.Data.Phase, 10, 64)
+	d := time.Since(time.Unix(0, ns))
+	r.mu.Lock()
+	r.lat = append(r.lat, d)
+	r.mu.Unlock()
+	r.delivered.Add(1)
+}
+
+// subscribeWS connects n WebSocket subscribers that read until closed.
+func (r *recorder) subscribeWS(addr string, n int) ([]*websocket.Conn, error) {
+	var conns []*websocket.Conn
+	for i := 0; i < n; i++ {
 		c, _, err := websocket.DefaultDialer.Dial("ws://"+addr+"/socket?access_token="+fanoutToken, nil)
 		if err != nil {
-			return fanoutResult{}, err
+			return conns, err
 		}
-		defer c.Close()
+		conns = append(conns, c)
 		c.WriteMessage(websocket.TextMessage, []byte(`{"type":"hello","versions":["0.1"],"role":"consumer"}`))
 		c.ReadMessage()
 		c.WriteMessage(websocket.TextMessage, []byte(`{"type":"subscribe","id":"s"}`))
 		c.ReadMessage()
-		wg.Add(1)
 		go func() {
-			defer wg.Done()
-			defer ended.Add(1)
+			defer r.ended.Add(1)
 			for {
 				_, b, err := c.ReadMessage()
 				if err != nil {
 					return
 				}
-				record(b)
+				r.record(b)
 			}
 		}()
 	}
-	for i := 0; i < nSSE; i++ {
+	return conns, nil
+}
+
+// subscribeSSE connects n SSE subscribers that read until ctx ends.
+func (r *recorder) subscribeSSE(ctx context.Context, addr string, n int) error {
+	var ready sync.WaitGroup
+	for i := 0; i < n; i++ {
 		req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+addr+"/stream?access_token="+fanoutToken, nil)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
-			return fanoutResult{}, err
+			return err
 		}
 		ready.Add(1)
-		wg.Add(1)
 		go func() {
-			defer wg.Done()
-			defer ended.Add(1)
+			defer r.ended.Add(1)
 			ready.Done()
-			readSSE(resp.Body, record)
+			readSSE(resp.Body, r.record)
 		}()
 	}
 	ready.Wait()
-	var stall *websocket.Conn
-	stalledEnd := "—"
+	return nil
+}
+
+// stallSubscriber connects a WebSocket subscriber that never reads, with
+// a small receive buffer so the stall backs up into the endpoint instead
+// of disappearing into the kernel's loopback buffers.
+func stallSubscriber(addr string) (*websocket.Conn, error) {
+	d := websocket.Dialer{NetDial: func(network, a string) (net.Conn, error) {
+		c, err := net.Dial(network, a)
+		if tc, ok := c.(*net.TCPConn); ok {
+			tc.SetReadBuffer(4096)
+		}
+		return c, err
+	}}
+	c, _, err := d.Dial("ws://"+addr+"/socket?access_token="+fanoutToken, nil)
+	if err != nil {
+		return nil, err
+	}
+	c.WriteMessage(websocket.TextMessage, []byte(`{"type":"hello","versions":["0.1"],"role":"consumer"}`))
+	c.WriteMessage(websocket.TextMessage, []byte(`{"type":"subscribe","id":"s"}`))
+	return c, nil
+}
+
+// stalledOutcome says whether the endpoint let the stalled subscriber go
+// (its queue fills, its write deadline passes) rather than hold it.
+func stalledOutcome(p *fanoutProc, nWS int) string {
+	start := time.Now()
+	for p.conns() > nWS && time.Since(start) < 30*time.Second {
+		time.Sleep(50 * time.Millisecond) // the bench's own poll of the server, bounded
+	}
+	if p.conns() == nWS {
+		return fmt.Sprintf("dropped by the endpoint (%s after the run)", time.Since(start).Round(100*time.Millisecond))
+	}
+	return "still connected 30 s after the run"
+}
+
+// fanoutRun measures one run: nWS + nSSE subscribers (and a stalled one
+// when stalled), events emitted at rate.
+func fanoutRun(nWS, nSSE, events, rate int, stalled bool) (fanoutResult, error) {
+	p, err := startFanoutServer()
+	if err != nil {
+		return fanoutResult{}, err
+	}
+	defer p.stop()
+	before := p.mem()
+	rec := &recorder{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ws, err := rec.subscribeWS(p.addr, nWS)
+	for _, c := range ws {
+		defer c.Close()
+	}
+	if err != nil {
+		return fanoutResult{}, err
+	}
+	if err := rec.subscribeSSE(ctx, p.addr, nSSE); err != nil {
+		return fanoutResult{}, err
+	}
+	subs := nWS + nSSE
 	if stalled {
-		// A small receive buffer, so the stall backs up into the endpoint
-		// instead of disappearing into the kernel's loopback buffers.
-		d := websocket.Dialer{NetDial: func(network, a string) (net.Conn, error) {
-			c, err := net.Dial(network, a)
-			if tc, ok := c.(*net.TCPConn); ok {
-				tc.SetReadBuffer(4096)
-			}
-			return c, err
-		}}
-		stall, _, err = d.Dial("ws://"+addr+"/socket?access_token="+fanoutToken, nil)
+		stall, err := stallSubscriber(p.addr)
 		if err != nil {
 			return fanoutResult{}, err
 		}
 		defer stall.Close()
-		stall.WriteMessage(websocket.TextMessage, []byte(`{"type":"hello","versions":["0.1"],"role":"consumer"}`))
-		stall.WriteMessage(websocket.TextMessage, []byte(`{"type":"subscribe","id":"s"}`))
-		// It never reads again.
-	}
-	after := mem()
-	subs := nWS + nSSE
-	if stalled {
 		subs++
 	}
-	perIdle := float64(int64(after)-int64(before)) / float64(subs)
+	perIdle := float64(int64(p.mem())-int64(before)) / float64(subs)
 
+	want := int64(events * (nWS + nSSE))
 	start := time.Now()
-	fmt.Fprintf(in, "emit %d %d\n", events, rate)
-	line() // done
+	fmt.Fprintf(p.in, "emit %d %d\n", events, rate)
+	p.line() // done
 	deadline := time.Now().Add(60 * time.Second)
-	for delivered.Load() < want && time.Now().Before(deadline) {
+	for rec.delivered.Load() < want && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond) // the bench's own completion poll, bounded; no assertion depends on it
 	}
 	elapsed := time.Since(start)
+	stalledEnd := "—"
 	if stalled {
-		// The endpoint must let the stalled subscriber go (its queue
-		// fills, its write deadline passes) rather than hold it forever.
-		conns := func() int { fmt.Fprintln(in, "conns"); n, _ := strconv.Atoi(line()); return n }
-		stallStart := time.Now()
-		for conns() > nWS && time.Since(stallStart) < 30*time.Second {
-			time.Sleep(50 * time.Millisecond) // the bench's own poll of the server, bounded
-		}
-		if conns() == nWS {
-			stalledEnd = fmt.Sprintf("dropped by the endpoint (%s after the run)", time.Since(stallStart).Round(100*time.Millisecond))
-		} else {
-			stalledEnd = "still connected 30 s after the run"
-		}
+		stalledEnd = stalledOutcome(p, nWS)
 	}
-	mu.Lock()
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	r := fanoutResult{deliveries: delivered.Load(), elapsed: elapsed, perIdle: perIdle, stalledEnd: stalledEnd, dropped: ended.Load()}
-	if len(lat) > 0 {
-		r.p50, r.p99 = lat[len(lat)/2], lat[len(lat)*99/100]
+	rec.mu.Lock()
+	sort.Slice(rec.lat, func(i, j int) bool { return rec.lat[i] < rec.lat[j] })
+	r := fanoutResult{deliveries: rec.delivered.Load(), elapsed: elapsed, perIdle: perIdle, stalledEnd: stalledEnd, dropped: rec.ended.Load()}
+	if n := len(rec.lat); n > 0 {
+		r.p50, r.p99 = rec.lat[n/2], rec.lat[n*99/100]
 	}
-	mu.Unlock()
+	rec.mu.Unlock()
 	cancel()
 	return r, nil
 }

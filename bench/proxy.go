@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -12,12 +15,26 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// runProxy measures tools/call round trips to the same Go upstream three
-// ways in one run: direct, through a raw byte pump, through the bridge.
+// peerPair is a client and a server that talk MCP over stdio: measure
+// times calls from the client to the server argv it spawns.
+type peerPair struct {
+	name    string
+	server  []string
+	measure func(ctx context.Context, argv []string, conc, n int) ([]time.Duration, error)
+}
+
+// runProxy measures tools/call round trips for two peer pairs, each three
+// ways (direct, through a raw byte pump, through the bridge), in paired
+// rounds: every round runs every configuration back to back, and the cost
+// of the bridge is the median over rounds of its p50 minus the pump's p50
+// in the same round. Then it times a 64 MB result through the pump and
+// through the bridge, with the middle process's peak RSS above idle.
 func runProxy(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("proxy", flag.ContinueOnError)
-	n := fs.Int("n", 3000, "calls per configuration")
-	rounds := fs.Int("rounds", 3, "interleaved rounds; the table reports the median of the rounds' percentiles")
+	n := fs.Int("n", 3000, "calls per configuration and round")
+	rounds := fs.Int("rounds", 5, "paired rounds")
+	large := fs.Int("large", 64_000_000, "bytes of the large result (0 skips that table)")
+	largeRounds := fs.Int("large-rounds", 5, "rounds of the large result")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -28,57 +45,80 @@ func runProxy(ctx context.Context, args []string) error {
 	defer cleanup()
 	logs, _ := os.MkdirTemp("", "aep-bench-logs")
 	defer os.RemoveAll(logs)
-	configs := []struct {
-		name string
-		argv []string
-	}{
-		{"direct", []string{serverBin}},
-		{"raw pump", []string{self, "pump", serverBin}},
-		{"bridge", []string{bridgeBin, "--log-dir", logs, "--log-level", "error", "--", serverBin}},
+	pairs := []peerPair{{name: "mcp-go client → mcp-go server", server: []string{serverBin}, measure: measureGo}}
+	if node, ok := nodePeers(); ok {
+		pairs = append(pairs, peerPair{name: "TS SDK client → TS SDK server (Node)", server: []string{"node", node.server}, measure: node.measure})
+	} else {
+		fmt.Fprintln(os.Stderr, "bench: the TypeScript SDK pair is skipped: run npm ci --prefix internal/testpeers/npm")
 	}
+	via := func(path string, server []string) []string {
+		switch path {
+		case "raw pump":
+			return append([]string{self, "pump"}, server...)
+		case "bridge":
+			return append([]string{bridgeBin, "--listen", "off", "--log-dir", logs, "--log-level", "error", "--"}, server...)
+		}
+		return server
+	}
+	paths := []string{"direct", "raw pump", "bridge"}
 	type key struct {
-		cfg  string
-		conc int
+		pair, path string
+		conc       int
 	}
-	p50s := map[key][]time.Duration{}
-	p99s := map[key][]time.Duration{}
+	p50s, p99s := map[key][]time.Duration{}, map[key][]time.Duration{}
 	for r := 0; r < *rounds; r++ {
 		for _, conc := range []int{1, 16} {
-			for _, c := range configs {
-				lat, err := measure(ctx, c.argv, conc, *n)
-				if err != nil {
-					return fmt.Errorf("%s: %w", c.name, err)
+			for _, pp := range pairs {
+				for _, path := range paths {
+					lat, err := pp.measure(ctx, via(path, pp.server), conc, *n)
+					if err != nil {
+						return fmt.Errorf("%s, %s: %w", pp.name, path, err)
+					}
+					sortDurations(lat)
+					k := key{pp.name, path, conc}
+					p50s[k] = append(p50s[k], percentile(lat, 50))
+					p99s[k] = append(p99s[k], percentile(lat, 99))
 				}
-				sortDurations(lat)
-				k := key{c.name, conc}
-				p50s[k] = append(p50s[k], percentile(lat, 50))
-				p99s[k] = append(p99s[k], percentile(lat, 99))
 			}
 		}
 	}
-	median := func(d []time.Duration) time.Duration { sortDurations(d); return d[len(d)/2] }
-	fmt.Printf("tools/call round trip, mcp-go client → Go upstream over stdio; %d calls × %d rounds per row, median of rounds\n\n", *n, *rounds)
-	fmt.Println("| callers | path | p50 µs | p99 µs | p50 vs direct | p50 above raw pump |")
-	fmt.Println("|---|---|---|---|---|---|")
-	for _, conc := range []int{1, 16} {
-		direct := median(p50s[key{"direct", conc}])
-		floor := median(p50s[key{"raw pump", conc}])
-		for _, c := range configs {
-			p50 := median(p50s[key{c.name, conc}])
-			p99 := median(p99s[key{c.name, conc}])
-			above := "—"
-			if c.name == "bridge" {
-				above = us(p50-floor) + " µs"
+	fmt.Printf("tools/call round trip over stdio; %d calls per row and round, %d paired rounds; medians of the rounds\n\n", *n, *rounds)
+	fmt.Println("| peers | callers | path | p50 µs | p99 µs | p50 vs direct | p50 above raw pump (median of paired rounds) |")
+	fmt.Println("|---|---|---|---|---|---|---|")
+	for _, pp := range pairs {
+		for _, conc := range []int{1, 16} {
+			direct := median(p50s[key{pp.name, "direct", conc}])
+			for _, path := range paths {
+				k := key{pp.name, path, conc}
+				above := "—"
+				if path == "bridge" {
+					pump := p50s[key{pp.name, "raw pump", conc}]
+					diffs := make([]time.Duration, len(pump))
+					for i := range pump {
+						diffs[i] = p50s[k][i] - pump[i]
+					}
+					above = us(median(diffs)) + " µs"
+				}
+				p50 := median(p50s[k])
+				fmt.Printf("| %s | %d | %s | %s | %s | %.2f× | %s |\n", pp.name, conc, path, us(p50), us(median(p99s[k])), float64(p50)/float64(direct), above)
 			}
-			fmt.Printf("| %d | %s | %s | %s | %.2f× | %s |\n", conc, c.name, us(p50), us(p99), float64(p50)/float64(direct), above)
 		}
+	}
+	if *large > 0 {
+		return runLarge(serverBin, self, bridgeBin, logs, *large, *largeRounds)
 	}
 	return nil
 }
 
-// measure spawns argv as an MCP server, initializes an mcp-go client and
+// median returns the median of d (which it sorts).
+func median(d []time.Duration) time.Duration {
+	sortDurations(d)
+	return d[len(d)/2]
+}
+
+// measureGo spawns argv as an MCP server, initializes an mcp-go client and
 // times n echo calls from conc concurrent callers.
-func measure(ctx context.Context, argv []string, conc, n int) ([]time.Duration, error) {
+func measureGo(ctx context.Context, argv []string, conc, n int) ([]time.Duration, error) {
 	c, err := client.NewStdioMCPClientWithOptions(argv[0], nil, argv[1:])
 	if err != nil {
 		return nil, err
@@ -134,4 +174,42 @@ func measure(ctx context.Context, argv []string, conc, n int) ([]time.Duration, 
 	}
 	wg.Wait()
 	return out, firstErr
+}
+
+// nodeScripts are the TypeScript SDK peers of internal/testpeers/npm.
+type nodeScripts struct{ client, server string }
+
+// nodePeers finds the npm test peers, installed with npm ci.
+func nodePeers() (nodeScripts, bool) {
+	dir, err := filepath.Abs("internal/testpeers/npm")
+	if err != nil {
+		return nodeScripts{}, false
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
+		return nodeScripts{}, false
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		return nodeScripts{}, false
+	}
+	return nodeScripts{client: filepath.Join(dir, "bench-client.mjs"), server: filepath.Join(dir, "bench-server.mjs")}, true
+}
+
+// measure runs the TypeScript SDK client against argv and reads its
+// round trips.
+func (s nodeScripts) measure(ctx context.Context, argv []string, conc, n int) ([]time.Duration, error) {
+	cmd := exec.CommandContext(ctx, "node", append([]string{s.client, fmt.Sprint(n), fmt.Sprint(conc)}, argv...)...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("the TypeScript SDK client: %w", err)
+	}
+	var ns []int64
+	if err := json.Unmarshal(out, &ns); err != nil {
+		return nil, fmt.Errorf("the TypeScript SDK client printed %.200q: %w", out, err)
+	}
+	d := make([]time.Duration, len(ns))
+	for i, v := range ns {
+		d[i] = time.Duration(v)
+	}
+	return d, nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
 	"github.com/agenteventprotocol/aep-mcp-bridge/control"
 	"github.com/agenteventprotocol/aep-mcp-bridge/elicit"
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/jsonrpc"
 	"github.com/agenteventprotocol/aep-mcp-bridge/script"
 	"github.com/agenteventprotocol/aep-mcp-bridge/upstream"
 )
@@ -328,6 +329,24 @@ func (c relatedConn) ReadRelated() ([]byte, json.RawMessage, error) {
 		c.rw.Related(msg, id)
 	}
 	return msg, id, err
+}
+
+// ReadRelatedFrame is ReadRelated for the proxy, which takes a large
+// message as a stream (elicit.RelatedFrameReader): a streamed message (a
+// large JSON response body) came on no event stream, so it relates to
+// none.
+func (c relatedConn) ReadRelatedFrame() (jsonrpc.Frame, json.RawMessage, error) {
+	f, id, err := c.Conn.ReadRelatedFrame()
+	if err == nil && id != nil && f.Rest == nil {
+		c.rw.Related(f.Head, id)
+	}
+	return f, id, err
+}
+
+// ReadFrame is ReadRelatedFrame without the id.
+func (c relatedConn) ReadFrame() (jsonrpc.Frame, error) {
+	f, _, err := c.ReadRelatedFrame()
+	return f, err
 }
 
 // emitStarted emits session.started with the client's name and version.

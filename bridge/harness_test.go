@@ -31,6 +31,12 @@ import (
 var serverBin string
 
 func TestMain(m *testing.M) {
+	if dir := os.Getenv(logWriterEnv); dir != "" {
+		os.Exit(logWriter(dir)) // the subprocess of the kill-mid-write test
+	}
+	if n := os.Getenv(rawServerEnv); n != "" {
+		os.Exit(rawStdioServer(n)) // the server of the size tests over stdio
+	}
 	dir, err := os.MkdirTemp("", "aep-bridge-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -100,13 +100,29 @@ func (p *Proxy) injectMetaCapabilities(m *message, raw []byte) ([]byte, bool) {
 	if json.Unmarshal(m.Params, &params) != nil || params == nil {
 		return raw, false
 	}
+	meta, declared := p.declareInMeta(params["_meta"])
+	if meta == nil {
+		return raw, declared
+	}
+	out, err := setPath(raw, json.RawMessage(meta), "params", "_meta")
+	if err != nil {
+		return raw, declared
+	}
+	return out, declared
+}
+
+// declareInMeta returns a request's _meta with elicitation declared in
+// its per-request client capabilities, or nil when there is nothing to
+// change (not a 2026-07-28 _meta, or route client), and whether the
+// client declared elicitation itself.
+func (p *Proxy) declareInMeta(raw json.RawMessage) ([]byte, bool) {
 	var meta map[string]json.RawMessage
-	if json.Unmarshal(params["_meta"], &meta) != nil || meta == nil {
-		return raw, false
+	if json.Unmarshal(raw, &meta) != nil || meta == nil {
+		return nil, false
 	}
 	if _, modern := meta[metaVersion]; !modern {
 		if _, ok := meta[metaCapabilities]; !ok {
-			return raw, false
+			return nil, false
 		}
 	}
 	var caps map[string]json.RawMessage
@@ -119,7 +135,7 @@ func (p *Proxy) injectMetaCapabilities(m *message, raw []byte) ([]byte, bool) {
 	route := p.route
 	p.mu.Unlock()
 	if route == RouteClient {
-		return raw, declared
+		return nil, declared
 	}
 	var elic map[string]json.RawMessage
 	json.Unmarshal(caps["elicitation"], &elic)
@@ -131,9 +147,9 @@ func (p *Proxy) injectMetaCapabilities(m *message, raw []byte) ([]byte, bool) {
 			elic[mode] = json.RawMessage("{}")
 		}
 	}
-	out, err := setPath(raw, elic, "params", "_meta", metaCapabilities, "elicitation")
+	out, err := setPath(raw, elic, metaCapabilities, "elicitation")
 	if err != nil {
-		return raw, declared
+		return nil, declared
 	}
 	return out, declared
 }

@@ -27,7 +27,12 @@
 // loopback host; any other scheme is refused back to the server.
 //
 // Everything else passes through byte for byte and in order, in both
-// directions, in every protocol revision. While a question waits, every
+// directions, in every protocol revision, whatever its size: a message
+// over the size a Conn reads whole (4 MiB on stdio), or nested deeper than
+// encoding/json decodes, is relayed as a stream in bounded memory, its
+// envelope read by internal/jsonrpc's Scanner as the bytes pass (see
+// stream.go). What the bridge must read whole and cannot is refused with
+// a JSON-RPC error under the message's own id. While a question waits, every
 // in-flight client request that carries a progressToken receives
 // notifications/progress, so the client's own request timeout does not kill
 // a question a human is still reading.
@@ -47,6 +52,7 @@
 // Files, one concern each:
 //   - proxy.go: Options, the Proxy and its lifetime, the reader loops;
 //   - route.go: parsing messages and batches, and dispatching each one;
+//   - stream.go: messages relayed as streams, and what is refused;
 //   - capabilities.go: declaring elicitation (initialize and _meta);
 //   - questions.go: form elicitation, the race between the client and
 //     operators, server cancellation;
@@ -60,9 +66,10 @@
 //     client's own copy of one;
 //   - keepalive.go: progress while questions wait;
 //   - lifecycle.go: the seam to the attention lifecycle;
-//   - conn.go: Conn and the newline-delimited stdio framing;
-//   - jsonrpc.go: the envelope, ids, error codes and encoders, with the
-//     protocol vocabulary taken from mcp-go.
+//   - conn.go: Conn, FrameReader and StreamWriter, and the
+//     newline-delimited stdio framing;
+//   - jsonrpc.go: the envelope and encoders, over internal/jsonrpc's ids
+//     and error codes, with the protocol vocabulary taken from mcp-go.
 //
 // Its behaviour is pinned message by message by the scripted exchanges in
 // testdata/exchanges (see the README there).

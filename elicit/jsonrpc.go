@@ -1,25 +1,57 @@
 package elicit
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/jsonrpc"
 )
 
 // message is the JSON-RPC envelope the proxy reads. Params, Result and
 // Error stay raw: the proxy forwards bytes, never re-encoded messages.
 type message struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id,omitempty"`
-	Method  string          `json:"method,omitempty"`
-	Params  json.RawMessage `json:"params,omitempty"`
-	Result  json.RawMessage `json:"result,omitempty"`
-	Error   json.RawMessage `json:"error,omitempty"`
+	ID     json.RawMessage
+	Method string
+	Params json.RawMessage
+	Result json.RawMessage
+	Error  json.RawMessage
+	// Meta is params._meta, when the parse read it.
+	Meta json.RawMessage
 }
 
-func (m *message) hasID() bool { return len(m.ID) > 0 && string(m.ID) != "null" }
+// wholeScan reads a whole message's envelope, its values slices of the
+// message itself.
+var wholeScan = jsonrpc.ScanOptions{Alias: true, Capture: map[string]int{"params._meta": 0}}
+
+// parse reads a whole message (one, not a batch) into m in one pass of the
+// jsonrpc Scanner, with no copy: m's members are slices of raw, which must
+// outlive m. It fails for what is not JSON (nested deeper than
+// maxParseDepth included) and for what is not a JSON-RPC message object.
+func (m *message) parse(raw []byte) error {
+	if !json.Valid(raw) {
+		return errNotJSON
+	}
+	env, err := jsonrpc.Scan(raw, wholeScan)
+	if err != nil {
+		return err
+	}
+	if env.Batch {
+		return errors.New("a batch inside a batch")
+	}
+	if mv := env.MethodAt.Of(raw); mv != nil && mv[0] != '"' && string(mv) != "null" {
+		return errors.New("its method is not a string")
+	}
+	*m = message{ID: env.IDAt.Of(raw), Method: env.Method, Params: env.ParamsAt.Of(raw),
+		Result: env.ResultAt.Of(raw), Error: env.ErrorAt.Of(raw), Meta: env.Members["params._meta"]}
+	return nil
+}
+
+// errNotJSON is parse's error for bytes that are not JSON.
+var errNotJSON = errors.New("not valid JSON")
+
+func (m *message) hasID() bool { return jsonrpc.HasID(m.ID) }
 
 func (m *message) isRequest() bool { return m.Method != "" && m.hasID() }
 
@@ -29,26 +61,16 @@ func (m *message) isResponse() bool { return m.Method == "" && (m.hasID() || m.E
 
 // idKey is a map key for a JSON-RPC id: its compact JSON text, so 1 and
 // "1" stay distinct as JSON-RPC requires.
-func idKey(id json.RawMessage) string {
-	var b bytes.Buffer
-	if json.Compact(&b, id) != nil {
-		return string(id)
-	}
-	return b.String()
-}
+func idKey(id json.RawMessage) string { return jsonrpc.IDKey(id) }
 
-// JSON-RPC error codes: mcp-go's, and one it does not export.
+// JSON-RPC error codes, shared with the remote transports.
 const (
-	codeParseError     = mcp.PARSE_ERROR
-	codeInvalidRequest = mcp.INVALID_REQUEST
-	codeMethodNotFound = mcp.METHOD_NOT_FOUND
-	codeInvalidParams  = mcp.INVALID_PARAMS
-	codeInternal       = mcp.INTERNAL_ERROR
-	// codeConnectionClosed is the code MCP SDKs use for a peer that went
-	// away with requests in flight (the TypeScript SDK's ConnectionClosed).
-	// It is in JSON-RPC's implementation-defined range, and mcp-go v1.2.1
-	// exports no constant for it.
-	codeConnectionClosed = -32000
+	codeParseError       = jsonrpc.CodeParseError
+	codeInvalidRequest   = jsonrpc.CodeInvalidRequest
+	codeMethodNotFound   = jsonrpc.CodeMethodNotFound
+	codeInvalidParams    = jsonrpc.CodeInvalidParams
+	codeInternal         = jsonrpc.CodeInternal
+	codeConnectionClosed = jsonrpc.CodeConnectionClosed
 	// codeURLElicitationRequired is MCP's URLElicitationRequiredError
 	// (2025-11-25).
 	codeURLElicitationRequired = mcp.URL_ELICITATION_REQUIRED
@@ -56,21 +78,7 @@ const (
 
 // errorResponse encodes a JSON-RPC error response. id may be nil (null).
 func errorResponse(id json.RawMessage, code int, msg string) []byte {
-	if len(id) == 0 {
-		id = json.RawMessage("null")
-	}
-	b, _ := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   struct {
-			Code    int    `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Error: struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	}{code, msg}})
-	return b
+	return jsonrpc.ErrorResponse(id, code, msg)
 }
 
 // resultResponse encodes a JSON-RPC result response.

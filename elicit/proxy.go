@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/jsonrpc"
 )
 
 // Route says who may answer a question.
@@ -274,22 +275,30 @@ func (p *Proxy) readLoop(ctx context.Context, ended chan<- Ending, fromClient bo
 	if fromClient {
 		src, dst, handle, peer = p.client, p.server, p.fromClient, "client"
 	}
-	read := src.ReadMessage
-	if rr, ok := src.(RelatedReader); ok && !fromClient {
-		read = func() ([]byte, error) {
-			m, related, err := rr.ReadRelated()
-			p.related = related
-			return m, err
+	read := func() (jsonrpc.Frame, error) { return readFrame(src) }
+	if !fromClient {
+		if rr, ok := src.(RelatedFrameReader); ok {
+			read = func() (jsonrpc.Frame, error) {
+				f, related, err := rr.ReadRelatedFrame()
+				p.related = related
+				return f, err
+			}
+		} else if rr, ok := src.(RelatedReader); ok {
+			read = func() (jsonrpc.Frame, error) {
+				m, related, err := rr.ReadRelated()
+				p.related = related
+				return jsonrpc.Frame{Head: m}, err
+			}
 		}
 	}
 	for ctx.Err() == nil {
-		raw, err := read()
+		fr, err := read()
 		var tl *TooLargeError
 		switch {
 		case errors.As(err, &tl) && fromClient:
-			// A request too large to read still gets an answer.
+			// A Conn that cannot stream skipped it; no id can be read.
 			p.log.Warn("client sent an oversized message; answered with an error", "limit", tl.Limit)
-			p.writeClient(errorResponse(nil, codeInvalidRequest, tl.Error()))
+			p.writeClient(errorResponse(nil, codeInvalidRequest, "Invalid Request: "+tl.Error()))
 		case errors.As(err, &tl):
 			p.log.Warn("server sent an oversized message; it was skipped", "limit", tl.Limit)
 		case err != nil:
@@ -298,11 +307,23 @@ func (p *Proxy) readLoop(ctx context.Context, ended chan<- Ending, fromClient bo
 			}
 			ended <- Ending{ClientClosed: fromClient}
 			return
+		case fr.Rest != nil:
+			p.relayStream(fr.Head, fr.Rest, fromClient)
 		default:
-			handle(raw)
+			handle(fr.Head)
 			p.flushIfIdle(src, dst)
 		}
 	}
+}
+
+// readFrame reads the next message of c, as a stream when c hands over
+// large ones that way.
+func readFrame(c Conn) (jsonrpc.Frame, error) {
+	if fr, ok := c.(FrameReader); ok {
+		return fr.ReadFrame()
+	}
+	b, err := c.ReadMessage()
+	return jsonrpc.Frame{Head: b}, err
 }
 
 // batcher is a Conn that can defer writes while input is buffered.

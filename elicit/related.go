@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/jsonrpc"
 )
 
 // The end of a request ends its questions. When the client request that
@@ -30,6 +32,12 @@ type RelatedReader interface {
 	// ReadRelated is ReadMessage, with the id of the client request whose
 	// response stream carried the message (nil when none did).
 	ReadRelated() (msg []byte, related json.RawMessage, err error)
+}
+
+// RelatedFrameReader is a RelatedReader that hands over a message too
+// large to read whole as a stream (see FrameReader); the proxy prefers it.
+type RelatedFrameReader interface {
+	ReadRelatedFrame() (f jsonrpc.Frame, related json.RawMessage, err error)
 }
 
 // endRequest ends the questions of the client request with id key k.

@@ -3,13 +3,16 @@ package elicit
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/jsonrpc"
 )
 
 // fromClient handles one raw message (or batch) from the client.
 func (p *Proxy) fromClient(raw []byte) {
-	out, ok := p.each(raw, p.clientMessage, p.writeClient)
+	out, ok := p.each(raw, true)
 	if ok && out != nil {
 		p.forward(p.client, p.server, out)
 	}
@@ -17,7 +20,7 @@ func (p *Proxy) fromClient(raw []byte) {
 
 // fromServer handles one raw message (or batch) from the server.
 func (p *Proxy) fromServer(raw []byte) {
-	out, ok := p.each(raw, p.serverMessage, p.writeServer)
+	out, ok := p.each(raw, false)
 	if ok && out != nil {
 		p.forward(p.server, p.client, out)
 	}
@@ -28,30 +31,53 @@ func (p *Proxy) fromServer(raw []byte) {
 // never re-encoded messages), a rebuilt batch of the kept elements, or nil.
 // Unparseable input is answered on reply with a JSON-RPC error and never
 // forwarded.
-func (p *Proxy) each(raw []byte, handle func(*message, []byte) []byte, reply func([]byte)) ([]byte, bool) {
+func (p *Proxy) each(raw []byte, fromClient bool) ([]byte, bool) {
+	handle, reply := p.serverMessage, p.writeServer
+	if fromClient {
+		handle, reply = p.clientMessage, p.writeClient
+	}
 	t := bytes.TrimLeft(raw, " \t\r\n")
 	if len(t) > 0 && t[0] == '[' {
-		return p.eachInBatch(raw, t, handle, reply)
+		return p.eachInBatch(raw, t, fromClient, handle, reply)
 	}
 	var m message
-	if err := json.Unmarshal(t, &m); err != nil {
-		if !json.Valid(t) {
-			p.log.Warn("malformed JSON-RPC message; answered with a parse error", "err", err)
-			reply(errorResponse(nil, codeParseError, "Parse error: the message is not valid JSON"))
-			return nil, false
-		}
-		p.log.Warn("invalid JSON-RPC message; answered with an error", "err", err)
-		reply(errorResponse(nil, codeInvalidRequest, "Invalid Request: not a JSON-RPC 2.0 message object"))
+	if err := m.parse(t); err != nil {
+		p.undecodable(raw, err, fromClient, reply)
 		return nil, false
 	}
 	return handle(&m, raw), true
 }
 
+// undecodable handles a message the proxy could not parse whole: one
+// nested too deep is relayed as a stream, whose envelope is all the proxy
+// reads; anything else is answered on reply with an error carrying the
+// message's id when one can be read, and never forwarded.
+func (p *Proxy) undecodable(raw []byte, err error, fromClient bool, reply func([]byte)) {
+	env, serr := jsonrpc.Scan(raw, jsonrpc.ScanOptions{})
+	switch {
+	case serr == nil && env.MaxDepth > maxParseDepth:
+		p.relayStream(raw, nil, fromClient)
+	case errors.Is(err, errNotJSON):
+		if serr == nil {
+			serr = errors.New("it breaks deeper inside") // the scanner reads two levels
+		}
+		p.log.Warn("malformed JSON-RPC message; answered with a parse error", "err", serr)
+		reply(errorResponse(env.ID, codeParseError, "Parse error: the message is not valid JSON: "+serr.Error()))
+	default:
+		p.log.Warn("invalid JSON-RPC message; answered with an error", "err", err)
+		reply(errorResponse(env.ID, codeInvalidRequest, "Invalid Request: not a JSON-RPC 2.0 message object: "+err.Error()))
+	}
+}
+
 // eachInBatch is each for a batch (t is raw without leading space): raw
 // itself when no element changed, otherwise the kept elements re-joined.
-func (p *Proxy) eachInBatch(raw, t []byte, handle func(*message, []byte) []byte, reply func([]byte)) ([]byte, bool) {
+func (p *Proxy) eachInBatch(raw, t []byte, fromClient bool, handle func(*message, []byte) []byte, reply func([]byte)) ([]byte, bool) {
 	var elems []json.RawMessage
 	if err := json.Unmarshal(t, &elems); err != nil {
+		if env, serr := jsonrpc.Scan(raw, jsonrpc.ScanOptions{}); serr == nil && env.MaxDepth > maxParseDepth {
+			p.relayStream(raw, nil, fromClient)
+			return nil, false
+		}
 		p.log.Warn("malformed JSON-RPC batch; answered with a parse error", "err", err)
 		reply(errorResponse(nil, codeParseError, "Parse error: the batch is not valid JSON"))
 		return nil, false
@@ -64,7 +90,7 @@ func (p *Proxy) eachInBatch(raw, t []byte, handle func(*message, []byte) []byte,
 	changed := false
 	for _, e := range elems {
 		var m message
-		if err := json.Unmarshal(e, &m); err != nil {
+		if err := m.parse(e); err != nil {
 			reply(errorResponse(nil, codeInvalidRequest, "Invalid Request: a batch element is not a JSON-RPC message"))
 			changed = true
 			continue
@@ -165,14 +191,20 @@ func (p *Proxy) serverMessage(m *message, raw []byte) []byte {
 // track remembers a client request until the server answers it.
 func (p *Proxy) track(m *message) {
 	r := &inflight{id: m.ID, method: m.Method}
-	if bytes.Contains(m.Params, []byte(`"progressToken"`)) {
+	meta := m.Meta
+	if meta == nil && bytes.Contains(m.Params, []byte(`"progressToken"`)) {
 		var params struct {
-			Meta *struct {
-				ProgressToken json.RawMessage `json:"progressToken"`
-			} `json:"_meta"`
+			Meta json.RawMessage `json:"_meta"`
 		}
-		if json.Unmarshal(m.Params, &params) == nil && params.Meta != nil && len(params.Meta.ProgressToken) > 0 && string(params.Meta.ProgressToken) != "null" {
-			r.token = params.Meta.ProgressToken
+		json.Unmarshal(m.Params, &params)
+		meta = params.Meta
+	}
+	if bytes.Contains(meta, []byte(`"progressToken"`)) {
+		var mt struct {
+			ProgressToken json.RawMessage `json:"progressToken"`
+		}
+		if json.Unmarshal(meta, &mt) == nil && jsonrpc.HasID(mt.ProgressToken) {
+			r.token = mt.ProgressToken
 		}
 	}
 	p.mu.Lock()

@@ -1,7 +1,6 @@
 package script
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -10,14 +9,16 @@ import (
 	"strings"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
 )
 
 // FromLogs turns the answered questions of session logs into rules, one per
 // question, matched by server and exact field set, in the order the
 // questions were asked. A log written below redacted lacks free-text
 // values: such a rule lists the missing fields in Incomplete, and no value
-// is ever invented. warn receives one line per incomplete rule and per
-// unreadable line.
+// is ever invented. warn receives one line per incomplete rule, per line
+// skipped (a torn last line, say; the file and line are named) and per gap
+// the log records.
 func FromLogs(logs map[string]io.Reader, order []string, warn func(string)) (*File, error) {
 	f := &File{Rules: []Rule{}}
 	used := map[string]int{}
@@ -33,25 +34,17 @@ func FromLogs(logs map[string]io.Reader, order []string, warn func(string)) (*Fi
 			a       aep.AttentionAnswered
 			capture aep.Capture
 		}{}
-		sc := bufio.NewScanner(logs[name])
-		sc.Buffer(make([]byte, 64<<10), 16<<20)
-		line := 0
-		for sc.Scan() {
-			line++
-			if len(bytes.TrimSpace(sc.Bytes())) == 0 {
-				continue
-			}
-			ev, err := aep.Parse(sc.Bytes())
-			if err != nil {
-				warn(fmt.Sprintf("%s:%d: skipped: %v", name, line, err))
-				continue
+		err := bus.ReadLog(logs[name], name, func(ev *aep.Event, line int) {
+			if gap := bus.GapString(ev); gap != "" {
+				warn(fmt.Sprintf("%s:%d: %s; no rule can be made for a question asked or answered there", name, line, gap))
+				return
 			}
 			switch ev.Type {
 			case "attention.requested":
 				var d aep.AttentionRequested
 				json.Unmarshal(ev.Data, &d)
 				if d.Kind != "form" {
-					continue
+					return
 				}
 				questions = append(questions, asked{id: ev.ID, server: ev.Subject, fields: d.Fields})
 				byID[ev.ID] = &questions[len(questions)-1]
@@ -65,9 +58,9 @@ func FromLogs(logs map[string]io.Reader, order []string, warn func(string)) (*Fi
 					capture aep.Capture
 				}{d, ev.EffectiveCapture()}
 			}
-		}
-		if err := sc.Err(); err != nil {
-			return nil, fmt.Errorf("reading %s: %w", name, err)
+		}, func(s bus.Skipped) { warn(s.String()) })
+		if err != nil {
+			return nil, err
 		}
 		for _, q := range questions {
 			ans, ok := answers[q.id]

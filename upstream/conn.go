@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/jsonrpc"
 )
 
 // Options configure a remote upstream.
@@ -108,13 +109,16 @@ func Dial(o Options) (*Conn, error) {
 }
 
 // inbound is a server message and, when it came on the response stream
-// of a client request, that request's id.
+// of a client request, that request's id. A large JSON response comes as
+// the head of its body in msg and the rest in rest (see body.go).
 type inbound struct {
 	msg     []byte
 	related json.RawMessage
+	rest    io.Reader
 }
 
-// ReadMessage returns the next message from the server; io.EOF after Close.
+// ReadMessage returns the next message from the server, whole, however
+// large; io.EOF after Close. The proxy uses ReadFrame.
 func (c *Conn) ReadMessage() ([]byte, error) {
 	m, _, err := c.ReadRelated()
 	return m, err
@@ -126,11 +130,22 @@ func (c *Conn) ReadMessage() ([]byte, error) {
 // message from the GET stream, a JSON response body or the HTTP+SSE
 // stream.
 func (c *Conn) ReadRelated() (msg []byte, related json.RawMessage, err error) {
+	f, related, err := c.ReadRelatedFrame()
+	if err != nil || f.Rest == nil {
+		return f.Head, related, err
+	}
+	rest, err := io.ReadAll(f.Rest)
+	return append(f.Head, rest...), related, err
+}
+
+// ReadRelatedFrame is ReadRelated for a reader that takes a large message
+// as a stream (ReadFrame).
+func (c *Conn) ReadRelatedFrame() (jsonrpc.Frame, json.RawMessage, error) {
 	select {
 	case m := <-c.in:
-		return m.msg, m.related, nil
+		return jsonrpc.Frame{Head: m.msg, Rest: m.rest}, m.related, nil
 	case <-c.ctx.Done():
-		return nil, nil, io.EOF
+		return jsonrpc.Frame{}, nil, io.EOF
 	}
 }
 
@@ -144,7 +159,7 @@ func (c *Conn) deliverRelated(m []byte, related json.RawMessage) {
 		c.log.Warn("tools/list: a tool breaks the x-mcp-header rules of MCP 2026-07-28 and is left out", "tool", tool, "reason", reason)
 	})
 	select {
-	case c.in <- inbound{m, related}:
+	case c.in <- inbound{msg: m, related: related}:
 	case <-c.ctx.Done():
 	}
 }
@@ -155,34 +170,17 @@ type envelope struct {
 	Method string          `json:"method"`
 }
 
-func (e envelope) isRequest() bool { return e.Method != "" && len(e.ID) > 0 && string(e.ID) != "null" }
-
-// codeTransport is the JSON-RPC error code of a request the transport
-// could not carry to the server or back. JSON-RPC 2.0 §5.1 leaves
-// -32000 to -32099 to implementations; the TypeScript SDK names -32000
-// ConnectionClosed, and mcp-go exports no constant for it.
-const codeTransport = -32000
-
-// rpcError is a JSON-RPC error response.
-type rpcError struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Error   struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
+func (e envelope) isRequest() bool { return e.Method != "" && jsonrpc.HasID(e.ID) }
 
 // fail answers a client request with a JSON-RPC error, so nothing hangs.
+// The code is -32000, the one MCP SDKs use for a request the connection
+// could not carry (jsonrpc.CodeConnectionClosed).
 func (c *Conn) fail(id json.RawMessage, msg string) {
-	if len(id) == 0 || string(id) == "null" {
+	if !jsonrpc.HasID(id) {
 		c.log.Warn("upstream error on a message that takes no response", "err", msg)
 		return
 	}
-	e := rpcError{JSONRPC: mcp.JSONRPC_VERSION, ID: id}
-	e.Error.Code, e.Error.Message = codeTransport, msg
-	b, _ := json.Marshal(e)
-	c.deliver(b)
+	c.deliver(jsonrpc.ErrorResponse(id, jsonrpc.CodeConnectionClosed, msg))
 }
 
 // WriteMessage sends one client message to the server. For streamable
@@ -269,12 +267,4 @@ func (c *Conn) Close() error {
 	c.stop()
 	c.wg.Wait()
 	return nil
-}
-
-func compactJSON(b json.RawMessage) []byte {
-	var out bytes.Buffer
-	if json.Compact(&out, b) != nil {
-		return b
-	}
-	return out.Bytes()
 }

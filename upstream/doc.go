@@ -29,6 +29,9 @@
 //     break the rules, cancellation by closing a request's response
 //     stream, and a server's own JSON-RPC error in an error status passed
 //     to the client as it is;
+//   - body.go: messages of any size: a client message the proxy streams
+//     is POSTed as a streamed body (WriteStream), a JSON response over
+//     4 MiB reaches the proxy as a stream (ReadFrame), neither held whole;
 //   - errors.go: typed errors (*HTTPStatusError, ErrUnauthorized) and the
 //     advice a failed request carries (DNS, TLS, connection refused),
 //     chosen with errors.As on the cause, never on its text.

@@ -111,20 +111,37 @@ func (c *Conn) readLegacyStream(body io.ReadCloser, endpoint chan<- string) {
 func (l *legacy) post(msg []byte) error {
 	var env envelope
 	json.Unmarshal(msg, &env)
-	req, err := http.NewRequestWithContext(l.c.ctx, "POST", l.endpoint, bytes.NewReader(msg))
+	done := make(chan struct{})
+	l.send(bytes.NewReader(msg), func() envelope { return env }, done)
+	return nil
+}
+
+// send POSTs body, a message that env says what it is of, and closes
+// wrote once the POST is done; a streamed body (an *io.PipeReader) is
+// closed when the POST fails, so its writer stops.
+func (l *legacy) send(body io.Reader, env func() envelope, wrote chan struct{}) {
+	defer close(wrote)
+	abandon := func(err error) {
+		if pr, ok := body.(*io.PipeReader); ok {
+			pr.CloseWithError(err)
+		}
+	}
+	req, err := http.NewRequestWithContext(l.c.ctx, "POST", l.endpoint, body)
 	if err != nil {
-		return err
+		abandon(err)
+		l.c.fail(env().ID, err.Error())
+		return
 	}
 	req.Header.Set("Content-Type", "application/json")
 	l.c.headers(req.Header)
 	resp, err := l.c.hc.Do(req)
 	if err != nil {
-		l.c.fail(env.ID, describeNetErr(l.endpoint, err).Error())
-		return nil
+		abandon(err)
+		l.c.fail(env().ID, describeNetErr(l.endpoint, err).Error())
+		return
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 300 {
-		l.c.fail(env.ID, newHTTPStatusError(req, resp).Error())
+		l.c.fail(env().ID, newHTTPStatusError(req, resp).Error())
 	}
-	return nil
 }

@@ -12,6 +12,8 @@ import (
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/jsonrpc"
 )
 
 // The request metadata of MCP 2026-07-28 streamable HTTP
@@ -126,7 +128,7 @@ func (s *modernState) note(o outbound, cancel func()) {
 	if !o.isRequest() {
 		return
 	}
-	k := string(compactJSON(o.ID))
+	k := jsonrpc.IDKey(o.ID)
 	if s.cancels == nil {
 		s.cancels = map[string]func(){}
 	}
@@ -145,7 +147,7 @@ func (s *modernState) done(id json.RawMessage) {
 		return
 	}
 	s.mu.Lock()
-	delete(s.cancels, string(compactJSON(id)))
+	delete(s.cancels, jsonrpc.IDKey(id))
 	s.mu.Unlock()
 }
 
@@ -157,7 +159,7 @@ func (s *modernState) cancel(o outbound) bool {
 		return false
 	}
 	s.mu.Lock()
-	stop, ok := s.cancels[string(compactJSON(o.cancels))]
+	stop, ok := s.cancels[jsonrpc.IDKey(o.cancels)]
 	s.mu.Unlock()
 	if ok {
 		stop()
@@ -217,7 +219,7 @@ func (s *modernState) inbound(m []byte, warn func(tool, reason string)) []byte {
 	if json.Unmarshal(m, &resp) != nil || resp.Method != "" || len(resp.ID) == 0 {
 		return m
 	}
-	k := string(compactJSON(resp.ID))
+	k := jsonrpc.IDKey(resp.ID)
 	s.mu.Lock()
 	ok := s.lists[k]
 	delete(s.lists, k)

@@ -15,17 +15,29 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// maxJSONResponse bounds a POST's application/json response.
-const maxJSONResponse = 64 << 20
-
 // post sends msg and handles the response. acked is closed once the
 // server acknowledged the message (its 202, or the start of its response),
 // AckWait after its body is on the wire, or when the POST failed, so the
 // next message can follow.
 func (c *Conn) post(msg []byte, out outbound, acked chan struct{}) {
+	c.send(bytes.NewReader(msg), func() outbound { return out }, msg, acked)
+}
+
+// send is post for a body that may be a stream (WriteStream): outf says
+// what the message is, as far as it has been read (all of it once the body
+// is sent), and msg is the whole message when there is one to send again
+// (the fall-back to HTTP+SSE). A streamed body (an *io.PipeReader) is
+// closed when the POST fails, so its writer stops.
+func (c *Conn) send(body io.Reader, outf func() outbound, msg []byte, acked chan struct{}) {
 	var once sync.Once
 	signal := func() { once.Do(func() { close(acked) }) }
 	defer signal()
+	abandon := func(err error) {
+		if pr, ok := body.(*io.PipeReader); ok {
+			pr.CloseWithError(err)
+		}
+	}
+	out := outf()
 	env := out.envelope
 	// A modern request's own context: closing its response stream is
 	// how the client cancels it (2026-07-28).
@@ -33,8 +45,9 @@ func (c *Conn) post(msg []byte, out outbound, acked chan struct{}) {
 	defer cancel()
 	c.modern.note(out, cancel)
 	defer c.modern.done(env.ID)
-	req, err := http.NewRequestWithContext(ctx, "POST", c.opts.URL, bytes.NewReader(msg))
+	req, err := http.NewRequestWithContext(ctx, "POST", c.opts.URL, body)
 	if err != nil {
+		abandon(err)
 		c.fail(env.ID, "building the request: "+err.Error())
 		return
 	}
@@ -51,8 +64,10 @@ func (c *Conn) post(msg []byte, out outbound, acked chan struct{}) {
 	}}))
 	resp, err := c.hc.Do(req)
 	g.stop()
-	signal() // acknowledged, or failed
+	signal()              // acknowledged, or failed
+	env = outf().envelope // a streamed message's id may come after its params
 	if err != nil {
+		abandon(err)
 		if c.ctx.Err() == nil && ctx.Err() == nil {
 			c.fail(env.ID, describeNetErr(c.opts.URL, err).Error())
 		}
@@ -146,6 +161,10 @@ func (c *Conn) handleStatus(req *http.Request, resp *http.Response, msg []byte, 
 		c.mu.Lock()
 		lg := c.legacy
 		c.mu.Unlock()
+		if msg == nil {
+			c.fail(env.ID, "the server speaks only the HTTP+SSE transport, and the bridge cannot send again a message it streamed")
+			return true
+		}
 		if err := lg.post(msg); err != nil {
 			c.fail(env.ID, err.Error())
 		}
@@ -170,19 +189,14 @@ func (c *Conn) handleBody(resp *http.Response, env envelope, isInit bool) {
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch mt {
 	case "application/json":
-		body, err := io.ReadAll(io.LimitReader(resp.Body, maxJSONResponse))
+		ok, err := c.readJSONBody(resp.Body, isInit)
 		if err != nil {
 			c.fail(env.ID, "reading the server's response: "+err.Error())
 			return
 		}
-		if !json.Valid(body) {
+		if !ok {
 			c.fail(env.ID, "the server's response is not JSON; is --url the server's MCP endpoint?")
-			return
 		}
-		if isInit {
-			c.learnVersion(body)
-		}
-		c.deliver(bytes.TrimSpace(body))
 	case "text/event-stream":
 		c.readResponseStream(resp.Body, env, isInit)
 	default:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/jsonrpc"
 	"github.com/agenteventprotocol/aep-mcp-bridge/internal/sse"
 )
 
@@ -51,7 +52,7 @@ func isMessage(data []byte) bool {
 func (c *Conn) readResponseStream(body io.Reader, env envelope, isInit bool) {
 	lastID := ""
 	answered := !env.isRequest()
-	want := string(compactJSON(env.ID))
+	want := jsonrpc.IDKey(env.ID)
 	handle := func(ev sse.Event) bool {
 		if len(bytes.TrimSpace(ev.Data)) == 0 {
 			return true
@@ -69,7 +70,7 @@ func (c *Conn) readResponseStream(body io.Reader, env envelope, isInit bool) {
 		}
 		c.deliverRelated(ev.Data, related)
 		var e envelope
-		if json.Unmarshal(ev.Data, &e) == nil && e.Method == "" && string(compactJSON(e.ID)) == want {
+		if json.Unmarshal(ev.Data, &e) == nil && e.Method == "" && jsonrpc.IDKey(e.ID) == want {
 			answered = true
 			return false
 		}

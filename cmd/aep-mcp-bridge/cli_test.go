@@ -29,6 +29,9 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if len(os.Args) > 1 && os.Args[1] == "as-bridge" {
+		os.Exit(mainCode(os.Args[2:])) // the binary itself, for tests of the process
+	}
 	testenv.Main(m)
 }
 

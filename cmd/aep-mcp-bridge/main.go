@@ -21,34 +21,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"syscall"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
-	if err != nil {
-		if !errors.Is(err, errUsage) {
-			fmt.Fprintln(os.Stderr, "aep-mcp-bridge:", err)
-		}
-		os.Exit(exitCode(err))
-	}
-}
+func main() { os.Exit(mainCode(os.Args[1:])) }
 
-// pollable returns r, or for the process's stdin a pollable copy, so
-// closing it at shutdown unblocks the goroutine reading it. Only the proxy
-// uses it: the O_NONBLOCK flag is shared with every reader of the fd.
-func pollable(r io.Reader) io.Reader {
-	if r != io.Reader(os.Stdin) {
-		return r
+// mainCode runs the command line args on the process's stdio and returns
+// the exit status. SIGINT, SIGTERM and SIGHUP (the terminal went away)
+// end the bridge in its shutdown order, which leaves stdin as it found it.
+func mainCode(args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	err := run(ctx, args, os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	if err != nil && !errors.Is(err, errUsage) {
+		fmt.Fprintln(os.Stderr, "aep-mcp-bridge:", err)
 	}
-	fd := int(os.Stdin.Fd())
-	if err := syscall.SetNonblock(fd, true); err != nil {
-		return os.Stdin
-	}
-	return os.NewFile(uintptr(fd), "/dev/stdin")
+	return exitCode(err)
 }

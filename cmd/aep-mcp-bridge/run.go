@@ -197,7 +197,9 @@ func runBridge(ctx context.Context, c *config, stdin io.Reader, stdout, stderr i
 	if err != nil {
 		return err
 	}
-	o.Client, o.ClientOut, o.ServerStderr = pollable(stdin), stdout, stderr
+	in, restore := clientStdin(stdin)
+	defer restore()
+	o.Client, o.ClientOut, o.ServerStderr = in, stdout, stderr
 	h, err := bridge.NewHost(ho)
 	if err != nil {
 		return err

@@ -2,18 +2,21 @@
 // independent history consumer would: every line is a valid AEP event, seq
 // increases within the session, every attention request reaches exactly one
 // terminal before session.ended, and events at the metadata level carry no
-// free text. Tests run it on every log they write.
+// free text. Like every reader of the logs it skips a torn last line (a
+// crash mid-write) and reports it, and it accepts gap records (bus.Gap).
+// Tests run it on every log they write.
 package logcheck
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
 )
 
 // Report summarises a valid log.
@@ -23,32 +26,53 @@ type Report struct {
 	Types     map[string]int
 	// Lines holds the parsed events in order.
 	Lines []aep.Event
+	// Skipped says which lines were skipped (a torn last line) and why.
+	Skipped []string
+	// Gaps holds the gap records: events the log could not write.
+	Gaps []bus.Gap
 }
 
 var metadataPrompt = regexp.MustCompile(`^[A-Za-z0-9._-]+ requests [a-z]+( \(\d+ fields?\)|: .*)?$`)
 
 // File checks the log at path.
 func File(path string) (*Report, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	return Bytes(b)
+	defer f.Close()
+	return Read(f, path)
 }
 
 // Bytes checks a log's content.
-func Bytes(b []byte) (*Report, error) {
+func Bytes(b []byte) (*Report, error) { return Read(bytes.NewReader(b), "the log") }
+
+// Read checks the log r holds; name names it in what the report says. A
+// torn last line (a crash mid-write) is skipped and listed in
+// Report.Skipped, as every reader of the logs skips it; any other line
+// that is not a valid event fails the check.
+func Read(r io.Reader, name string) (*Report, error) {
 	c := &checker{r: &Report{Types: map[string]int{}}, lastSeq: -1, open: map[string]bool{},
 		fields: map[string][]aep.FieldSpec{}, terminal: map[string]bool{}, seenIDs: map[string]bool{}}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for n := 1; sc.Scan(); n++ {
-		if err := c.line(sc.Bytes()); err != nil {
-			return nil, fmt.Errorf("line %d: %w", n, err)
+	var failed error
+	err := bus.ReadLog(r, name, func(ev *aep.Event, n int) {
+		if failed != nil {
+			return
 		}
-	}
-	if err := sc.Err(); err != nil {
+		if err := c.line(ev); err != nil {
+			failed = fmt.Errorf("%s:%d: %w", name, n, err)
+		}
+	}, func(s bus.Skipped) {
+		if !s.Torn && failed == nil {
+			failed = fmt.Errorf("%s:%d: %w", s.Name, s.Line, s.Err)
+		}
+		c.r.Skipped = append(c.r.Skipped, s.String())
+	})
+	if err != nil {
 		return nil, err
+	}
+	if failed != nil {
+		return nil, failed
 	}
 	return c.r, nil
 }
@@ -67,11 +91,7 @@ type checker struct {
 
 // line checks one line against the envelope, the session's order, and the
 // lifecycle rules.
-func (c *checker) line(line []byte) error {
-	ev, err := aep.Parse(line)
-	if err != nil {
-		return err
-	}
+func (c *checker) line(ev *aep.Event) error {
 	key := ev.Source + " " + ev.ID
 	if c.seenIDs[key] {
 		return fmt.Errorf("event id %s appears twice in one history", ev.ID)
@@ -80,9 +100,12 @@ func (c *checker) line(line []byte) error {
 	c.r.Events++
 	c.r.Types[ev.Type]++
 	c.r.Lines = append(c.r.Lines, *ev)
-	if c.session == "" {
+	switch {
+	case aep.IsAgentScoped(ev.Type):
+		// No session: a health report about the emitter (a gap record).
+	case c.session == "":
 		c.session = ev.Session
-	} else if ev.Session != c.session {
+	case ev.Session != c.session:
 		return fmt.Errorf("session %q in the log of session %q", ev.Session, c.session)
 	}
 	if ev.Seq != nil {
@@ -94,6 +117,12 @@ func (c *checker) line(line []byte) error {
 		}
 		c.lastSeq = *ev.Seq
 	}
+	if g, ok := bus.LogGap(ev); ok {
+		c.r.Gaps = append(c.r.Gaps, g)
+	}
+	// After a gap, a question's request or its terminal may be among the
+	// events the log could not write.
+	gapped := len(c.r.Gaps) > 0
 	switch ev.Type {
 	case "attention.requested":
 		return c.requested(ev)
@@ -107,7 +136,7 @@ func (c *checker) line(line []byte) error {
 		if c.terminal[ev.Subject] {
 			return fmt.Errorf("a second terminal for attention request %s", ev.Subject)
 		}
-		if !c.open[ev.Subject] {
+		if !c.open[ev.Subject] && !gapped {
 			return fmt.Errorf("%s for unknown attention request %s", ev.Type, ev.Subject)
 		}
 		c.terminal[ev.Subject] = true
@@ -116,7 +145,7 @@ func (c *checker) line(line []byte) error {
 		if c.ended {
 			return fmt.Errorf("a second session.ended")
 		}
-		if len(c.open) > 0 {
+		if len(c.open) > 0 && !gapped {
 			return fmt.Errorf("session.ended with %d attention request(s) still pending", len(c.open))
 		}
 		c.ended = true

@@ -63,8 +63,16 @@ func TestBytes(t *testing.T) {
 			return [][]byte{started(t), requested(t, 1, "deploy to prod?")}
 		}, "not synthesized from structure"},
 		{"not an event", func(t *testing.T) [][]byte {
-			return [][]byte{started(t), []byte(`{"half":`)}
-		}, "line 2"},
+			return [][]byte{started(t), []byte(`{"half":`), ended(t, "01J00000000000000000000003", 2)}
+		}, "the log:2: "},
+		{"a torn last line is skipped", func(t *testing.T) [][]byte {
+			return [][]byte{started(t), ended(t, "01J00000000000000000000003", 2), []byte(`{"aep":"0.1","id":"01J000`)}
+		}, ""},
+		{"a gap record", func(t *testing.T) [][]byte {
+			return [][]byte{started(t), []byte(`{"aep":"0.1","id":"01J00000000000000000000009","type":"agent.health","time":"2026-01-01T00:00:00.000Z",` +
+				`"source":"aep://h/agent/a/session/s1","agent":"a","severity":"warning","data":{"status":"degraded","log_gap":{"lost":1,"first_seq":1,"last_seq":1,"since":"t","until":"t","error":"no space left on device"}}}`),
+				ended(t, "01J00000000000000000000003", 3)}
+		}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

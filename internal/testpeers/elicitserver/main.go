@@ -82,6 +82,9 @@ func main() {
 	s.AddTool(mcp.NewTool("echo", mcp.WithString("message")), func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return mcp.NewToolResultText(r.GetString("message", "")), nil
 	})
+	s.AddTool(mcp.NewTool("blob", mcp.WithNumber("bytes")), func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText(strings.Repeat("x", r.GetInt("bytes", 0))), nil
+	})
 	s.AddTool(mcp.NewTool("ask-url", mcp.WithString("id"), mcp.WithString("url")), func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		res, err := s.RequestURLElicitation(ctx, server.ClientSessionFromContext(ctx), r.GetString("id", "el-1"), r.GetString("url", "https://example.com/login"), "Sign in to continue")
 		if err != nil {

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"io"
+	"os"
+	"syscall"
+)
+
+// clientStdin returns what the bridge reads its MCP client from, and a
+// function to call on the way out. For the process's own stdin the reader
+// is one that closing unblocks (the proxy closes it at shutdown), and
+// stdin's file status flags are left as they were found: they belong to
+// the open file description, which the terminal or pipe shares with every
+// other reader (a shell, the next command of a pipeline).
+//
+//   - A pipe or a terminal is opened again through /proc/self/fd/0: a new
+//     open file description of the same pipe or terminal, made
+//     non-blocking for Go's poller, while stdin's own stays untouched.
+//   - A regular file never blocks a read, so it is read as it is.
+//   - Anything else (a socket, or a system without /proc) is made
+//     non-blocking, and the returned function restores its flags; the
+//     caller defers it, and SIGINT, SIGTERM and SIGHUP reach it through
+//     the shutdown order. Only SIGKILL leaves the flag behind.
+func clientStdin(r io.Reader) (io.Reader, func()) {
+	if r != io.Reader(os.Stdin) {
+		return r, func() {}
+	}
+	// Not os.Stdin.Fd(): it would itself clear O_NONBLOCK on the shared
+	// description if a parent had set it.
+	const fd = 0
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err == nil {
+		switch st.Mode & syscall.S_IFMT {
+		case syscall.S_IFREG:
+			return os.Stdin, func() {}
+		case syscall.S_IFIFO, syscall.S_IFCHR:
+			// O_NONBLOCK on open: a pipe's read end must not wait for a
+			// writer to open it.
+			if f, err := os.OpenFile("/proc/self/fd/0", os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0); err == nil {
+				return f, func() {}
+			}
+		}
+	}
+	flags, err := fcntl(fd, syscall.F_GETFL, 0)
+	if err != nil || syscall.SetNonblock(fd, true) != nil {
+		return os.Stdin, func() {}
+	}
+	f := os.NewFile(uintptr(fd), "/dev/stdin")
+	return f, func() { fcntl(fd, syscall.F_SETFL, flags) }
+}
+
+func fcntl(fd, cmd, arg int) (int, error) {
+	r, _, e := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), uintptr(cmd), uintptr(arg))
+	if e != 0 {
+		return 0, e
+	}
+	return int(r), nil
+}
