@@ -45,7 +45,15 @@ func ParseRoute(s string) (Route, error) {
 }
 
 func (r Route) String() string {
-	return [...]string{"both", "remote", "client"}[r]
+	switch r {
+	case RouteBoth:
+		return "both"
+	case RouteRemote:
+		return "remote"
+	case RouteClient:
+		return "client"
+	}
+	return fmt.Sprintf("Route(%d)", int(r))
 }
 
 // Publisher publishes events that are not part of a question's lifecycle
@@ -118,6 +126,9 @@ type Proxy struct {
 
 	// mu guards the fields below.
 	mu sync.Mutex
+	// endReason is why requests that arrive after Run returned fail
+	// (FailInflight's reason), or "".
+	endReason string
 	// inflight holds the client's requests awaiting the server's
 	// response, by id key.
 	inflight map[string]*inflight
@@ -291,8 +302,15 @@ func (p *Proxy) readLoop(ctx context.Context, ended chan<- Ending, fromClient bo
 			}
 		}
 	}
-	for ctx.Err() == nil {
+	for {
 		fr, err := read()
+		if err == nil && ctx.Err() != nil {
+			// Run returned: the session is ending and nothing more is
+			// relayed. A request still gets its answer (an error); the
+			// reader goes on until Close ends the stream.
+			p.refuseLate(fr, fromClient)
+			continue
+		}
 		var tl *TooLargeError
 		switch {
 		case errors.As(err, &tl) && fromClient:
@@ -370,11 +388,33 @@ func (p *Proxy) writeServer(b []byte) {
 	}
 }
 
+// refuseLate answers a request that arrived after Run returned with the
+// error FailInflight gives (or one saying the session is ending); anything
+// else is dropped.
+func (p *Proxy) refuseLate(fr jsonrpc.Frame, fromClient bool) {
+	env := drain(fr.Head, fr.Rest)
+	if !env.IsRequest() {
+		return
+	}
+	p.mu.Lock()
+	reason := p.endReason
+	p.mu.Unlock()
+	if reason == "" {
+		reason = "the bridge's session is ending; start a new one"
+	}
+	if fromClient {
+		p.writeClient(errorResponse(env.ID, codeConnectionClosed, reason))
+		return
+	}
+	p.writeServer(errorResponse(env.ID, codeConnectionClosed, "the bridge's session is ending: the MCP client is gone"))
+}
+
 // FailInflight answers every client request still waiting for the server
 // with a JSON-RPC error carrying reason, so nothing hangs when the server is
 // gone.
 func (p *Proxy) FailInflight(reason string) {
 	p.mu.Lock()
+	p.endReason = reason // requests that arrive later get it too
 	reqs := make([]*inflight, 0, len(p.inflight))
 	for _, k := range slices.Sorted(maps.Keys(p.inflight)) {
 		reqs = append(reqs, p.inflight[k])

@@ -260,3 +260,34 @@ func FuzzClientMessage(f *testing.F) {
 		}
 	})
 }
+
+// TestRequestsAfterTheServerLeftAreAnswered: once the server is gone and
+// Run returned, a client request that arrives before the bridge closes is
+// answered with the error FailInflight gives, never tracked and left
+// waiting.
+func TestRequestsAfterTheServerLeftAreAnswered(t *testing.T) {
+	cl, sv := newMemConn(), newMemConn()
+	mgr := attention.NewManager(attention.ManagerOptions{Agent: "a", Publisher: nopPublisher{}})
+	defer mgr.Close()
+	p := New(Options{Client: cl, Server: sv, Manager: mgr})
+	defer p.Close()
+	ended := make(chan Ending, 1)
+	go func() { ended <- p.Run(context.Background()) }()
+	sv.Close() // the server leaves
+	if e := <-ended; e.ClientClosed {
+		t.Fatalf("Run ended with %+v; want the server's end", e)
+	}
+	p.FailInflight("upstream MCP server exited (status 1)")
+	cl.in <- []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x"}}`)
+	cl.in <- []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	cl.in <- []byte(`{"jsonrpc":"2.0","id":8,"method":"ping"}`)
+	for _, id := range []string{"7", "8"} {
+		want := `{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32000,"message":"upstream MCP server exited (status 1)"}}`
+		if got := cl.next(t); got != want {
+			t.Fatalf("got %s\nwant %s", got, want)
+		}
+	}
+	if n := p.Inflight(); n != 0 {
+		t.Fatalf("%d requests tracked after the end; want 0", n)
+	}
+}
