@@ -238,7 +238,10 @@ func (p *Proxy) retry(rd *round) {
 		return
 	}
 	p.log.Info("multi round-trip: retrying the request upstream with the answers", "round", rd.n, "answers", len(results))
-	p.writeServer(b)
+	// The round is already the operators' (rd.n moved above, under the
+	// lock); only the write waits for the proxy's own goroutine, so an
+	// operator's answer never blocks on the server (later).
+	p.later(func() { p.writeServer(b) })
 }
 
 // roundResponse handles the server's answer to a bridge retry.

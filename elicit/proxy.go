@@ -124,6 +124,12 @@ type Proxy struct {
 	// open counts the questions raised and not yet resolved.
 	open atomic.Int64
 
+	// deferred carries work to deferredLoop (later); stopping closes with
+	// Close. running is set once Run started deferredLoop; life guards it.
+	deferred chan func()
+	stopping chan struct{}
+	running  bool
+
 	// mu guards the fields below.
 	mu sync.Mutex
 	// endReason is why requests that arrive after Run returned fail
@@ -197,6 +203,7 @@ func New(o Options) *Proxy {
 		inflight: map[string]*inflight{}, progress: map[string]float64{},
 		questions: map[string]*question{}, withdrawn: map[string]string{},
 		rounds: map[string]*round{}, states: map[string]*round{}, byClient: map[string]*round{}, newID: aep.NewID,
+		deferred: make(chan func(), deferredQueue), stopping: make(chan struct{}),
 	}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
@@ -232,9 +239,11 @@ func (p *Proxy) Run(ctx context.Context) Ending {
 		p.life.Unlock()
 		return Ending{Err: ErrClosed}
 	}
-	p.wg.Add(2)
+	p.wg.Add(3)
 	go p.clientLoop(ctx, ended)
 	go p.serverLoop(ctx, ended)
+	go p.deferredLoop()
+	p.running = true
 	if p.keepalive > 0 {
 		p.wg.Add(1)
 		go p.keepaliveLoop(ctx)
@@ -260,10 +269,46 @@ func (p *Proxy) Close() error {
 	p.life.Unlock()
 	var err error
 	if first {
+		close(p.stopping)
 		err = errors.Join(p.server.Close(), p.client.Close())
 	}
 	p.wg.Wait()
 	return err
+}
+
+// deferredQueue bounds the work answers hand to the proxy before it runs.
+const deferredQueue = 256
+
+// later runs fn on the proxy's own goroutine, in order with the other work
+// handed over this way. An answer arrives on the goroutine of whoever gave
+// it (an operator's connection, holding the session's command intake, or
+// a timer): what it sends the server and the client must not block that
+// goroutine on a peer that stopped reading. Before Run, fn runs at once.
+func (p *Proxy) later(fn func()) {
+	p.life.Lock()
+	running := p.running
+	p.life.Unlock()
+	if !running {
+		fn()
+		return
+	}
+	select {
+	case p.deferred <- fn:
+	case <-p.stopping:
+	}
+}
+
+// deferredLoop runs what later handed over until Close.
+func (p *Proxy) deferredLoop() {
+	defer p.wg.Done()
+	for {
+		select {
+		case fn := <-p.deferred:
+			fn()
+		case <-p.stopping:
+			return
+		}
+	}
 }
 
 // clientLoop reads the client's messages until its stream ends or Run

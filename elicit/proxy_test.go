@@ -291,3 +291,48 @@ func TestRequestsAfterTheServerLeftAreAnswered(t *testing.T) {
 		t.Fatalf("%d requests tracked after the end; want 0", n)
 	}
 }
+
+// stuckConn is a server that stops reading: every write blocks until the
+// test ends.
+type stuckConn struct {
+	*memConn
+	release chan struct{}
+}
+
+func (c *stuckConn) WriteMessage(b []byte) error {
+	<-c.release
+	return io.ErrClosedPipe
+}
+
+// TestAnOperatorNeverWaitsOnAServerThatStoppedReading: an answer is
+// decided and acked on the operator's goroutine; what goes to the server
+// is written on the proxy's own, so a server that stopped reading its
+// input cannot freeze the operator's connection.
+func TestAnOperatorNeverWaitsOnAServerThatStoppedReading(t *testing.T) {
+	cl := newMemConn()
+	sv := &stuckConn{memConn: newMemConn(), release: make(chan struct{})}
+	seen := make(chan string, 64)
+	mgr := attention.NewManager(attention.ManagerOptions{Agent: "a", Publisher: nopPublisher{seen: seen}})
+	p := New(Options{Client: cl, Server: sv, Manager: mgr, Route: RouteRemote})
+	go p.Run(context.Background())
+	defer func() { close(sv.release); p.Close(); mgr.Close() }()
+	sv.in <- []byte(`{"jsonrpc":"2.0","id":"e1","method":"elicitation/create","params":{"message":"ok?","requestedSchema":{"type":"object","properties":{"ok":{"type":"boolean"}}}}}`)
+	if typ := <-seen; typ != "attention.requested" {
+		t.Fatalf("first event %s; want attention.requested", typ)
+	}
+	answered := make(chan string, 1)
+	go func() {
+		var reason string
+		mgr.Respond(aep.Event{ID: "c1", Subject: mgr.Pending()[0].ID, Agent: "op"}, aep.Answer{Values: map[string]any{"ok": true}},
+			func(r, _ string) error { reason = r; return nil })
+		answered <- reason
+	}()
+	select {
+	case reason := <-answered:
+		if reason != "" {
+			t.Fatalf("nacked: %s", reason)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the operator's answer waited on a server that stopped reading")
+	}
+}

@@ -140,7 +140,7 @@ func (p *Proxy) deliver(q *question, r attention.Resolution) {
 		p.log.Error("encoding the ElicitResult", "err", err)
 		b = errorResponse(q.serverID, codeInternal, "the bridge could not encode the answer")
 	}
-	p.writeServer(b)
+	var n []byte
 	if withdraw {
 		reason := "answered by an operator"
 		switch {
@@ -149,9 +149,21 @@ func (p *Proxy) deliver(q *question, r attention.Resolution) {
 		case r.Outcome == attention.TimedOut:
 			reason = "no answer before the bridge's timeout"
 		}
-		n, _ := notification(mcp.MethodNotificationCancelled, map[string]any{"requestId": q.serverID, "reason": reason})
-		p.writeClient(n)
+		n, _ = notification(mcp.MethodNotificationCancelled, map[string]any{"requestId": q.serverID, "reason": reason})
 	}
+	send := func() {
+		p.writeServer(b)
+		if n != nil {
+			p.writeClient(n)
+		}
+	}
+	if ended {
+		// The proxy itself ended the question, while it handles the
+		// message that ended its request: the cancel goes out first.
+		send()
+		return
+	}
+	p.later(send)
 }
 
 // elicitResult is the ElicitResult a resolution sends back: the answer's,
