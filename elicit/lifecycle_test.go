@@ -17,6 +17,9 @@ type fakeLifecycle struct {
 	raiseErr  error
 	scripted  bool
 	clientWon bool
+	// duringRaise runs inside Raise, after the question is published and
+	// before its id is returned (another goroutine's message lands there).
+	duringRaise func()
 
 	raised []attention.Spec
 	calls  []string
@@ -27,6 +30,9 @@ func (f *fakeLifecycle) Raise(s attention.Spec) (string, error) {
 		return "", f.raiseErr
 	}
 	f.raised = append(f.raised, s)
+	if f.duringRaise != nil {
+		f.duringRaise()
+	}
 	return "q" + string(rune('0'+len(f.raised))), nil
 }
 
@@ -170,5 +176,38 @@ func (tt seamCase) run(t *testing.T) {
 	}
 	if got := p.open.Load(); got != tt.wantOpen {
 		t.Errorf("open questions: got %d; want %d", got, tt.wantOpen)
+	}
+}
+
+// TestRequestEndsWhileTheQuestionIsRaised: the client cancels the request
+// whose response stream carried an elicitation after the question reached
+// the bus and before the proxy learnt its id. The question is still
+// dismissed, the server gets cancel, and the client is not shown a
+// question for a request it gave up.
+func TestRequestEndsWhileTheQuestionIsRaised(t *testing.T) {
+	cl, sv := newMemConn(), newMemConn()
+	life := &fakeLifecycle{}
+	p := New(Options{Client: cl, Server: sv, Manager: life})
+	p.fromClient([]byte(formClientInit))
+	p.fromClient([]byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"ask"}}`))
+	written(sv)
+	written(cl)
+	life.duringRaise = func() {
+		p.fromClient([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`))
+		life.duringRaise = nil
+	}
+	p.related = json.RawMessage(`7`) // it came on the response stream of request 7
+	p.fromServer([]byte(formQuestion))
+	p.related = nil
+	if diff := cmp.Diff([]string{"dismiss q1"}, life.calls); diff != "" {
+		t.Fatalf("lifecycle calls (-want +got):\n%s", diff)
+	}
+	life.raised[0].Deliver(attention.Resolution{Outcome: attention.Dismissed})
+	want := []string{`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`, `{"jsonrpc":"2.0","id":"e1","result":{"action":"cancel"}}`}
+	if diff := cmp.Diff(want, written(sv)); diff != "" {
+		t.Errorf("the server received (-want +got):\n%s", diff)
+	}
+	if got := written(cl); len(got) != 0 {
+		t.Errorf("the client received %q; want nothing", got)
 	}
 }

@@ -100,8 +100,19 @@ func (p *Proxy) ask(m *message, raw []byte, spec attention.Spec, toClient, clien
 	}
 	p.mu.Lock()
 	q.qid = qid
+	ended := q.ended && !q.done
+	if ended {
+		toClient = false
+		q.toClient = false // the client never sees it: nothing to withdraw
+	}
 	p.mu.Unlock()
 	p.log.Info("question raised", "question", qid, "route", p.route.String(), "to_client", toClient)
+	if ended {
+		// The request ended while the question was being raised.
+		if p.mgr.Dismiss(qid) {
+			p.log.Info("the request that asked a question ended; the question is dismissed", "question", qid)
+		}
+	}
 	if toClient {
 		return raw
 	}

@@ -45,9 +45,11 @@ func (p *Proxy) endRequest(k string) {
 	p.mu.Lock()
 	var qs []*question
 	for _, q := range p.questions {
-		if q.related == k && !q.done && q.qid != "" {
+		if q.related == k && !q.done {
 			q.ended = true
-			qs = append(qs, q)
+			if q.qid != "" {
+				qs = append(qs, q)
+			} // else ask dismisses it once it has its id
 		}
 	}
 	rd := p.byClient[k]
