@@ -100,7 +100,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	if addr := h.Addr(); addr != "" {
-		announce(stderr, addr, ho.Token, c.tokenWhere)
+		announce(stderr, addr, c)
 	}
 	g, err := gateway.New(gateway.Options{Host: h, Session: o, Token: token, AllowHosts: c.allowHosts,
 		AllowOrigins: c.allowOrigins, MaxSessions: sc.maxSessions, SessionIdle: sc.sessionIdle, Logger: o.Logger})

@@ -39,7 +39,7 @@ func TestServeAuthNoneOnlyOnLoopback(t *testing.T) {
 
 // TestServeStoresItsClientTokenAndNeverPrintsIt: with no --mcp-token, serve
 // generates one, stores it 0600 beside the AEP token, and says where, not
-// what.
+// what; the AEP token is not printed either.
 func TestServeStoresItsClientTokenAndNeverPrintsIt(t *testing.T) {
 	state := t.TempDir()
 	t.Setenv("AEP_MCP_TOKEN", "")
@@ -66,6 +66,16 @@ func TestServeStoresItsClientTokenAndNeverPrintsIt(t *testing.T) {
 	}
 	if strings.Contains(stderr.String(), strings.TrimSpace(string(tok))) {
 		t.Error("serve printed the client token")
+	}
+	aepTok, err := os.ReadFile(filepath.Join(state, "token"))
+	if err != nil || len(strings.TrimSpace(string(aepTok))) == 0 {
+		t.Fatalf("no stored AEP token: %v", err)
+	}
+	if strings.Contains(stderr.String(), strings.TrimSpace(string(aepTok))) {
+		t.Errorf("serve printed the AEP token:\n%s", stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "token stored in "+filepath.Join(state, "token")) {
+		t.Errorf("serve does not say where the AEP token is:\n%s", stderr.String())
 	}
 	cancel()
 	select {
