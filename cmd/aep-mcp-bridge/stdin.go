@@ -42,11 +42,26 @@ func clientStdin(r io.Reader) (io.Reader, func()) {
 		}
 	}
 	flags, err := fcntl(fd, syscall.F_GETFL, 0)
-	if err != nil || syscall.SetNonblock(fd, true) != nil {
+	if err != nil {
+		return os.Stdin, func() {}
+	}
+	// The proxy closes the reader, and with it descriptor 0, before the
+	// caller's deferred restore runs: the flags are put back through a
+	// duplicate, which shares the open file description and stays open
+	// until then.
+	keep, err := fcntl(fd, syscall.F_DUPFD_CLOEXEC, 3)
+	if err != nil {
+		return os.Stdin, func() {}
+	}
+	if err := syscall.SetNonblock(fd, true); err != nil {
+		syscall.Close(keep)
 		return os.Stdin, func() {}
 	}
 	f := os.NewFile(uintptr(fd), "/dev/stdin")
-	return f, func() { fcntl(fd, syscall.F_SETFL, flags) }
+	return f, func() {
+		fcntl(keep, syscall.F_SETFL, flags)
+		syscall.Close(keep)
+	}
 }
 
 func fcntl(fd, cmd, arg int) (int, error) {

@@ -12,10 +12,11 @@ import (
 )
 
 // TestStdinFlagsUnchanged runs the bridge binary with stdin on a real
-// pipe and on a pseudo-terminal, blocking and non-blocking, and checks
-// that stdin's file status flags (which its open file description shares
-// with every other reader of the pipe or terminal) are those it found,
-// while the bridge runs and after it exits.
+// pipe, a pseudo-terminal and a socket, blocking and non-blocking, and
+// checks that stdin's file status flags (which its open file description
+// shares with every other reader) are those it found after it exits, and
+// while it runs for a pipe or terminal (a socket is non-blocking while
+// the bridge reads it).
 func TestStdinFlagsUnchanged(t *testing.T) {
 	self, err := os.Executable()
 	if err != nil {
@@ -29,6 +30,7 @@ func TestStdinFlagsUnchanged(t *testing.T) {
 		{name: "pipe", open: openPipe},
 		{name: "pipe already non-blocking", open: openPipe, nonblock: true},
 		{name: "pty", open: openPTY},
+		{name: "socket", open: openSocket},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -53,7 +55,7 @@ func TestStdinFlagsUnchanged(t *testing.T) {
 			done := make(chan error, 1)
 			go func() { done <- cmd.Wait() }()
 			stderr.waitFor(t, "upstream started")
-			if got := getfl(t, stdin); got != before {
+			if got := getfl(t, stdin); got != before && tt.name != "socket" {
 				t.Errorf("while the bridge runs, stdin's flags are %#x; want %#x as found", got, before)
 			}
 			syscall.Close(peer) // the client goes away: EOF (pipe) or a hang-up (pty)
@@ -81,6 +83,18 @@ func openPipe(t *testing.T) (int, int) {
 	t.Helper()
 	var p [2]int
 	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	return p[0], p[1]
+}
+
+// openSocket returns a connected Unix socket pair: stdin's end and the
+// client's. A socket cannot be opened again through /proc, so the bridge
+// sets O_NONBLOCK on stdin's own description and must put it back.
+func openSocket(t *testing.T) (int, int) {
+	t.Helper()
+	p, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return p[0], p[1]
