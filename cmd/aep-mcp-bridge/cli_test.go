@@ -116,6 +116,25 @@ func TestDemoTimeoutShowsCancel(t *testing.T) {
 	}
 }
 
+// TestDemoInterruptedIsACleanExit: Ctrl-C while the question waits ends
+// the demo with exit 0 and a line saying so, not an error.
+func TestDemoInterruptedIsACleanExit(t *testing.T) {
+	stdout, stderr := &lockedBuffer{}, &lockedBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	args := []string{"demo", "--listen", freeAddr(t), "--state-dir", t.TempDir(), "--log-dir", "off"}
+	go func() { done <- run(ctx, args, strings.NewReader(""), stdout, stderr) }()
+	stdout.waitFor(t, "--values")
+	cancel() // what SIGINT does through mainCode's signal context
+	if err := <-done; err != nil {
+		t.Fatalf("demo interrupted: %v (exit %d); want a clean exit", err, exitCode(err))
+	}
+	if !strings.Contains(stdout.String(), "stopped before the question was answered") {
+		t.Errorf("the demo does not say it stopped:\n%s", stdout.String())
+	}
+}
+
 func TestRespondExitCodes(t *testing.T) {
 	// An endpoint whose session never acks, holding one pending question.
 	hub := bus.NewHub()

@@ -133,6 +133,12 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	go func() { done <- b.Run(runCtx); b2cW.Close() }()
 	res, err := d.run(ctx, runCtx, transport.NewIO(b2cR, c2bW, nil), questions)
 	runErr := <-done
+	if err != nil && ctx.Err() != nil {
+		// Interrupted (Ctrl-C): the question is withdrawn with the
+		// session; that is how a demo ends, not a failure.
+		fmt.Fprintln(stdout, "The demo stopped before the question was answered.")
+		return nil
+	}
 	if err != nil {
 		return err
 	}

@@ -205,7 +205,7 @@ func runBridge(ctx context.Context, c *config, stdin io.Reader, stdout, stderr i
 		return err
 	}
 	if addr := h.Addr(); addr != "" {
-		announce(stderr, addr, c.tokenWhere, c.stateDir)
+		announce(stderr, addr, c)
 	}
 	b, err := h.NewSession(o)
 	if err != nil {
@@ -228,13 +228,14 @@ func runBridge(ctx context.Context, c *config, stdin io.Reader, stdout, stderr i
 // inbox's address. It never prints the token: MCP hosts keep their
 // servers' stderr in log files. `aep-mcp-bridge inbox` prints the link
 // with the token to whoever asks for it on their own terminal.
-func announce(stderr io.Writer, addr, where, stateFlag string) {
+func announce(stderr io.Writer, addr string, c *config) {
+	where := c.tokenWhere
 	from := "stored in " + where
 	if where == "--token" || where == "AEP_TOKEN" {
 		from = "from " + where
 	}
 	fmt.Fprintf(stderr, "aep-mcp-bridge: AEP endpoint on http://%s (token %s)\n", addr, from)
-	fmt.Fprintf(stderr, "aep-mcp-bridge: operator inbox at http://%s/; open it with: %s\n", addr, inboxCommand(addr, where, stateFlag))
+	fmt.Fprintf(stderr, "aep-mcp-bridge: operator inbox at http://%s/; open it with: %s\n", addr, inboxCommand(addr, where, c.stateDir))
 }
 
 // headerFlag collects repeated --header 'Name: value' flags.
