@@ -216,16 +216,7 @@ func timeCallsAfter(ctx context.Context, c *client.Client, n int, ready func(), 
 		return nil, err
 	}
 	<-start
-	req := echoRequest()
-	out := make([]time.Duration, 0, n)
-	for i := 0; i < n; i++ {
-		t0 := time.Now()
-		if _, err := c.CallTool(ctx, req); err != nil {
-			return nil, err
-		}
-		out = append(out, time.Since(t0))
-	}
-	return out, nil
+	return timeEchoes(ctx, c, echoRequest(), n)
 }
 
 // freePort returns a port nothing listens on now.

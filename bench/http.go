@@ -106,6 +106,11 @@ func timeCalls(ctx context.Context, c *client.Client, n int) ([]time.Duration, e
 			return nil, err
 		}
 	}
+	return timeEchoes(ctx, c, req, n)
+}
+
+// timeEchoes times n sequential calls of req.
+func timeEchoes(ctx context.Context, c *client.Client, req mcp.CallToolRequest, n int) ([]time.Duration, error) {
 	out := make([]time.Duration, 0, n)
 	for i := 0; i < n; i++ {
 		t0 := time.Now()
