@@ -66,9 +66,11 @@ type Options struct {
 	afterRelease        func()
 }
 
-// Default size bounds of what peers send.
+// Default size bounds of what peers send. DefaultMaxEvent is the bound a
+// session's emitter keeps to (bus.DefaultMaxEvent), so the bridge never
+// emits an event its own hub would refuse.
 const (
-	DefaultMaxEvent = 1 << 20
+	DefaultMaxEvent = bus.DefaultMaxEvent
 	DefaultMaxBody  = 4 << 20
 )
 
