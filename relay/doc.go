@@ -4,7 +4,10 @@
 // on it, commands for this bridge's sessions come back on it, and it
 // survives restarts on either side: events queue while it is down, it
 // reconnects with backoff, and pending questions are re-announced with
-// their original ids.
+// their original ids. An event larger than the peer takes per event is
+// skipped with a logged reason (never its content) instead of being sent
+// and getting the link closed, which would re-announce the same question,
+// and be closed again, on every reconnect.
 //
 // The token never goes to an unproven peer. Before each connection the link
 // asks the peer's discovery, without credentials, whether it offers the

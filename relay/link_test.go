@@ -196,6 +196,19 @@ func (r *realRelay) stop() {
 	r.hub.Close()
 }
 
+// awaitEvent waits until the next event sub receives, which must be id.
+func awaitEvent(t *testing.T, sub *bus.Subscription, id string, logs *syncBuffer) {
+	t.Helper()
+	select {
+	case d := <-sub.C:
+		if d.Event.ID != id {
+			t.Fatalf("the relay got %s; want %s", d.Event.ID, id)
+		}
+	case <-time.After(waitLimit):
+		t.Fatalf("%s never reached the relay; log:\n%s", id, logs)
+	}
+}
+
 // TestProvenRelayIsNeverSentTheToken: a link to a relay that offers the
 // token proof delivers events without the bearer token ever crossing; once
 // the relay proved the token, an impostor that takes its address and offers
@@ -207,14 +220,7 @@ func TestProvenRelayIsNeverSentTheToken(t *testing.T) {
 	ev, raw := event(t, "E1")
 	l.Write(ev, raw)
 	runLink(t, l)
-	select {
-	case d := <-sub.C:
-		if d.Event.ID != "E1" {
-			t.Fatalf("the relay got %s; want E1", d.Event.ID)
-		}
-	case <-time.After(waitLimit):
-		t.Fatalf("the event never reached the relay; log:\n%s", logs)
-	}
+	awaitEvent(t, sub, "E1", logs)
 	sub.Close()
 	real.stop()
 	sq := squatter.Start(t, real.addr, squatter.Naive)
@@ -280,5 +286,47 @@ func TestTargets(t *testing.T) {
 				t.Fatalf("got %+v; want %+v", got, want)
 			}
 		})
+	}
+}
+
+// TestAnEventTooLargeForThePeerIsSkipped: a real hub endpoint closes a
+// connection on a frame over its per-event bound, so the link skips such
+// an event (a question included: it is then never re-announced) with a
+// logged reason that carries no content, and the link stays up and
+// delivers what follows.
+func TestAnEventTooLargeForThePeerIsSkipped(t *testing.T) {
+	real := startReal(t, "127.0.0.1:0", token)
+	sub := real.hub.Subscribe(func(ev *aep.Event) bool { return ev.Session == "s" }, 8)
+	defer sub.Close()
+	l, logs := newLink(t, LinkOptions{URL: "ws://" + real.addr + "/socket"})
+	big := aep.Event{AEP: aep.Version, ID: "Q1", Type: "attention.requested", Subject: "srv", Time: "2026-01-01T00:00:00Z",
+		Source: "aep://h/agent/b/session/s", Agent: "b", Session: "s", Seq: aep.Int64(0), Severity: aep.SeverityNotice,
+		Capture: aep.CaptureFull, Data: json.RawMessage(`{"kind":"input","prompt":"` + strings.Repeat("p", endpoint.DefaultMaxEvent) + `"}`)}
+	raw, err := json.Marshal(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Write(big, raw)
+	l.Redeliver(big, raw)
+	ev, small := event(t, "E2")
+	l.Write(ev, small)
+	runLink(t, l)
+	awaitEvent(t, sub, "E2", logs) // the event after the skipped one
+	// A reconnect re-announces pending questions: the skipped one is not.
+	l.mu.Lock()
+	open := len(l.open)
+	l.mu.Unlock()
+	if open != 0 {
+		t.Fatalf("the link re-announces %d questions; want none", open)
+	}
+	got := logs.String()
+	if strings.Count(got, "skipped an event larger than the relay takes") != 2 || !strings.Contains(got, "id=Q1") {
+		t.Fatalf("the log does not say the event was skipped, twice, naming it:\n%s", got)
+	}
+	if strings.Contains(got, "pppp") {
+		t.Fatal("the log carries the event's content")
+	}
+	if n := strings.Count(got, "relay link up"); n != 1 {
+		t.Fatalf("the link came up %d times; want once, never closed by the hub:\n%s", n, got)
 	}
 }
