@@ -15,7 +15,10 @@
 // {base}/join and the token never crosses the wire, and from then on the
 // link never sends it in clear to that address. A peer without the proof
 // gets the bearer token only over TLS or on a loopback address, and the hub
-// on the listen port (JoinHub) never: it must prove the token.
+// on the listen port (JoinHub) never: it must prove the token. A link over
+// plain ws:// off this machine is refused even to a peer that proves the
+// token, since everything after the proof would be cleartext, unless
+// LinkOptions.PlainRemote allows it (--relay-allow-plain).
 //
 // It sits at the end of the outbound flow (a Sink of the session emitters)
 // and the start of the return flow (commands go to a Target).

@@ -44,6 +44,12 @@ type LinkOptions struct {
 	// RequireProof refuses a peer that does not prove the token, whatever
 	// the URL: the hub on the listen port, whose holder is unknown.
 	RequireProof bool
+	// PlainRemote allows a link over plain ws:// to an address off this
+	// machine, to a peer that proves the token (--relay-allow-plain).
+	// False refuses it: the proof authenticates the handshake only, and
+	// after it the link is cleartext, readable and injectable on the path.
+	// It never lets the bearer token go in clear.
+	PlainRemote bool
 	// Dial opens the link's connections (discovery and WebSocket); nil
 	// means a net.Dialer.
 	Dial DialFunc

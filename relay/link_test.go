@@ -175,12 +175,19 @@ type realRelay struct {
 
 func startReal(t *testing.T, addr, tok string) *realRelay {
 	t.Helper()
+	return startRealWith(t, addr, endpoint.Options{Token: tok})
+}
+
+// startRealWith starts an endpoint with o (its Hub filled in) on addr.
+func startRealWith(t *testing.T, addr string, o endpoint.Options) *realRelay {
+	t.Helper()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := &realRelay{hub: bus.NewHub(), addr: ln.Addr().String(), done: make(chan struct{})}
-	if r.ep, err = endpoint.New(endpoint.Options{Token: tok, Hub: r.hub}); err != nil {
+	o.Hub = r.hub
+	if r.ep, err = endpoint.New(o); err != nil {
 		t.Fatal(err)
 	}
 	r.srv = &http.Server{Handler: r.ep.Handler()}
@@ -329,4 +336,46 @@ func TestAnEventTooLargeForThePeerIsSkipped(t *testing.T) {
 	if n := strings.Count(got, "relay link up"); n != 1 {
 		t.Fatalf("the link came up %d times; want once, never closed by the hub:\n%s", n, got)
 	}
+}
+
+// TestPlainRemoteLinkNeedsPlainRemote: a peer that proves the token on a
+// plain ws:// address off this machine is still refused, by Check and by
+// Run, naming --relay-allow-plain, and gets no hello; with PlainRemote the
+// link proves the token and delivers.
+func TestPlainRemoteLinkNeedsPlainRemote(t *testing.T) {
+	// The endpoint serves the remote name the link dials.
+	real := startRealWith(t, "127.0.0.1:0", endpoint.Options{Token: token, AllowHosts: []string{"relay.example"}})
+	sub := real.hub.Subscribe(func(ev *aep.Event) bool { return ev.Session == "s" }, 8)
+	defer sub.Close()
+	const remote = "ws://relay.example:9000/socket"
+
+	l, logs := newLink(t, LinkOptions{URL: remote, Dial: to(real.addr)})
+	err := l.Check(context.Background())
+	if !IsRefusal(err) || !strings.Contains(err.Error(), "--relay-allow-plain") || !strings.Contains(err.Error(), "relay.example:9000") {
+		t.Fatalf("Check: %v; want a refusal naming the relay and --relay-allow-plain", err)
+	}
+	ev, raw := event(t, "E1")
+	l.Write(ev, raw)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { l.Run(ctx); close(done) }()
+	logs.waitFor(t, "--relay-allow-plain", 2)
+	cancel()
+	<-done
+	if l.Connected() || real.ep.Connections() != 0 {
+		t.Fatal("the link connected over plain ws:// off this machine")
+	}
+	select {
+	case d := <-sub.C:
+		t.Fatalf("the relay received %s over a refused link", d.Raw)
+	default:
+	}
+
+	allowed, logs := newLink(t, LinkOptions{URL: remote, Dial: to(real.addr), PlainRemote: true})
+	if err := allowed.Check(context.Background()); err != nil {
+		t.Fatalf("Check with PlainRemote: %v", err)
+	}
+	allowed.Write(ev, raw)
+	runLink(t, allowed)
+	awaitEvent(t, sub, "E1", logs)
 }
