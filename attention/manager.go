@@ -3,6 +3,7 @@ package attention
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
 	"github.com/agenteventprotocol/aep-mcp-bridge/script"
 	"github.com/agenteventprotocol/aep-mcp-bridge/translate"
 )
@@ -45,6 +47,60 @@ type ManagerOptions struct {
 	Policy Policy
 	// PolicyOnly cancels every question no rule answers (--answers-only).
 	PolicyOnly bool
+	// MaxOpen bounds the questions open at once in the session; 0 means
+	// DefaultMaxOpen. Raise refuses one more with a *LimitError.
+	MaxOpen int
+	// MaxOpenBytes bounds the bytes of the attention.requested events of
+	// the questions open at once; 0 means DefaultMaxOpenBytes. Raise
+	// refuses a question that would pass it with a *LimitError. It is
+	// kept exactly when the Publisher is a BoundedPublisher (the bus
+	// emitter is).
+	MaxOpenBytes int64
+}
+
+// Bounds of a session's open questions: an upstream server is not trusted
+// to stop asking.
+const (
+	DefaultMaxOpen      = 256
+	DefaultMaxOpenBytes = 16 << 20
+)
+
+// BoundedPublisher is a Publisher that refuses an event over a byte bound
+// before anything sees it, with a *bus.TooLargeError. *bus.Emitter
+// implements it.
+type BoundedPublisher interface {
+	EmitWithin(d aep.Draft, max int64) (aep.Event, []byte, error)
+}
+
+// The limits a LimitError names.
+const (
+	// LimitEventBytes is the size of one event: what an AEP endpoint
+	// takes per event (bus.DefaultMaxEvent unless configured).
+	LimitEventBytes = "event bytes"
+	// LimitOpen is MaxOpen.
+	LimitOpen = "open questions"
+	// LimitOpenBytes is MaxOpenBytes.
+	LimitOpenBytes = "open question bytes"
+)
+
+// LimitError says Raise refused a question because it would pass a limit.
+// It never quotes the question.
+type LimitError struct {
+	// Limit names the limit: LimitEventBytes, LimitOpen or LimitOpenBytes.
+	Limit string
+	// Max is the limit's value: bytes, or questions for LimitOpen. Size
+	// is the question's event in bytes, when known.
+	Max, Size int64
+}
+
+func (e *LimitError) Error() string {
+	switch e.Limit {
+	case LimitOpen:
+		return fmt.Sprintf("the question was not raised: the session already has %d open questions, its limit (%s); answer or withdraw some first", e.Max, e.Limit)
+	case LimitOpenBytes:
+		return fmt.Sprintf("the question was not raised: its %d-byte event would take the session's open questions past %d bytes, their limit (%s); answer or withdraw some first, or ask a smaller question", e.Size, e.Max, e.Limit)
+	}
+	return fmt.Sprintf("the question was not raised: its event would be %d bytes, over the %d bytes an AEP endpoint takes per event (%s); ask a smaller question", e.Size, e.Max, e.Limit)
 }
 
 // Policy decides scripted answers. *script.Rules implements it.
@@ -116,6 +172,7 @@ type question struct {
 	fields  []aep.FieldSpec // as published, for gating answers
 	raised  time.Time
 	expires time.Time
+	size    int64 // of its attention.requested event
 	timer   *time.Timer
 	// script is the pending scripted answer's timer, if any.
 	script *time.Timer
@@ -144,6 +201,9 @@ type Manager struct {
 	log     *slog.Logger
 	policy  Policy
 	only    bool
+	// maxOpen and maxOpenBytes bound the pending questions.
+	maxOpen      int
+	maxOpenBytes int64
 
 	// mu guards pending and closed, and orders each question's events.
 	mu      sync.Mutex
@@ -158,7 +218,13 @@ type Manager struct {
 // NewManager returns a Manager.
 func NewManager(o ManagerOptions) *Manager {
 	m := &Manager{agent: o.Agent, pub: o.Publisher, timeout: o.Timeout, ceiling: o.Ceiling, red: o.Redactor, log: o.Logger,
-		policy: o.Policy, only: o.PolicyOnly, pending: map[string]*question{}}
+		policy: o.Policy, only: o.PolicyOnly, pending: map[string]*question{}, maxOpen: o.MaxOpen, maxOpenBytes: o.MaxOpenBytes}
+	if m.maxOpen <= 0 {
+		m.maxOpen = DefaultMaxOpen
+	}
+	if m.maxOpenBytes <= 0 {
+		m.maxOpenBytes = DefaultMaxOpenBytes
+	}
 	if m.timeout <= 0 {
 		m.timeout = DefaultTimeout
 	}
@@ -182,11 +248,17 @@ var ErrClosed = fmt.Errorf("the session is ending; no new questions are accepted
 
 // Raise publishes attention.requested for s and starts its timer. It
 // returns the request's id, which operators answer as the command subject.
+// A question over a limit (its event's size, or the session's open
+// questions in count or bytes) is refused with a *LimitError, and nothing
+// is published.
 func (m *Manager) Raise(s Spec) (string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
 		return "", ErrClosed
+	}
+	if len(m.pending) >= m.maxOpen {
+		return "", &LimitError{Limit: LimitOpen, Max: int64(m.maxOpen)}
 	}
 	now := time.Now()
 	q := &question{spec: s, raised: now, expires: now.Add(m.timeout)}
@@ -236,15 +308,47 @@ func (m *Manager) Raise(s Spec) (string, error) {
 			data = d
 		}
 	}
-	ev, _, err := m.pub.Emit(aep.Draft{Type: "attention.requested", Subject: s.Subject, Severity: aep.SeverityNotice, Capture: capture, Data: data})
+	ev, raw, err := m.publishRequest(aep.Draft{Type: "attention.requested", Subject: s.Subject, Severity: aep.SeverityNotice, Capture: capture, Data: data})
 	if err != nil {
-		return "", fmt.Errorf("publishing attention.requested: %w", err)
+		return "", err
 	}
-	q.id = ev.ID
+	q.id, q.size = ev.ID, int64(len(raw))
 	m.pending[q.id] = q
 	q.timer = time.AfterFunc(m.timeout, func() { m.expire(q.id) })
 	m.schedulePolicyLocked(q)
 	return q.id, nil
+}
+
+// publishRequest publishes a question's attention.requested within what is
+// left of MaxOpenBytes. Callers hold m.mu.
+func (m *Manager) publishRequest(d aep.Draft) (aep.Event, []byte, error) {
+	bp, ok := m.pub.(BoundedPublisher)
+	if !ok {
+		ev, raw, err := m.pub.Emit(d)
+		if err != nil {
+			return ev, raw, fmt.Errorf("publishing attention.requested: %w", err)
+		}
+		return ev, raw, nil
+	}
+	var held int64
+	for _, q := range m.pending {
+		held += q.size
+	}
+	left := m.maxOpenBytes - held
+	if left <= 0 {
+		return aep.Event{}, nil, &LimitError{Limit: LimitOpenBytes, Max: m.maxOpenBytes}
+	}
+	ev, raw, err := bp.EmitWithin(d, left)
+	var tl *bus.TooLargeError
+	switch {
+	case err == nil:
+		return ev, raw, nil
+	case errors.As(err, &tl) && tl.Max == left:
+		return aep.Event{}, nil, &LimitError{Limit: LimitOpenBytes, Max: m.maxOpenBytes, Size: tl.Size}
+	case errors.As(err, &tl):
+		return aep.Event{}, nil, &LimitError{Limit: LimitEventBytes, Max: tl.Max, Size: tl.Size}
+	}
+	return aep.Event{}, nil, fmt.Errorf("publishing attention.requested: %w", err)
 }
 
 // Scripted reports whether the policy will settle a question from server

@@ -33,6 +33,12 @@ type HostOptions struct {
 	Token string
 	// Relays are AEP relays to connect out to as an emitter (--relay).
 	Relays []string
+	// PlainRelay lets a link to a relay on plain ws:// off this machine
+	// run once the relay proved the token (--relay-allow-plain); false
+	// refuses it, since everything after the proof would travel in clear
+	// (relay.LinkOptions.PlainRemote). The hub on the listen port is
+	// always on loopback.
+	PlainRelay bool
 	// Agent is the AEP agent name; "" means "aep-mcp-bridge".
 	Agent string
 	// Instance names this process in hello frames and roster entries; ""
@@ -153,19 +159,19 @@ func NewHost(o HostOptions) (*Host, error) {
 // the bridge does not start in that state.
 func (h *Host) newLinks() error {
 	type target struct {
-		url          string
-		requireProof bool
+		url                       string
+		requireProof, plainRemote bool
 	}
 	var targets []target
 	if h.joined != "" {
-		targets = append(targets, target{h.joined, true})
+		targets = append(targets, target{url: h.joined, requireProof: true})
 	}
 	for _, u := range h.opts.Relays {
-		targets = append(targets, target{u, false})
+		targets = append(targets, target{url: u, plainRemote: h.opts.PlainRelay})
 	}
 	for _, tg := range targets {
 		l, err := relay.NewLink(relay.LinkOptions{URL: tg.url, Token: h.opts.Token, RequireProof: tg.requireProof,
-			Dial: h.opts.Dial, Agent: h.opts.Agent, Instance: h.opts.Instance, Accepts: control.Accepts, Logger: h.log})
+			PlainRemote: tg.plainRemote, Dial: h.opts.Dial, Agent: h.opts.Agent, Instance: h.opts.Instance, Accepts: control.Accepts, Logger: h.log})
 		if err != nil {
 			return fmt.Errorf("--relay: %w", err)
 		}

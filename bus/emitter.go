@@ -40,6 +40,29 @@ type EmitterOptions struct {
 	Logger *slog.Logger
 	// Now returns the current time. Nil means time.Now.
 	Now func() time.Time
+	// MaxEvent bounds the encoding of one emitted event, in bytes: Emit
+	// refuses a larger one with a *TooLargeError before any sink sees
+	// it. 0 means DefaultMaxEvent, what an AEP endpoint of this bridge
+	// takes per event, so no event is emitted that a hub would refuse.
+	MaxEvent int64
+}
+
+// DefaultMaxEvent is the largest event, in bytes of its encoding, that an
+// emitter emits and that an endpoint of this bridge takes (one POSTed
+// event, one NDJSON line, one WebSocket frame): 1 MiB.
+const DefaultMaxEvent = 1 << 20
+
+// TooLargeError says an event was not emitted because its encoding is
+// larger than a bound. It never quotes the event.
+type TooLargeError struct {
+	// Type is the event's type; Size its encoding's length and Max the
+	// bound, in bytes.
+	Type      string
+	Size, Max int64
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("refusing to emit %s: its encoding is %d bytes, over the bound of %d bytes", e.Type, e.Size, e.Max)
 }
 
 // Emitter stamps drafts into events of one session: a ULID id, the time,
@@ -55,6 +78,7 @@ type Emitter struct {
 	sinks                  []Sink
 	now                    func() time.Time
 	log                    *slog.Logger
+	maxEvent               int64
 
 	// mu serializes emission so seq order is sink order; ended is set
 	// once session.ended is emitted: nothing follows it (AEP-0002 §7).
@@ -84,6 +108,10 @@ func NewEmitter(opts EmitterOptions) (*Emitter, error) {
 		sinks:     opts.Sinks,
 		now:       opts.Now,
 		log:       opts.Logger,
+		maxEvent:  opts.MaxEvent,
+	}
+	if e.maxEvent <= 0 {
+		e.maxEvent = DefaultMaxEvent
 	}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
@@ -136,12 +164,23 @@ func (e *Emitter) Ceiling(t string) aep.Capture {
 // every sink. It returns the event and its exact encoding.
 //
 // The error contract is all or nothing: Emit returns an error only when the
-// event could not be built (its data does not encode, or it fails
-// validation), and then no sink saw it and no seq was used. Once built, the
+// event could not be built (its data does not encode, it fails validation,
+// or its encoding is over MaxEvent: a *TooLargeError), and then no sink saw
+// it and no seq was used. Once built, the
 // event is emitted: a sink that fails to take it is logged, never reported
 // to the caller, because the event exists for every other sink and later
 // lifecycle events may refer to it.
 func (e *Emitter) Emit(d aep.Draft) (aep.Event, []byte, error) {
+	return e.EmitWithin(d, 0)
+}
+
+// EmitWithin is Emit with a tighter bound for this event: it refuses, with
+// a *TooLargeError and before any sink sees it, an event whose encoding is
+// over max bytes or over MaxEvent. max <= 0 means MaxEvent alone.
+func (e *Emitter) EmitWithin(d aep.Draft, max int64) (aep.Event, []byte, error) {
+	if max <= 0 || max > e.maxEvent {
+		max = e.maxEvent
+	}
 	var data json.RawMessage
 	if d.Data != nil {
 		b, err := json.Marshal(d.Data)
@@ -168,6 +207,9 @@ func (e *Emitter) Emit(d aep.Draft) (aep.Event, []byte, error) {
 	ev, raw, err := e.finish(ev)
 	if err != nil {
 		return aep.Event{}, nil, err
+	}
+	if int64(len(raw)) > max {
+		return aep.Event{}, nil, &TooLargeError{Type: ev.Type, Size: int64(len(raw)), Max: max}
 	}
 	e.seq++
 	e.ended = ev.Type == "session.ended"

@@ -266,3 +266,76 @@ func TestAConnectionWritesABoundedNumberOfSources(t *testing.T) {
 		t.Fatalf("refused %q; want only the last event, saying %q", refused, want)
 	}
 }
+
+// TestJoinedSessionsAreWrittenOnlyByTheirBridge: a session that a bridge
+// joined to this hub (it proved the token at /join) is its bridge's, like
+// a session of this process: no /socket emitter and no POST may write into
+// it, under any source, even while the bridge is away with a question
+// open. Another joined bridge naming the same session is legitimate, and
+// commands to it are then ambiguous.
+func TestJoinedSessionsAreWrittenOnlyByTheirBridge(t *testing.T) {
+	f := newFixture(t, bus.HubOptions{}, Options{})
+	srv, hub := f.srv, f.hub
+	const src = "aep://j/agent/b/session/J"
+	bridge := joinConn(t, srv, "host-j/1")
+	for i, typ := range []string{"session.started", "attention.requested"} {
+		if fr := bridge.sendEvent(remoteEvent(src, "J", fmt.Sprintf("B%d", i), typ, "srv", i)); fr != nil {
+			t.Fatalf("the joined bridge's %s: %v", typ, fr)
+		}
+	}
+	impostor := emitterConn(t, srv, "evil")
+	refused := func(when string) {
+		t.Helper()
+		for i, typ := range []string{"progress.status", "attention.requested", "session.started"} {
+			ev := remoteEvent("aep://evil/agent/e", "J", fmt.Sprintf("X%d", i), typ, "srv", i)
+			if fr := impostor.sendEvent(ev); fr == nil || fr["code"] != "unauthorized" || fr["cause"] == nil || !strings.Contains(fr["detail"].(string), "joined to this hub") {
+				t.Fatalf("%s, a /socket emitter's %s in the joined session: %v; want unauthorized", when, typ, fr)
+			}
+			code, body := post(t, srv.URL, "application/json", ev)
+			if code != http.StatusForbidden || body.Error != "unauthorized" || !strings.Contains(body.Detail, "joined to this hub") {
+				t.Fatalf("%s, POST of %s into the joined session: %d %+v; want 403 unauthorized", when, typ, code, body)
+			}
+		}
+	}
+	refused("while the bridge is linked")
+	op := dial(t, srv)
+	op.hello()
+	op.send(`{"type":"roster","id":"r"}`)
+	if fr := op.read(); len(fr["entries"].([]any)) != 2 {
+		t.Fatalf("roster %v; want the local claim and the joined bridge's only", fr)
+	}
+	respond := `{"aep":"0.1","id":"%s","type":"control.attention.respond","subject":"B1","time":"2026-01-01T00:00:00Z","source":"aep://op/agent/op","agent":"op","session":"J","data":{"answer":{"option":"decline"}}}`
+	if fr := op.sendEvent(fmt.Sprintf(respond, "C1")); fr != nil {
+		t.Fatalf("an operator's answer: %v; want it routed to the joined bridge", fr)
+	}
+	if cmd := bridge.read(); cmd["id"] != "C1" {
+		t.Fatalf("the joined bridge got %v; want the command C1", cmd)
+	}
+
+	bridge.c.Close()
+	<-f.released
+	refused("while the bridge is away with its question open")
+
+	// A second joined bridge on the same name, under its own source, is
+	// as legitimate as the first: both are served, commands are ambiguous.
+	first := joinConn(t, srv, "host-j/1")
+	if fr := first.sendEvent(remoteEvent(src, "J", "B2", "progress.status", "", 2)); fr != nil {
+		t.Fatalf("the bridge back: %v", fr)
+	}
+	second := joinConn(t, srv, "host-k/1")
+	if fr := second.sendEvent(remoteEvent("aep://k/agent/b/session/J", "J", "K0", "session.started", "", 0)); fr != nil {
+		t.Fatalf("another joined bridge naming the same session: %v; want it accepted", fr)
+	}
+	op.send(fmt.Sprintf(respond, "C2"))
+	if fr := op.read(); fr["code"] != "ambiguous" || fr["cause"] != "C2" {
+		t.Fatalf("command to a session two joined bridges claim: %v; want ambiguous", fr)
+	}
+	if n := hub.Stats().Open; n != 1 {
+		t.Fatalf("%d open; want only the joined bridge's question", n)
+	}
+	for _, line := range sseData(sse(t, srv.URL, "live=0&from=all")) {
+		if strings.Contains(line, `"X`) {
+			t.Fatalf("a refused event reached subscribers: %s", line)
+		}
+	}
+}

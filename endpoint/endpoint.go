@@ -66,9 +66,11 @@ type Options struct {
 	afterRelease        func()
 }
 
-// Default size bounds of what peers send.
+// Default size bounds of what peers send. DefaultMaxEvent is the bound a
+// session's emitter keeps to (bus.DefaultMaxEvent), so the bridge never
+// emits an event its own hub would refuse.
 const (
-	DefaultMaxEvent = 1 << 20
+	DefaultMaxEvent = bus.DefaultMaxEvent
 	DefaultMaxBody  = 4 << 20
 )
 
@@ -101,6 +103,12 @@ type Endpoint struct {
 	localSources  map[string]bool
 	retired       []Claim
 	sources       map[string]*sourceHolder
+	// joinedSessions are the sessions bridges joined to this hub write,
+	// live or among the joinedRetired most recently left (retirements
+	// numbers them).
+	joinedSessions map[string]*joinedSession
+	joinedRetired  []retiredSession
+	retirements    uint64
 }
 
 // New returns an endpoint.
@@ -139,7 +147,8 @@ func New(o Options) (*Endpoint, error) {
 	}
 	e := &Endpoint{opts: o, log: o.Logger, policy: policy,
 		conns: map[*socket]struct{}{}, joining: map[*websocket.Conn]struct{}{},
-		localSessions: map[string]bool{}, localSources: map[string]bool{}, sources: map[string]*sourceHolder{}}
+		localSessions: map[string]bool{}, localSources: map[string]bool{}, sources: map[string]*sourceHolder{},
+		joinedSessions: map[string]*joinedSession{}}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}

@@ -51,7 +51,7 @@ func (e *Endpoint) serveJoin(w http.ResponseWriter, r *http.Request) {
 	}
 	conn.SetReadDeadline(time.Time{})
 	conn.SetWriteDeadline(time.Time{})
-	e.runSocket(conn)
+	e.runSocket(conn, true)
 }
 
 // proveJoin runs the hub's side of the token proof on conn, whose request

@@ -3,6 +3,7 @@ package endpoint
 import (
 	"crypto/rand"
 	"encoding/json"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -42,13 +43,10 @@ func readUntilClosed(t *testing.T, c *websocket.Conn) []string {
 	}
 }
 
-// TestJoinAdmitsAProvenBridge runs the bridge's side of the proof by hand:
-// once both proved the token, the connection is an AEP connection whose
-// events reach the hub.
-func TestJoinAdmitsAProvenBridge(t *testing.T) {
-	srv, hub, _, _ := newTestEndpoint(t)
-	sub := hub.Subscribe(func(ev *aep.Event) bool { return ev.Session == "joined" }, 8)
-	defer sub.Close()
+// joinConn proves the token at /join of srv by hand, as a bridge's link
+// does, and says hello as the emitter agent/instance.
+func joinConn(t *testing.T, srv *httptest.Server, instance string) *wsClient {
+	t.Helper()
 	c := dialJoin(t, srv.URL)
 	b, challenge, err := proof.NewBridge(testToken, strings.TrimPrefix(srv.URL, "http://"), rand.Reader)
 	if err != nil {
@@ -64,12 +62,22 @@ func TestJoinAdmitsAProvenBridge(t *testing.T) {
 		t.Fatalf("the endpoint's proof: %v", err)
 	}
 	c.WriteMessage(websocket.TextMessage, finish)
-	c.WriteMessage(websocket.TextMessage, []byte(`{"type":"hello","versions":["0.1"],"role":"emitter","identity":{"agent":"b"}}`))
+	c.WriteMessage(websocket.TextMessage, []byte(`{"type":"hello","versions":["0.1"],"role":"emitter","identity":{"agent":"b","instance":"`+instance+`"},"capabilities":{"control":{"accepts":["control.attention.respond"]}}}`))
 	_, hello, err := c.ReadMessage()
 	if err != nil || !strings.Contains(string(hello), `"type":"hello"`) || !strings.Contains(string(hello), proof.Capability) {
 		t.Fatalf("got %s, %v; want the endpoint's hello advertising %s", hello, err, proof.Capability)
 	}
-	c.WriteMessage(websocket.TextMessage, []byte(`{"aep":"0.1","id":"E1","type":"session.started","time":"2026-01-01T00:00:00Z","source":"aep://b/agent/b","agent":"b","session":"joined","seq":0}`))
+	return &wsClient{t, c}
+}
+
+// TestJoinAdmitsAProvenBridge: once both proved the token, the connection
+// is an AEP connection whose events reach the hub.
+func TestJoinAdmitsAProvenBridge(t *testing.T) {
+	srv, hub, _, _ := newTestEndpoint(t)
+	sub := hub.Subscribe(func(ev *aep.Event) bool { return ev.Session == "joined" }, 8)
+	defer sub.Close()
+	c := joinConn(t, srv, "")
+	c.send(`{"aep":"0.1","id":"E1","type":"session.started","time":"2026-01-01T00:00:00Z","source":"aep://b/agent/b","agent":"b","session":"joined","seq":0}`)
 	select {
 	case d := <-sub.C:
 		if d.Event.ID != "E1" {

@@ -59,9 +59,14 @@ type socket struct {
 	// flood and warned belong to the reader goroutine.
 	flood  bucket
 	warned time.Time
-	// sources counts the sources this connection writes; the endpoint's
-	// mutex guards it.
-	sources int
+	// joined is set for a connection from /join, whose peer proved the
+	// token: a bridge joined to this hub.
+	joined bool
+	// sources counts the sources this connection writes, and sessions
+	// are the sessions a joined connection writes; the endpoint's mutex
+	// guards both.
+	sources  int
+	sessions map[string]bool
 
 	// mu guards the fields below.
 	mu       sync.Mutex
@@ -83,15 +88,18 @@ func (e *Endpoint) serveSocket(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // the upgrader already answered
 	}
-	e.runSocket(conn)
+	e.runSocket(conn, false)
 }
 
 // runSocket serves an upgraded connection, from its hello to its close:
-// one from /socket, or one from /join whose peer proved the token.
-func (e *Endpoint) runSocket(conn *websocket.Conn) {
+// one from /socket, or one from /join whose peer proved the token (joined).
+func (e *Endpoint) runSocket(conn *websocket.Conn, joined bool) {
 	conn.SetReadLimit(e.opts.MaxEvent)
 	s := &socket{e: e, conn: conn, ctrl: make(chan []byte, e.opts.queue), out: make(chan []byte, e.opts.queue),
-		bye: make(chan string, 1), done: make(chan struct{}), subs: map[string]*socketSub{}}
+		bye: make(chan string, 1), done: make(chan struct{}), subs: map[string]*socketSub{}, joined: joined}
+	if joined {
+		s.sessions = map[string]bool{}
+	}
 	if !e.enter() {
 		conn.Close()
 		return

@@ -19,7 +19,8 @@ import (
 //   - if it does, the link proves the token at {base}/join and the token
 //     never crosses the wire; from then on the link never sends it in
 //     clear to this URL, so an impostor that later holds the address and
-//     offers no proof gets nothing;
+//     offers no proof gets nothing; over plain ws:// off this machine, only
+//     with PlainRemote (the channel after the proof is cleartext);
 //   - if it does not, the bearer token goes to {base}/socket only over TLS
 //     or to a loopback address, and never with RequireProof.
 func (l *Link) connect(ctx context.Context) (*websocket.Conn, error) {
@@ -28,6 +29,9 @@ func (l *Link) connect(ctx context.Context) (*websocket.Conn, error) {
 		return nil, fmt.Errorf("asking %s whether it offers the token proof: %w", l.to.discovery, err)
 	}
 	if p.proof {
+		if err := l.plainAllowed(p); err != nil {
+			return nil, err
+		}
 		conn, err := prove(ctx, l.dialer, l.to, l.opts.Token)
 		if err != nil {
 			if errors.Is(err, proof.ErrMismatch) {
@@ -78,18 +82,34 @@ func (l *Link) bearerAllowed(p peer) error {
 	return nil
 }
 
+// plainAllowed says whether the link may run over this URL to a peer that
+// offers the token proof; the error, a *Refusal, says why not and what to
+// do.
+func (l *Link) plainAllowed(p peer) error {
+	if l.to.bearerOK || l.opts.PlainRemote {
+		return nil
+	}
+	return &Refusal{Addr: l.to.host, What: p.what, Why: "it is a plain ws:// address off this machine: the token proof authenticates only the handshake, " +
+		"and after it the link is cleartext that anyone on the path can read and inject into; use a wss:// (or https://) relay URL, " +
+		"or pass --relay-allow-plain to link over plain ws:// anyway"}
+}
+
 // Check asks the relay, before the link runs, whether the link may use it.
 // It returns a *Refusal when the relay answered and the token could go to
-// it only in clear to a remote address; nil when the proof or the bearer
-// token may be used, or when the relay cannot be reached yet (Run then
-// decides on each connection, and refuses the same way).
+// it only in clear to a remote address, or the link would be cleartext off
+// this machine without PlainRemote; nil when the proof or the bearer token
+// may be used, or when the relay cannot be reached yet (Run then decides on
+// each connection, and refuses the same way).
 func (l *Link) Check(ctx context.Context) error {
 	if l.to.bearerOK && !l.opts.RequireProof {
 		return nil
 	}
 	p, err := discover(ctx, l.client, l.to.discovery)
-	if err != nil || p.proof {
+	switch {
+	case err != nil:
 		return nil
+	case p.proof:
+		return l.plainAllowed(p)
 	}
 	return l.bearerAllowed(p)
 }

@@ -4,7 +4,10 @@
 // on it, commands for this bridge's sessions come back on it, and it
 // survives restarts on either side: events queue while it is down, it
 // reconnects with backoff, and pending questions are re-announced with
-// their original ids.
+// their original ids. An event larger than the peer takes per event is
+// skipped with a logged reason (never its content) instead of being sent
+// and getting the link closed, which would re-announce the same question,
+// and be closed again, on every reconnect.
 //
 // The token never goes to an unproven peer. Before each connection the link
 // asks the peer's discovery, without credentials, whether it offers the
@@ -12,7 +15,10 @@
 // {base}/join and the token never crosses the wire, and from then on the
 // link never sends it in clear to that address. A peer without the proof
 // gets the bearer token only over TLS or on a loopback address, and the hub
-// on the listen port (JoinHub) never: it must prove the token.
+// on the listen port (JoinHub) never: it must prove the token. A link over
+// plain ws:// off this machine is refused even to a peer that proves the
+// token, since everything after the proof would be cleartext, unless
+// LinkOptions.PlainRemote allows it (--relay-allow-plain).
 //
 // It sits at the end of the outbound flow (a Sink of the session emitters)
 // and the start of the return flow (commands go to a Target).

@@ -16,6 +16,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
 )
 
 // Target takes the commands that arrive on a link: the bridge routes each
@@ -43,6 +44,12 @@ type LinkOptions struct {
 	// RequireProof refuses a peer that does not prove the token, whatever
 	// the URL: the hub on the listen port, whose holder is unknown.
 	RequireProof bool
+	// PlainRemote allows a link over plain ws:// to an address off this
+	// machine, to a peer that proves the token (--relay-allow-plain).
+	// False refuses it: the proof authenticates the handshake only, and
+	// after it the link is cleartext, readable and injectable on the path.
+	// It never lets the bearer token go in clear.
+	PlainRemote bool
 	// Dial opens the link's connections (discovery and WebSocket); nil
 	// means a net.Dialer.
 	Dial DialFunc
@@ -55,6 +62,12 @@ type LinkOptions struct {
 	// is unreachable; 0 means 4096. Events that must be delivered are
 	// bounded in bytes instead (64 MiB).
 	Queue int
+	// MaxEvent is the largest event, in bytes, the peer takes: a larger
+	// one is skipped with a logged reason rather than sent, since the
+	// peer would close the link on it and a pending question would be
+	// re-announced, and refused, on every reconnect. 0 means
+	// bus.DefaultMaxEvent, what an endpoint of this bridge takes.
+	MaxEvent int64
 	// MinBackoff and MaxBackoff bound the reconnect delay (with jitter);
 	// zero means 200ms and 10s.
 	MinBackoff, MaxBackoff time.Duration
@@ -107,6 +120,9 @@ func NewLink(o LinkOptions) (*Link, error) {
 	}
 	if o.Queue <= 0 {
 		o.Queue = 4096
+	}
+	if o.MaxEvent <= 0 {
+		o.MaxEvent = bus.DefaultMaxEvent
 	}
 	if o.MinBackoff <= 0 {
 		o.MinBackoff = 200 * time.Millisecond
@@ -172,8 +188,12 @@ func (l *Link) Dropped() int {
 	return l.dropped
 }
 
-// Write queues an event for the relay and tracks pending questions.
+// Write queues an event for the relay and tracks pending questions. An
+// event larger than the peer takes is skipped (see LinkOptions.MaxEvent).
 func (l *Link) Write(ev aep.Event, raw []byte) error {
+	if l.tooLarge(&ev, raw) {
+		return nil
+	}
 	l.mu.Lock()
 	switch ev.Type {
 	case "attention.requested":
@@ -194,11 +214,25 @@ func (l *Link) Write(ev aep.Event, raw []byte) error {
 
 // Redeliver queues a re-sent event (a recorded ack) for the relay.
 func (l *Link) Redeliver(ev aep.Event, raw []byte) error {
+	if l.tooLarge(&ev, raw) {
+		return nil
+	}
 	l.mu.Lock()
 	l.enqueueLocked(raw, mustKeep(&ev))
 	l.mu.Unlock()
 	l.signal()
 	return nil
+}
+
+// tooLarge reports whether raw is larger than the peer takes, and logs
+// that it is skipped: its type, id and size, never its content.
+func (l *Link) tooLarge(ev *aep.Event, raw []byte) bool {
+	if int64(len(raw)) <= l.opts.MaxEvent {
+		return false
+	}
+	l.log.Warn("skipped an event larger than the relay takes; the relay would close the link on it",
+		"type", ev.Type, "id", ev.ID, "bytes", len(raw), "max_bytes", l.opts.MaxEvent)
+	return true
 }
 
 func (l *Link) enqueueLocked(raw []byte, keep bool) {

@@ -175,12 +175,19 @@ type realRelay struct {
 
 func startReal(t *testing.T, addr, tok string) *realRelay {
 	t.Helper()
+	return startRealWith(t, addr, endpoint.Options{Token: tok})
+}
+
+// startRealWith starts an endpoint with o (its Hub filled in) on addr.
+func startRealWith(t *testing.T, addr string, o endpoint.Options) *realRelay {
+	t.Helper()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := &realRelay{hub: bus.NewHub(), addr: ln.Addr().String(), done: make(chan struct{})}
-	if r.ep, err = endpoint.New(endpoint.Options{Token: tok, Hub: r.hub}); err != nil {
+	o.Hub = r.hub
+	if r.ep, err = endpoint.New(o); err != nil {
 		t.Fatal(err)
 	}
 	r.srv = &http.Server{Handler: r.ep.Handler()}
@@ -196,6 +203,19 @@ func (r *realRelay) stop() {
 	r.hub.Close()
 }
 
+// awaitEvent waits until the next event sub receives, which must be id.
+func awaitEvent(t *testing.T, sub *bus.Subscription, id string, logs *syncBuffer) {
+	t.Helper()
+	select {
+	case d := <-sub.C:
+		if d.Event.ID != id {
+			t.Fatalf("the relay got %s; want %s", d.Event.ID, id)
+		}
+	case <-time.After(waitLimit):
+		t.Fatalf("%s never reached the relay; log:\n%s", id, logs)
+	}
+}
+
 // TestProvenRelayIsNeverSentTheToken: a link to a relay that offers the
 // token proof delivers events without the bearer token ever crossing; once
 // the relay proved the token, an impostor that takes its address and offers
@@ -207,14 +227,7 @@ func TestProvenRelayIsNeverSentTheToken(t *testing.T) {
 	ev, raw := event(t, "E1")
 	l.Write(ev, raw)
 	runLink(t, l)
-	select {
-	case d := <-sub.C:
-		if d.Event.ID != "E1" {
-			t.Fatalf("the relay got %s; want E1", d.Event.ID)
-		}
-	case <-time.After(waitLimit):
-		t.Fatalf("the event never reached the relay; log:\n%s", logs)
-	}
+	awaitEvent(t, sub, "E1", logs)
 	sub.Close()
 	real.stop()
 	sq := squatter.Start(t, real.addr, squatter.Naive)
@@ -281,4 +294,88 @@ func TestTargets(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAnEventTooLargeForThePeerIsSkipped: a real hub endpoint closes a
+// connection on a frame over its per-event bound, so the link skips such
+// an event (a question included: it is then never re-announced) with a
+// logged reason that carries no content, and the link stays up and
+// delivers what follows.
+func TestAnEventTooLargeForThePeerIsSkipped(t *testing.T) {
+	real := startReal(t, "127.0.0.1:0", token)
+	sub := real.hub.Subscribe(func(ev *aep.Event) bool { return ev.Session == "s" }, 8)
+	defer sub.Close()
+	l, logs := newLink(t, LinkOptions{URL: "ws://" + real.addr + "/socket"})
+	big := aep.Event{AEP: aep.Version, ID: "Q1", Type: "attention.requested", Subject: "srv", Time: "2026-01-01T00:00:00Z",
+		Source: "aep://h/agent/b/session/s", Agent: "b", Session: "s", Seq: aep.Int64(0), Severity: aep.SeverityNotice,
+		Capture: aep.CaptureFull, Data: json.RawMessage(`{"kind":"input","prompt":"` + strings.Repeat("p", endpoint.DefaultMaxEvent) + `"}`)}
+	raw, err := json.Marshal(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Write(big, raw)
+	l.Redeliver(big, raw)
+	ev, small := event(t, "E2")
+	l.Write(ev, small)
+	runLink(t, l)
+	awaitEvent(t, sub, "E2", logs) // the event after the skipped one
+	// A reconnect re-announces pending questions: the skipped one is not.
+	l.mu.Lock()
+	open := len(l.open)
+	l.mu.Unlock()
+	if open != 0 {
+		t.Fatalf("the link re-announces %d questions; want none", open)
+	}
+	got := logs.String()
+	if strings.Count(got, "skipped an event larger than the relay takes") != 2 || !strings.Contains(got, "id=Q1") {
+		t.Fatalf("the log does not say the event was skipped, twice, naming it:\n%s", got)
+	}
+	if strings.Contains(got, "pppp") {
+		t.Fatal("the log carries the event's content")
+	}
+	if n := strings.Count(got, "relay link up"); n != 1 {
+		t.Fatalf("the link came up %d times; want once, never closed by the hub:\n%s", n, got)
+	}
+}
+
+// TestPlainRemoteLinkNeedsPlainRemote: a peer that proves the token on a
+// plain ws:// address off this machine is still refused, by Check and by
+// Run, naming --relay-allow-plain, and gets no hello; with PlainRemote the
+// link proves the token and delivers.
+func TestPlainRemoteLinkNeedsPlainRemote(t *testing.T) {
+	// The endpoint serves the remote name the link dials.
+	real := startRealWith(t, "127.0.0.1:0", endpoint.Options{Token: token, AllowHosts: []string{"relay.example"}})
+	sub := real.hub.Subscribe(func(ev *aep.Event) bool { return ev.Session == "s" }, 8)
+	defer sub.Close()
+	const remote = "ws://relay.example:9000/socket"
+
+	l, logs := newLink(t, LinkOptions{URL: remote, Dial: to(real.addr)})
+	err := l.Check(context.Background())
+	if !IsRefusal(err) || !strings.Contains(err.Error(), "--relay-allow-plain") || !strings.Contains(err.Error(), "relay.example:9000") {
+		t.Fatalf("Check: %v; want a refusal naming the relay and --relay-allow-plain", err)
+	}
+	ev, raw := event(t, "E1")
+	l.Write(ev, raw)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { l.Run(ctx); close(done) }()
+	logs.waitFor(t, "--relay-allow-plain", 2)
+	cancel()
+	<-done
+	if l.Connected() || real.ep.Connections() != 0 {
+		t.Fatal("the link connected over plain ws:// off this machine")
+	}
+	select {
+	case d := <-sub.C:
+		t.Fatalf("the relay received %s over a refused link", d.Raw)
+	default:
+	}
+
+	allowed, logs := newLink(t, LinkOptions{URL: remote, Dial: to(real.addr), PlainRemote: true})
+	if err := allowed.Check(context.Background()); err != nil {
+		t.Fatalf("Check with PlainRemote: %v", err)
+	}
+	allowed.Write(ev, raw)
+	runLink(t, allowed)
+	awaitEvent(t, sub, "E1", logs)
 }

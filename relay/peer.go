@@ -39,7 +39,9 @@ type targets struct {
 	// host is the Host the bridge dials, which the proof is bound to.
 	host string
 	// bearerOK says the bearer token may go to this peer when it does not
-	// offer the proof: over TLS, or to a loopback address.
+	// offer the proof: over TLS, or to a loopback address. It also says
+	// the link's channel is safe after a token proof; off this machine
+	// without TLS it is cleartext (LinkOptions.PlainRemote).
 	bearerOK bool
 }
 

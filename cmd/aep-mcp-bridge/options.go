@@ -49,6 +49,9 @@ func (c *config) options(stderr io.Writer) (bridge.HostOptions, bridge.Options, 
 	if err := c.headers.fromEnv(c.headerEnv); err != nil {
 		return bad("%v", err)
 	}
+	if c.relayAllowPlain && c.relay == "" {
+		return bad("--relay-allow-plain goes with --relay URL")
+	}
 	if c.answersOnly && c.answers == "" {
 		return bad("--answers-only needs --answers FILE")
 	}
@@ -65,8 +68,9 @@ func (c *config) options(stderr io.Writer) (bridge.HostOptions, bridge.Options, 
 		ho.Listen = c.listen
 	}
 	if c.relay != "" {
-		ho.Relays = []string{c.relay}
+		ho.Relays, ho.PlainRelay = []string{c.relay}, c.relayAllowPlain
 	}
+
 	if ho.Listen != "" || len(ho.Relays) > 0 {
 		dir, err := stateDir(c.stateDir)
 		if err != nil {

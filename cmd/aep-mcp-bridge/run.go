@@ -47,6 +47,7 @@ type config struct {
 	listen, token      string
 	insecureToken      bool
 	relay              string
+	relayAllowPlain    bool
 	answers            string
 	answersOnly        bool
 	url, transport     string
@@ -113,6 +114,7 @@ func (c *config) flagSet(name, usageText string, stderr io.Writer) *flag.FlagSet
 	fs.Var(&c.allowHosts, "allow-host", "a further Host the endpoint serves (name, or name:port), besides its listen address, localhost and loopback IPs; repeatable")
 	fs.Var(&c.allowOrigins, "allow-origin", "a further browser origin (scheme://host[:port]) that may use the endpoint, besides its own; repeatable")
 	fs.StringVar(&c.relay, "relay", "", "also connect out to the AEP relay at this URL (its /socket) as an emitter that accepts control.attention.respond")
+	fs.BoolVar(&c.relayAllowPlain, "relay-allow-plain", false, "let --relay link over plain ws:// to an address off this machine once the relay proved the token; its events and commands then travel in clear")
 	fs.StringVar(&c.url, "url", "", "a remote MCP server's endpoint (streamable HTTP, or HTTP+SSE) instead of a command")
 	fs.Var(&c.headers, "header", "a header for a remote server, 'Name: value'; repeatable")
 	fs.Var(&c.headerEnv, "header-env", "an environment variable holding a header for a remote server as 'Name: value' (kept off the command line); repeatable")

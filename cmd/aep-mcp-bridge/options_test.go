@@ -1,0 +1,52 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// TestRelayAllowPlainReachesTheHost: --relay-allow-plain lets the --relay
+// link run over plain ws:// off this machine, for the bridge and for
+// serve, and means nothing without --relay.
+func TestRelayAllowPlainReachesTheHost(t *testing.T) {
+	tok := strings.Repeat("t", 32)
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		plain   bool
+		refused string
+	}{
+		{name: "without the flag", args: []string{"--relay", "ws://relay.example:9000/socket"}},
+		{name: "with the flag", args: []string{"--relay", "ws://relay.example:9000/socket", "--relay-allow-plain"}, plain: true},
+		{name: "without --relay", args: []string{"--relay-allow-plain"}, refused: "--relay-allow-plain goes with --relay URL"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			args := append([]string{"--listen", "off", "--token", tok, "--state-dir", t.TempDir(), "--log-dir", "off"}, tc.args...)
+			c, err := parseFlags(append(args, "--", "true"), &stderr)
+			if err != nil {
+				t.Fatalf("parseFlags: %v\n%s", err, stderr.String())
+			}
+			ho, _, err := c.options(&stderr)
+			if tc.refused != "" {
+				if !errors.Is(err, errUsage) || !strings.Contains(stderr.String(), tc.refused) {
+					t.Fatalf("got %v, %q; want a usage error saying %q", err, stderr.String(), tc.refused)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("options: %v\n%s", err, stderr.String())
+			}
+			if ho.PlainRelay != tc.plain || len(ho.Relays) != 1 {
+				t.Fatalf("PlainRelay %v, Relays %v; want %v and the relay", ho.PlainRelay, ho.Relays, tc.plain)
+			}
+		})
+	}
+	var stderr bytes.Buffer
+	(&config{}).flagSet("aep-mcp-bridge serve", serveUsage, &stderr).PrintDefaults()
+	if !strings.Contains(stderr.String(), "-relay-allow-plain") {
+		t.Fatal("serve does not take --relay-allow-plain")
+	}
+}
