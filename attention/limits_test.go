@@ -1,6 +1,8 @@
 package attention
 
 import (
+	"encoding/json"
+
 	"errors"
 	"strings"
 	"sync"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
+	"github.com/agenteventprotocol/aep-mcp-bridge/translate"
 )
 
 // sinkLog records what a real emitter hands its sinks.
@@ -144,4 +147,58 @@ func TestDefaultLimits(t *testing.T) {
 	}
 	_, err := ask(m, 10)
 	wantLimit(t, err, LimitOpen)
+}
+
+// An answer too large for the event bound still reaches the server, and
+// the history records it at metadata capture rather than losing it.
+func TestAnAnswerOverTheEventBoundIsRecordedAtMetadata(t *testing.T) {
+	sink := &sinkLog{}
+	em, err := bus.NewEmitter(bus.EmitterOptions{Agent: "a", Session: "s", Sinks: []bus.Sink{sink}, AttentionCapture: aep.CaptureFull, MaxEvent: 8 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewManager(ManagerOptions{Agent: "a", Publisher: em, Ceiling: aep.CaptureFull, Timeout: time.Hour})
+	t.Cleanup(m.Close)
+	f, err := translate.Parse("name and age?", json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan Resolution, 1)
+	id, err := m.Raise(Spec{Form: f, Subject: "srv", RespondVia: []string{"control"}, Deliver: func(r Resolution) { got <- r }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("n", 16<<10)
+	var reason string
+	m.Respond(aep.Event{ID: "cmd", Subject: id, Agent: "op"}, aep.Answer{Values: map[string]any{"name": long, "age": json.Number("42")}},
+		func(r, _ string) error { reason = r; return nil })
+	if reason != "" {
+		t.Fatalf("the answer was refused (%s); want it accepted", reason)
+	}
+	if r := <-got; r.Outcome != Answered || r.Decision.Content["name"] != long {
+		t.Fatalf("the server got %v without the whole name; want it answered with it", r.Outcome)
+	}
+	var answered, resolved map[string]any
+	for _, raw := range sink.raw {
+		var ev map[string]any
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			t.Fatal(err)
+		}
+		switch ev["type"] {
+		case "attention.answered":
+			answered = ev
+		case "attention.resolved":
+			resolved = ev
+		}
+	}
+	if answered == nil || resolved == nil {
+		t.Fatalf("answered %v, resolved %v; want both recorded", answered != nil, resolved != nil)
+	}
+	if answered["capture"] != "metadata" || resolved["cause"] != answered["id"] {
+		t.Errorf("answered at capture %v, resolved caused by %v (answered is %v); want metadata, caused by the answer", answered["capture"], resolved["cause"], answered["id"])
+	}
+	values := answered["data"].(map[string]any)["answer"].(map[string]any)["values"].(map[string]any)
+	if _, ok := values["name"]; ok || values["age"] == nil {
+		t.Errorf("recorded values %v; want the age without the name", values)
+	}
 }

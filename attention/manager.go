@@ -405,12 +405,7 @@ func (m *Manager) autoAnswer(id string, d script.Decision) {
 	}
 	q.stop()
 	delete(m.pending, id)
-	gated := GateAnswer(q.fields, d.Answer.Applied, m.ceiling, m.red)
-	ans, _, err := m.pub.Emit(aep.Draft{Type: "attention.answered", Subject: q.id, Cause: q.id, Capture: m.ceiling,
-		Data: aep.AttentionAnswered{Answer: gated, By: "policy:" + d.Rule}})
-	if err != nil {
-		m.log.Warn("emitting attention.answered", "id", q.id, "err", err)
-	}
+	ans := m.emitAnswered(q, q.id, d.Answer.Applied, aep.AttentionAnswered{By: "policy:" + d.Rule})
 	m.emitResolved(q, aep.ResolutionAuto, ans.ID)
 	m.settleLocked(q, aep.ResolutionAuto, ans.ID, "policy:"+d.Rule)
 	m.mu.Unlock()
@@ -520,14 +515,29 @@ func (m *Manager) Complete(elicitationID string) bool {
 func (m *Manager) resolveLocked(q *question, applied aep.Answer, via, by, cause string) {
 	q.stop()
 	delete(m.pending, q.id)
-	gated := GateAnswer(q.fields, applied, m.ceiling, m.red)
-	ans, _, err := m.pub.Emit(aep.Draft{Type: "attention.answered", Subject: q.id, Cause: cause, Capture: m.ceiling,
-		Data: aep.AttentionAnswered{Answer: gated, By: by, Via: via}})
+	ans := m.emitAnswered(q, cause, applied, aep.AttentionAnswered{By: by, Via: via})
+	m.emitResolved(q, aep.ResolutionAnswered, ans.ID)
+	m.settleLocked(q, aep.ResolutionAnswered, ans.ID, by)
+}
+
+// emitAnswered emits attention.answered for q, its answer gated to the
+// capture ceiling. An answer whose event would exceed the bus's event
+// bound is recorded at metadata capture instead (its numbers and booleans,
+// no text), so the history still says who answered and when.
+func (m *Manager) emitAnswered(q *question, cause string, applied aep.Answer, data aep.AttentionAnswered) aep.Event {
+	data.Answer = GateAnswer(q.fields, applied, m.ceiling, m.red)
+	d := aep.Draft{Type: "attention.answered", Subject: q.id, Cause: cause, Capture: m.ceiling, Data: data}
+	ev, _, err := m.pub.Emit(d)
+	if tooLarge := (*bus.TooLargeError)(nil); errors.As(err, &tooLarge) && m.ceiling > aep.CaptureMetadata {
+		m.log.Warn("attention.answered is over the event bound; recording it at metadata capture", "id", q.id, "size", tooLarge.Size)
+		data.Answer = GateAnswer(q.fields, applied, aep.CaptureMetadata, m.red)
+		d.Capture, d.Data = aep.CaptureMetadata, data
+		ev, _, err = m.pub.Emit(d)
+	}
 	if err != nil {
 		m.log.Warn("emitting attention.answered", "id", q.id, "err", err)
 	}
-	m.emitResolved(q, aep.ResolutionAnswered, ans.ID)
-	m.settleLocked(q, aep.ResolutionAnswered, ans.ID, by)
+	return ev
 }
 
 // emitResolved emits attention.resolved and returns its id.
