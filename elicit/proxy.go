@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -404,7 +406,13 @@ func (p *Proxy) readLoop(ctx context.Context, ended chan<- Ending, fromClient bo
 		case errors.As(err, &tl):
 			p.log.Warn("server sent an oversized message; it was skipped", "limit", tl.Limit)
 		case err != nil:
-			if !errors.Is(err, io.EOF) {
+			switch {
+			case errors.Is(err, io.EOF):
+			case errors.Is(err, os.ErrClosed) || errors.Is(err, net.ErrClosed):
+				// Close closed the stream under its reader: the end of
+				// the session, not a failure.
+				p.log.Debug("the " + peer + "'s stream was closed")
+			default:
 				p.log.Info("reading from the "+peer+" failed", "err", err)
 			}
 			ended <- Ending{ClientClosed: fromClient}
