@@ -156,6 +156,9 @@ type Proxy struct {
 	// copy was withdrawn, by server request id; the client's late answer
 	// to them is recorded as one that lost and reaches nobody.
 	withdrawn map[string]string
+	// urlIDs holds the server request id keys of pending URL-mode
+	// questions, by elicitationId.
+	urlIDs map[string]string
 	// client capabilities as the client declared them.
 	clientElicit, clientForm, clientURL bool
 	clientInfo                          ClientInfo
@@ -202,6 +205,8 @@ type question struct {
 	// form cannot carry); a client error goes back to the server.
 	clientOnly bool
 	done       bool
+	// elicitationID is a URL-mode question's elicitationId.
+	elicitationID string
 }
 
 // New returns a Proxy.
@@ -210,7 +215,7 @@ func New(o Options) *Proxy {
 		client: o.Client, server: o.Server, mgr: o.Manager, pub: o.Publisher, route: o.Route,
 		keepalive: o.Keepalive, name: o.Name, onSession: o.OnSession, log: o.Logger,
 		inflight: map[string]*inflight{}, progress: map[string]float64{},
-		questions: map[string]*question{}, withdrawn: map[string]string{},
+		questions: map[string]*question{}, withdrawn: map[string]string{}, urlIDs: map[string]string{},
 		rounds: map[string]*round{}, states: map[string]*round{}, byClient: map[string]*round{}, newID: aep.NewID,
 		wake: make(chan struct{}, 1), stopping: make(chan struct{}),
 	}

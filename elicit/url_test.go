@@ -74,3 +74,33 @@ func TestDisplayURL(t *testing.T) {
 		}
 	}
 }
+
+// TestDuplicateElicitationIDIsRefused: a URL-mode elicitation whose
+// elicitationId is already pending is refused with a JSON-RPC error, and
+// the pending one stays the one notifications/elicitation/complete
+// resolves: no state is overwritten and nothing depends on map order.
+func TestDuplicateElicitationIDIsRefused(t *testing.T) {
+	_, _, sv, mgr, _ := startProxyEvents(t, RouteRemote)
+	ask := func(id int) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"elicitation/create","params":{"mode":"url","message":"m","url":"https://auth.example/x","elicitationId":"e1"}}`, id)
+	}
+	sv.in <- []byte(ask(1))
+	sv.in <- []byte(ask(2))
+	want := `{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"Invalid params: a URL-mode elicitation with this elicitationId is already pending; give each elicitation its own elicitationId"}}`
+	if got := sv.next(t); got != want {
+		t.Fatalf("the duplicate got %s\nwant %s", got, want)
+	}
+	if n := len(mgr.Pending()); n != 1 {
+		t.Fatalf("%d questions pending; want 1", n)
+	}
+	sv.in <- []byte(`{"jsonrpc":"2.0","method":"notifications/elicitation/complete","params":{"elicitationId":"e1"}}`)
+	if got, want := sv.next(t), `{"jsonrpc":"2.0","id":1,"result":{"action":"accept"}}`; got != want {
+		t.Fatalf("after complete the server got %s; want %s", got, want)
+	}
+	// Once settled, the id may be used again.
+	sv.in <- []byte(ask(3))
+	sv.in <- []byte(`{"jsonrpc":"2.0","method":"notifications/elicitation/complete","params":{"elicitationId":"e1"}}`)
+	if got, want := sv.next(t), `{"jsonrpc":"2.0","id":3,"result":{"action":"accept"}}`; got != want {
+		t.Fatalf("a reused id got %s; want %s", got, want)
+	}
+}
