@@ -186,11 +186,17 @@ func (p *Proxy) roundAnswer(rd *round, key string, res attention.Resolution) {
 	}
 	b, _ := json.Marshal(result)
 	p.mu.Lock()
-	if rd.done || rd.failed {
+	if rd.done {
 		p.mu.Unlock()
 		return
 	}
 	rd.results[key] = b
+	if rd.failed {
+		// The exchange is no longer the bridge's to retry; the client's
+		// own retry carries this winning answer (clientRetry).
+		p.mu.Unlock()
+		return
+	}
 	rd.waiting--
 	ready := rd.waiting == 0
 	p.mu.Unlock()
