@@ -113,6 +113,9 @@ type Proxy struct {
 	name           string
 	onSession      func(ClientInfo)
 	log            *slog.Logger
+	// maxTracked bounds withdrawn and rounds (defaultMaxTracked); tests
+	// lower it.
+	maxTracked int
 	// newID makes the ids of the bridge's own requests unique; tests
 	// replace it to make them predictable.
 	newID func() string
@@ -156,6 +159,8 @@ type Proxy struct {
 	// copy was withdrawn, by server request id; the client's late answer
 	// to them is recorded as one that lost and reaches nobody.
 	withdrawn map[string]string
+	// withdrawnOrder lists the keys of withdrawn, oldest first (admit).
+	withdrawnOrder []string
 	// urlIDs holds the server request id keys of pending URL-mode
 	// questions, by elicitationId.
 	urlIDs map[string]string
@@ -174,6 +179,8 @@ type Proxy struct {
 	// for exchanges whose input_required the client also got.
 	rounds map[string]*round
 	states map[string]*round
+	// roundOrder lists the keys of rounds, oldest first (admit).
+	roundOrder []string
 	// stateOrder lists the keys of states, oldest first.
 	stateOrder []string
 	// byClient holds the exchanges the bridge answers alone (the client
@@ -217,7 +224,7 @@ func New(o Options) *Proxy {
 		inflight: map[string]*inflight{}, progress: map[string]float64{},
 		questions: map[string]*question{}, withdrawn: map[string]string{}, urlIDs: map[string]string{},
 		rounds: map[string]*round{}, states: map[string]*round{}, byClient: map[string]*round{}, newID: aep.NewID,
-		wake: make(chan struct{}, 1), stopping: make(chan struct{}),
+		wake: make(chan struct{}, 1), stopping: make(chan struct{}), maxTracked: defaultMaxTracked,
 	}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)

@@ -148,6 +148,11 @@ func (p *Proxy) deliver(q *question, r attention.Resolution) {
 	withdraw := q.toClient && (r.Outcome != attention.Dismissed || ended)
 	if withdraw {
 		p.withdrawn[k] = q.qid
+		if n := len(admit(p.withdrawn, &p.withdrawnOrder, k, p.maxTracked)); n > 0 {
+			// The server has its answer already; the client's late
+			// answer to the forgotten one is no longer recorded.
+			p.log.Warn("forgot the oldest questions withdrawn from the client: too many unanswered", "forgotten", n, "limit", p.maxTracked)
+		}
 	}
 	p.mu.Unlock()
 	result, ok := elicitResult(r)
