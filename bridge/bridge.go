@@ -197,8 +197,8 @@ func (b *Bridge) LogPath() string {
 	return b.jsonl.Path()
 }
 
-// Upstream describes the upstream server's state: starting, running, or
-// exited with its status.
+// Upstream describes the upstream server's state: starting, running,
+// failed to start, or exited with its status.
 func (b *Bridge) Upstream() string { return b.upstream.Load().(string) }
 
 // ErrUpstreamExited is wrapped by Run's error when the server went away.
@@ -225,7 +225,7 @@ func (b *Bridge) Run(ctx context.Context) error {
 	}
 	up, err := b.dial()
 	if err != nil {
-		b.closeLog()
+		b.abandon()
 		return err
 	}
 	b.upstream.Store("running")
@@ -407,6 +407,35 @@ func (b *Bridge) shutdown(end elicit.Ending, px *elicit.Proxy, up upstreamConn, 
 	px.Close() // closes the server's stream, then the client's, and waits
 
 	return runErr
+}
+
+// abandon releases what a session whose server never started holds: the
+// host stops routing to it, its intake and manager are closed, the
+// client's stream is closed (Run closes it whatever happens), then the
+// log, and the session's own hub. No session.started was written, so no
+// session.ended is either.
+func (b *Bridge) abandon() {
+	b.upstream.Store("failed to start")
+	if b.opts.host != nil {
+		b.opts.host.detach(b)
+	}
+	b.intake.Close()
+	b.mgr.Close()
+	var closeClient func() error
+	if b.opts.ClientConn != nil {
+		closeClient = b.opts.ClientConn.Close
+	} else if c, ok := b.opts.Client.(io.Closer); ok {
+		closeClient = c.Close
+	}
+	if closeClient != nil {
+		if err := closeClient(); err != nil {
+			b.log.Debug("closing the client's stream", "err", err)
+		}
+	}
+	b.closeLog()
+	if b.opts.host == nil {
+		b.hub.Close()
+	}
 }
 
 func (b *Bridge) closeLog() {

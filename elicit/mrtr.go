@@ -57,6 +57,8 @@ type round struct {
 	final    json.RawMessage
 	clientRt []json.RawMessage
 	done     bool
+	// retryID is the id of the bridge's latest retry.
+	retryID json.RawMessage
 	// qids maps input request keys to the questions raised for them;
 	// clientQids are the first round's, the round the client got too.
 	qids       map[string]string
@@ -186,11 +188,17 @@ func (p *Proxy) roundAnswer(rd *round, key string, res attention.Resolution) {
 	}
 	b, _ := json.Marshal(result)
 	p.mu.Lock()
-	if rd.done || rd.failed {
+	if rd.done {
 		p.mu.Unlock()
 		return
 	}
 	rd.results[key] = b
+	if rd.failed {
+		// The exchange is no longer the bridge's to retry; the client's
+		// own retry carries this winning answer (clientRetry).
+		p.mu.Unlock()
+		return
+	}
 	rd.waiting--
 	ready := rd.waiting == 0
 	p.mu.Unlock()
@@ -214,9 +222,15 @@ func (p *Proxy) retry(rd *round) {
 	for p.inflight[idKey(json.RawMessage(`"`+id+`"`))] != nil {
 		id = "aep-mcp-bridge-" + p.newID()
 	}
-	p.rounds[idKey(json.RawMessage(`"`+id+`"`))] = rd
+	k := idKey(json.RawMessage(`"` + id + `"`))
+	p.rounds[k] = rd
+	rd.retryID = json.RawMessage(`"` + id + `"`)
+	forgotten := admit(p.rounds, &p.roundOrder, k, p.maxTracked)
 	results, state := rd.results, rd.state
 	p.mu.Unlock()
+	for _, f := range forgotten {
+		p.forgetRound(f)
+	}
 	msg := map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": id, "method": rd.method}
 	b, _ := json.Marshal(msg)
 	params := rd.params
@@ -242,6 +256,19 @@ func (p *Proxy) retry(rd *round) {
 	// lock); only the write waits for the proxy's own goroutine, so an
 	// operator's answer never blocks on the server (later).
 	p.later(func() { p.writeServer(b) })
+}
+
+// forgetRound ends an exchange whose retry the server never answered and
+// the bridge no longer tracks: the client gets an error that says so, and
+// the server is told the retry is cancelled.
+func (p *Proxy) forgetRound(rd *round) {
+	p.mu.Lock()
+	id := rd.retryID
+	p.mu.Unlock()
+	p.log.Warn("multi round-trip: forgot the oldest retry the server has not answered; too many in flight", "limit", p.maxTracked)
+	p.failRound(rd, fmt.Sprintf("the server did not answer the bridge's retry of this request while more than %d others were in flight; the bridge stopped waiting for it", p.maxTracked))
+	n, _ := notification(mcp.MethodNotificationCancelled, map[string]any{"requestId": id, "reason": "the bridge stopped waiting for this request"})
+	p.later(func() { p.writeServer(n) })
 }
 
 // roundResponse handles the server's answer to a bridge retry.

@@ -8,18 +8,21 @@ import (
 )
 
 // clientRetry handles a client's own retry of an exchange whose
-// input_required it also got: if the client answered first, its retry
-// passes and the operators' questions are settled; if the operators won,
-// the client's retry is answered with the bridge's final result.
+// input_required it also got. It returns what to forward and whether it
+// handled the message; when it did not, what it returns is the retry to
+// pass on (raw, or raw with the answers operators gave first). If the
+// client answered first, its retry passes and the operators' questions are
+// settled; if the operators won, the client's retry is answered with the
+// bridge's final result.
 func (p *Proxy) clientRetry(m *message, raw []byte) ([]byte, bool) {
 	if !mrtrMethods[m.Method] || !bytes.Contains(m.Params, []byte(`"requestState"`)) {
-		return nil, false
+		return raw, false
 	}
 	var params struct {
 		RequestState string `json:"requestState"`
 	}
 	if json.Unmarshal(m.Params, &params) != nil || params.RequestState == "" {
-		return nil, false
+		return raw, false
 	}
 	p.mu.Lock()
 	rd, ok := p.states[params.RequestState]
@@ -40,11 +43,11 @@ func (p *Proxy) clientRetry(m *message, raw []byte) ([]byte, bool) {
 	}
 	p.mu.Unlock()
 	if !ok {
-		return nil, false
+		return raw, false
 	}
 	if !operatorsWon {
 		p.clientRoundAnswers(rd, m, true)
-		return raw, false // tracked as an ordinary request
+		return p.withOperatorAnswers(rd, m, raw), false // tracked as an ordinary request
 	}
 	// The operators won: the client's answers lost, which the bus
 	// records; its retry, whatever it carries, never goes upstream and
@@ -77,6 +80,36 @@ func (p *Proxy) clientRoundAnswers(rd *round, m *message, won bool) {
 			p.mgr.Dismiss(qids[key])
 		}
 	}
+}
+
+// withOperatorAnswers returns the client's retry raw with the answers
+// operators (or the timeout) gave before it arrived: the client's own
+// answers to those questions lost their races, as the bus records, so the
+// server gets the winners' answers, not the losers'. raw is returned as it
+// is when no question of the round was settled before the client's retry.
+func (p *Proxy) withOperatorAnswers(rd *round, m *message, raw []byte) []byte {
+	p.mu.Lock()
+	won := maps.Clone(rd.results)
+	p.mu.Unlock()
+	if len(won) == 0 {
+		return raw
+	}
+	var params struct {
+		InputResponses map[string]json.RawMessage `json:"inputResponses"`
+	}
+	json.Unmarshal(m.Params, &params)
+	responses := params.InputResponses
+	if responses == nil {
+		responses = map[string]json.RawMessage{}
+	}
+	maps.Copy(responses, won)
+	out, err := setPath(raw, responses, "params", "inputResponses")
+	if err != nil {
+		p.log.Warn("multi round-trip: the client's retry could not carry the operators' answers", "err", err)
+		return raw
+	}
+	p.log.Info("multi round-trip: the client's retry carries the answers operators gave first", "answers", len(won))
+	return out
 }
 
 // answerClientRetry answers a client's retry with the final result the

@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -111,6 +113,9 @@ type Proxy struct {
 	name           string
 	onSession      func(ClientInfo)
 	log            *slog.Logger
+	// maxTracked bounds withdrawn and rounds (defaultMaxTracked); tests
+	// lower it.
+	maxTracked int
 	// newID makes the ids of the bridge's own requests unique; tests
 	// replace it to make them predictable.
 	newID func() string
@@ -124,11 +129,18 @@ type Proxy struct {
 	// open counts the questions raised and not yet resolved.
 	open atomic.Int64
 
-	// deferred carries work to deferredLoop (later); stopping closes with
-	// Close. running is set once Run started deferredLoop; life guards it.
-	deferred chan func()
+	// stopping closes with Close. running is set once Run started
+	// deferredLoop; life guards it.
 	stopping chan struct{}
 	running  bool
+
+	// dmu guards the work handed to deferredLoop (later): queue, in
+	// order, and drained, set once deferredLoop ran its last piece at
+	// Close. wake tells deferredLoop that queue holds work.
+	dmu     sync.Mutex
+	queue   []func()
+	drained bool
+	wake    chan struct{}
 
 	// mu guards the fields below.
 	mu sync.Mutex
@@ -147,6 +159,11 @@ type Proxy struct {
 	// copy was withdrawn, by server request id; the client's late answer
 	// to them is recorded as one that lost and reaches nobody.
 	withdrawn map[string]string
+	// withdrawnOrder lists the keys of withdrawn, oldest first (admit).
+	withdrawnOrder []string
+	// urlIDs holds the server request id keys of pending URL-mode
+	// questions, by elicitationId.
+	urlIDs map[string]string
 	// client capabilities as the client declared them.
 	clientElicit, clientForm, clientURL bool
 	clientInfo                          ClientInfo
@@ -162,6 +179,8 @@ type Proxy struct {
 	// for exchanges whose input_required the client also got.
 	rounds map[string]*round
 	states map[string]*round
+	// roundOrder lists the keys of rounds, oldest first (admit).
+	roundOrder []string
 	// stateOrder lists the keys of states, oldest first.
 	stateOrder []string
 	// byClient holds the exchanges the bridge answers alone (the client
@@ -193,6 +212,8 @@ type question struct {
 	// form cannot carry); a client error goes back to the server.
 	clientOnly bool
 	done       bool
+	// elicitationID is a URL-mode question's elicitationId.
+	elicitationID string
 }
 
 // New returns a Proxy.
@@ -201,9 +222,9 @@ func New(o Options) *Proxy {
 		client: o.Client, server: o.Server, mgr: o.Manager, pub: o.Publisher, route: o.Route,
 		keepalive: o.Keepalive, name: o.Name, onSession: o.OnSession, log: o.Logger,
 		inflight: map[string]*inflight{}, progress: map[string]float64{},
-		questions: map[string]*question{}, withdrawn: map[string]string{},
+		questions: map[string]*question{}, withdrawn: map[string]string{}, urlIDs: map[string]string{},
 		rounds: map[string]*round{}, states: map[string]*round{}, byClient: map[string]*round{}, newID: aep.NewID,
-		deferred: make(chan func(), deferredQueue), stopping: make(chan struct{}),
+		wake: make(chan struct{}, 1), stopping: make(chan struct{}), maxTracked: defaultMaxTracked,
 	}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
@@ -276,37 +297,69 @@ func (p *Proxy) Close() error {
 	return err
 }
 
-// deferredQueue bounds the work answers hand to the proxy before it runs.
-const deferredQueue = 256
-
 // later runs fn on the proxy's own goroutine, in order with the other work
 // handed over this way. An answer arrives on the goroutine of whoever gave
 // it (an operator's connection, holding the session's command intake, or
 // a timer): what it sends the server and the client must not block that
-// goroutine on a peer that stopped reading. Before Run, fn runs at once.
+// goroutine on a peer that stopped reading. later never blocks: the reader
+// goroutines hand work over too (a scripted answer, a retry), and a reader
+// that waited behind a write to a peer that stopped reading could hold up
+// that very peer. The queue needs no bound of its own: each piece of work
+// answers one question or one round, which the proxy bounds (maxTracked).
+//
+// Before Run, fn runs at once. At Close, deferredLoop runs what is queued
+// before it stops, and fn handed over after that runs at once on the
+// caller's goroutine (the streams are closed by then, so its writes end at
+// once): no answer is dropped unsent.
 func (p *Proxy) later(fn func()) {
 	p.life.Lock()
 	running := p.running
 	p.life.Unlock()
-	if !running {
+	p.dmu.Lock()
+	if !running || p.drained {
+		p.dmu.Unlock()
 		fn()
 		return
 	}
+	p.queue = append(p.queue, fn)
+	p.dmu.Unlock()
 	select {
-	case p.deferred <- fn:
-	case <-p.stopping:
+	case p.wake <- struct{}{}:
+	default: // deferredLoop has been woken already
 	}
 }
 
-// deferredLoop runs what later handed over until Close.
+// deferredLoop runs what later handed over until Close, and then what is
+// still queued.
 func (p *Proxy) deferredLoop() {
 	defer p.wg.Done()
 	for {
 		select {
-		case fn := <-p.deferred:
-			fn()
+		case <-p.wake:
+			p.runQueued(false)
 		case <-p.stopping:
+			p.runQueued(true)
 			return
+		}
+	}
+}
+
+// runQueued runs the queued work until the queue is empty; last marks the
+// queue drained for good under the same lock that found it empty, so no
+// piece of work is handed over between the two.
+func (p *Proxy) runQueued(last bool) {
+	for {
+		p.dmu.Lock()
+		work := p.queue
+		p.queue = nil
+		if len(work) == 0 {
+			p.drained = last
+			p.dmu.Unlock()
+			return
+		}
+		p.dmu.Unlock()
+		for _, fn := range work {
+			fn()
 		}
 	}
 }
@@ -365,7 +418,13 @@ func (p *Proxy) readLoop(ctx context.Context, ended chan<- Ending, fromClient bo
 		case errors.As(err, &tl):
 			p.log.Warn("server sent an oversized message; it was skipped", "limit", tl.Limit)
 		case err != nil:
-			if !errors.Is(err, io.EOF) {
+			switch {
+			case errors.Is(err, io.EOF):
+			case errors.Is(err, os.ErrClosed) || errors.Is(err, net.ErrClosed):
+				// Close closed the stream under its reader: the end of
+				// the session, not a failure.
+				p.log.Debug("the " + peer + "'s stream was closed")
+			default:
 				p.log.Info("reading from the "+peer+" failed", "err", err)
 			}
 			ended <- Ending{ClientClosed: fromClient}

@@ -85,6 +85,19 @@ func (p *Proxy) ask(m *message, raw []byte, spec attention.Spec, toClient, clien
 		p.writeServer(errorResponse(m.ID, codeInvalidRequest, "Invalid Request: an elicitation with this id is already pending"))
 		return nil
 	}
+	if eid := spec.ElicitationID; eid != "" {
+		// The server's notifications/elicitation/complete names the
+		// question by elicitationId alone: two pending under one id
+		// would leave which one it completes to chance.
+		if _, dup := p.urlIDs[eid]; dup {
+			p.mu.Unlock()
+			p.log.Warn("URL-mode elicitation refused: its elicitationId is already pending")
+			p.writeServer(errorResponse(m.ID, codeInvalidParams, "Invalid params: a URL-mode elicitation with this elicitationId is already pending; give each elicitation its own elicitationId"))
+			return nil
+		}
+		p.urlIDs[eid] = k
+		q.elicitationID = eid
+	}
 	p.questions[k] = q
 	delete(p.withdrawn, k)
 	p.mu.Unlock()
@@ -92,7 +105,7 @@ func (p *Proxy) ask(m *message, raw []byte, spec attention.Spec, toClient, clien
 	qid, err := p.raise(spec)
 	if err != nil {
 		p.mu.Lock()
-		delete(p.questions, k)
+		p.forgetQuestionLocked(k, q)
 		p.mu.Unlock()
 		p.log.Error("could not raise the question; the server gets an error", "err", err)
 		p.writeServer(errorResponse(m.ID, codeInternal, "the bridge could not publish the question: "+err.Error()))
@@ -130,13 +143,16 @@ func (p *Proxy) deliver(q *question, r attention.Resolution) {
 		return
 	}
 	q.done = true
-	if p.questions[k] == q {
-		delete(p.questions, k)
-	}
+	p.forgetQuestionLocked(k, q)
 	ended := q.ended && r.Outcome == attention.Dismissed
 	withdraw := q.toClient && (r.Outcome != attention.Dismissed || ended)
 	if withdraw {
 		p.withdrawn[k] = q.qid
+		if n := len(admit(p.withdrawn, &p.withdrawnOrder, k, p.maxTracked)); n > 0 {
+			// The server has its answer already; the client's late
+			// answer to the forgotten one is no longer recorded.
+			p.log.Warn("forgot the oldest questions withdrawn from the client: too many unanswered", "forgotten", n, "limit", p.maxTracked)
+		}
 	}
 	p.mu.Unlock()
 	result, ok := elicitResult(r)
@@ -175,6 +191,17 @@ func (p *Proxy) deliver(q *question, r attention.Resolution) {
 		return
 	}
 	p.later(send)
+}
+
+// forgetQuestionLocked forgets q, the question under server request id
+// key k, and its elicitationId; p.mu is held.
+func (p *Proxy) forgetQuestionLocked(k string, q *question) {
+	if p.questions[k] == q {
+		delete(p.questions, k)
+	}
+	if q.elicitationID != "" && p.urlIDs[q.elicitationID] == k {
+		delete(p.urlIDs, q.elicitationID)
+	}
 }
 
 // elicitResult is the ElicitResult a resolution sends back: the answer's,

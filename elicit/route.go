@@ -121,9 +121,11 @@ func (p *Proxy) clientMessage(m *message, raw []byte) []byte {
 		if m.Method == string(mcp.MethodInitialize) {
 			raw = p.rewriteInitialize(m, raw)
 		}
-		if out, handled := p.clientRetry(m, raw); handled {
+		out, handled := p.clientRetry(m, raw)
+		if handled {
 			return out
 		}
+		raw = out // the client's retry, with the answers operators gave first
 		var declared bool
 		raw, declared = p.injectMetaCapabilities(m, raw)
 		p.track(m)

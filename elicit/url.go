@@ -2,6 +2,7 @@ package elicit
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -14,11 +15,14 @@ import (
 // operator: only https, or plain http to a loopback host (a local
 // authorization page). Any other scheme (javascript:, file:, data:, or
 // http to a remote host, which an attacker on the path could rewrite) is
-// refused with an error that names it.
+// refused with an error that names it. The error names at most the URL's
+// scheme and host (displayURL), since it is logged.
 func checkURL(raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme == "" {
-		return fmt.Errorf("the URL %q is not an absolute URL; the bridge puts only https URLs (or http to a loopback host) to operators", raw)
+		// Never the URL itself: errors are logged, and its path and
+		// query may carry secrets.
+		return errors.New("the URL is not an absolute URL; the bridge puts only https URLs (or http to a loopback host) to operators")
 	}
 	scheme := strings.ToLower(u.Scheme)
 	switch {
@@ -29,7 +33,7 @@ func checkURL(raw string) error {
 	case scheme == "http":
 		return fmt.Errorf("a URL with the http scheme to the remote host %q is refused: plain http can be read and rewritten on the way; the bridge puts only https URLs (or http to a loopback host) to operators", u.Hostname())
 	case scheme == "https":
-		return fmt.Errorf("the https URL names no host; the bridge puts only https URLs with a host to operators")
+		return errors.New("the https URL names no host; the bridge puts only https URLs with a host to operators")
 	}
 	return fmt.Errorf("a URL with the %s: scheme is refused; the bridge puts only https URLs (or http to a loopback host) to operators", scheme)
 }
@@ -59,7 +63,7 @@ func (p *Proxy) elicitURL(m *message, raw []byte, params elicitParams, clientURL
 		return nil
 	}
 	if err := checkURL(params.URL); err != nil {
-		p.log.Warn("URL-mode elicitation refused", "err", err)
+		p.log.Warn("URL-mode elicitation refused", "url", displayURL(params.URL), "err", err)
 		p.writeServer(errorResponse(m.ID, codeInvalidParams, "Invalid params: "+err.Error()))
 		return nil
 	}
@@ -115,7 +119,7 @@ func (p *Proxy) urlRequired(m *message) {
 		}
 		if err := checkURL(el.URL); err != nil {
 			// The error still reaches the client; no operator is asked.
-			p.log.Warn("a URL a -32042 error lists is not put to operators", "err", err)
+			p.log.Warn("a URL a -32042 error lists is not put to operators", "url", displayURL(el.URL), "err", err)
 			continue
 		}
 		id, err := p.raise(attention.Spec{Message: el.Message, Subject: subject, URL: el.URL, ElicitationID: el.ElicitationID,
@@ -126,4 +130,18 @@ func (p *Proxy) urlRequired(m *message) {
 		}
 		p.log.Info("question raised from a URL-elicitation-required error", "question", id)
 	}
+}
+
+// displayURL is what the bridge shows of a URL-mode URL in its logs and
+// errors: the scheme and the host, never the user info, path or query,
+// which may carry secrets (a one-time code, a session token).
+func displayURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" {
+		return "(not an absolute URL)"
+	}
+	if u.Host == "" {
+		return strings.ToLower(u.Scheme) + ":"
+	}
+	return strings.ToLower(u.Scheme) + "://" + u.Host
 }
