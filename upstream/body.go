@@ -91,11 +91,17 @@ func (c *Conn) readJSONBody(body io.Reader, isInit bool) (bool, error) {
 func (c *Conn) WriteStream(write func(w io.Writer) error) error {
 	c.mu.Lock()
 	lg, closed, version := c.legacy, c.closed, c.version
+	streamed := !closed && (lg != nil || (version != "" && !isModern(version)))
+	if streamed {
+		// Counted under mu with the closed check, so Close's Wait never
+		// races an Add (sendStream calls Done).
+		c.wg.Add(1)
+	}
 	c.mu.Unlock()
 	if closed {
 		return io.ErrClosedPipe
 	}
-	if lg == nil && (version == "" || isModern(version)) {
+	if !streamed {
 		var b bytes.Buffer
 		if err := write(&b); err != nil {
 			return err
@@ -107,15 +113,7 @@ func (c *Conn) WriteStream(write func(w io.Writer) error) error {
 	c.order.Lock()
 	defer c.order.Unlock()
 	acked := make(chan struct{})
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		if lg != nil {
-			lg.send(pr, func() envelope { return tee.outbound().envelope }, acked)
-			return
-		}
-		c.send(pr, tee.outbound, nil, acked)
-	}()
+	go c.sendStream(lg, pr, tee, acked)
 	err := write(tee)
 	pw.CloseWithError(err)
 	select {
@@ -126,6 +124,17 @@ func (c *Conn) WriteStream(write func(w io.Writer) error) error {
 		return nil // the POST failed and the client was told; nothing to stop
 	}
 	return err
+}
+
+// sendStream is the goroutine of one streamed POST, over the HTTP+SSE
+// transport when lg is set; WriteStream counted it.
+func (c *Conn) sendStream(lg *legacy, body *io.PipeReader, tee *envTee, acked chan struct{}) {
+	defer c.wg.Done()
+	if lg != nil {
+		lg.send(body, func() envelope { return tee.outbound().envelope }, acked)
+		return
+	}
+	c.send(body, tee.outbound, nil, acked)
 }
 
 // envTee passes a message's bytes on to w and reads its envelope on the
