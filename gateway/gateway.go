@@ -175,6 +175,13 @@ func (s *Server) Serve(ln net.Listener) error {
 // Close ends every session (their questions dismissed, session.ended
 // written, upstreams stopped), then stops serving; ctx bounds the wait
 // for the HTTP server.
+//
+// Sessions end in parallel, and the wait for them is bounded even when
+// an upstream process ignores its closed stdin and SIGTERM: each is
+// stopped as Session says (stdin closed; SIGTERM to its process group
+// after StopGrace; SIGKILL after KillTimeout more), so such a server
+// holds Close up for StopGrace+KillTimeout, not forever, and is gone
+// when Close returns.
 func (s *Server) Close(ctx context.Context) error {
 	s.mu.Lock()
 	s.closed = true

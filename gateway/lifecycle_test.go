@@ -1,13 +1,18 @@
 package gateway
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/elicit"
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/testenv"
 )
 
 // sessionOf waits for the AEP session whose client is name.
@@ -99,5 +104,37 @@ func TestDeadUpstreamFailsOnlyItsSession(t *testing.T) {
 	echo := readAll(t, other.post(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"message":"alive"}}}`))
 	if len(echo) != 1 || !strings.Contains(echo[0], `"text":"alive"`) {
 		t.Errorf("the other session: got %v; want its echo", echo)
+	}
+}
+
+// TestCloseKillsAnUpstreamThatIgnoresTERM: Close returns even when a
+// session's upstream ignores its closed stdin and SIGTERM, because the
+// stop escalates to SIGKILL (Session.StopGrace, then KillTimeout).
+func TestCloseKillsAnUpstreamThatIgnoresTERM(t *testing.T) {
+	var stderr testenv.Buffer
+	o := sessionOpts(elicit.RouteRemote)
+	o.Command = []string{"sh", "-c", `trap "" TERM; echo "ready $$" >&2; exec sleep 1000`}
+	o.ServerStderr = &stderr
+	g := startGateway(t, Options{Session: o})
+	if _, err := g.srv.newSession(stateful); err != nil {
+		t.Fatal(err)
+	}
+	stderr.WaitFor(t, "ready ", waitLimit) // the trap is set
+	var pid int
+	if _, err := fmt.Sscanf(stderr.String(), "ready %d", &pid); err != nil {
+		t.Fatalf("reading the upstream's pid from %q: %v", stderr.String(), err)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- g.srv.Close(context.Background()) }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	case <-time.After(waitLimit):
+		t.Fatalf("Close did not return within %v: the upstream that ignores SIGTERM was never killed", waitLimit)
+	}
+	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("signalling the upstream (pid %d) after Close: got %v; want ESRCH (it is gone)", pid, err)
 	}
 }

@@ -25,7 +25,7 @@ import (
 var serverBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "aep-gateway-test")
+	dir, err := testenv.TempRoot() // Main removes it
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -36,7 +36,6 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "building the test server: %v\n%s", err, out)
 		os.Exit(1)
 	}
-	defer os.RemoveAll(dir)
 	testenv.Main(m)
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 
@@ -14,7 +15,11 @@ import (
 // POSTed with the stream as its body (WriteStream); a JSON response over
 // DefaultMaxMessage is handed to the proxy as its head and a stream of the
 // rest of the body (ReadFrame), the POST holding its connection until the
-// proxy has read it. Neither is ever held whole.
+// proxy has read it. Neither is held whole, with one exception the
+// protocol makes: a request of the 2026-07-28 era carries headers that
+// mirror values from anywhere in its body, and headers go first, so such
+// a message is read whole, up to Options.MaxWholeMessage (16 MiB, the
+// limit of one event of a server's stream, by default).
 
 // DefaultMaxMessage is the size up to which a JSON response is read whole;
 // a larger one is handed over as a stream. It matches the stdio framing's.
@@ -87,35 +92,39 @@ func (c *Conn) readJSONBody(body io.Reader, isInit bool) (bool, error) {
 // of the 2026-07-28 era (no 2025 revision was negotiated with initialize),
 // a request's headers mirror its params (Mcp-Method, Mcp-Name,
 // Mcp-Param-*), and headers go before the body: there the message is
-// read whole first, and posted as WriteMessage posts it.
+// read whole first, up to Options.MaxWholeMessage, and posted as
+// WriteMessage posts it; a larger one is not posted, and its request is
+// answered with an error that names the limit.
 func (c *Conn) WriteStream(write func(w io.Writer) error) error {
 	c.mu.Lock()
 	lg, closed, version := c.legacy, c.closed, c.version
+	streamed := !closed && (lg != nil || (version != "" && !isModern(version)))
+	if streamed {
+		// Counted under mu with the closed check, so Close's Wait never
+		// races an Add (sendStream calls Done).
+		c.wg.Add(1)
+	}
 	c.mu.Unlock()
 	if closed {
 		return io.ErrClosedPipe
 	}
-	if lg == nil && (version == "" || isModern(version)) {
-		var b bytes.Buffer
-		if err := write(&b); err != nil {
+	if !streamed {
+		b := &wholeBuffer{max: c.opts.MaxWholeMessage}
+		if err := write(b); err != nil {
 			return err
 		}
-		return c.WriteMessage(b.Bytes())
+		if b.sc != nil {
+			c.fail(b.sc.Envelope().ID, fmt.Sprintf("the message is %d bytes, over the %d-byte limit of a message the bridge reads whole to post to an MCP 2026-07-28 server (its request headers mirror the body); send a smaller one", b.n, b.max))
+			return nil
+		}
+		return c.WriteMessage(b.buf.Bytes())
 	}
 	pr, pw := io.Pipe()
 	tee := &envTee{w: pw, sc: jsonrpc.NewScanner(jsonrpc.ScanOptions{})}
 	c.order.Lock()
 	defer c.order.Unlock()
 	acked := make(chan struct{})
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		if lg != nil {
-			lg.send(pr, func() envelope { return tee.outbound().envelope }, acked)
-			return
-		}
-		c.send(pr, tee.outbound, nil, acked)
-	}()
+	go c.sendStream(lg, pr, tee, acked)
 	err := write(tee)
 	pw.CloseWithError(err)
 	select {
@@ -126,6 +135,42 @@ func (c *Conn) WriteStream(write func(w io.Writer) error) error {
 		return nil // the POST failed and the client was told; nothing to stop
 	}
 	return err
+}
+
+// sendStream is the goroutine of one streamed POST, over the HTTP+SSE
+// transport when lg is set; WriteStream counted it.
+func (c *Conn) sendStream(lg *legacy, body *io.PipeReader, tee *envTee, acked chan struct{}) {
+	defer c.wg.Done()
+	if lg != nil {
+		lg.send(body, func() envelope { return tee.outbound().envelope }, acked)
+		return
+	}
+	c.send(body, tee.outbound, nil, acked)
+}
+
+// wholeBuffer holds a message up to max bytes. Past max it drops what it
+// holds and reads on only the envelope, so its request can be answered.
+type wholeBuffer struct {
+	max int
+	n   int
+	buf bytes.Buffer
+	sc  *jsonrpc.Scanner // set once the message is over max
+}
+
+func (b *wholeBuffer) Write(p []byte) (int, error) {
+	b.n += len(p)
+	switch {
+	case b.sc != nil:
+		b.sc.Write(p)
+	case b.n > b.max:
+		b.sc = jsonrpc.NewScanner(jsonrpc.ScanOptions{})
+		b.sc.Write(b.buf.Bytes())
+		b.sc.Write(p)
+		b.buf = bytes.Buffer{}
+	default:
+		b.buf.Write(p)
+	}
+	return len(p), nil
 }
 
 // envTee passes a message's bytes on to w and reads its envelope on the

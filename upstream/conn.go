@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/internal/jsonrpc"
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/sse"
 )
 
 // Options configure a remote upstream.
@@ -38,7 +39,19 @@ type Options struct {
 	// acknowledge the one before it (its 202, or the start of its
 	// response) once that one's body is sent. Zero means DefaultAckWait.
 	AckWait time.Duration
+	// MaxWholeMessage bounds a client message the transport must read
+	// whole before posting it: one of a session that may be of the
+	// 2026-07-28 era, whose request headers mirror values from anywhere
+	// in its body (WriteStream). A larger request is not posted and is
+	// answered with an error that names the limit. Zero means
+	// DefaultMaxWholeMessage.
+	MaxWholeMessage int
 }
+
+// DefaultMaxWholeMessage is the MaxWholeMessage of a zero Options: the
+// limit internal/sse puts on one event of a server's stream, so a message
+// the bridge holds whole is bounded alike either way.
+const DefaultMaxWholeMessage = sse.DefaultMaxEventSize
 
 // DefaultAckWait is the AckWait of a zero Options. A server that holds a
 // JSON response until its work is done acknowledges nothing until then;
@@ -98,6 +111,9 @@ func Dial(o Options) (*Conn, error) {
 	}
 	if c.opts.AckWait <= 0 {
 		c.opts.AckWait = DefaultAckWait
+	}
+	if c.opts.MaxWholeMessage <= 0 {
+		c.opts.MaxWholeMessage = DefaultMaxWholeMessage
 	}
 	c.ctx, c.stop = context.WithCancel(context.Background())
 	if o.Transport == "sse" {

@@ -31,7 +31,9 @@
 //     to the client as it is;
 //   - body.go: messages of any size: a client message the proxy streams
 //     is POSTed as a streamed body (WriteStream), a JSON response over
-//     4 MiB reaches the proxy as a stream (ReadFrame), neither held whole;
+//     4 MiB reaches the proxy as a stream (ReadFrame), neither held whole,
+//     except a 2026-07-28 request, whose headers mirror its body: it is
+//     read whole up to MaxWholeMessage (16 MiB) and refused past it;
 //   - errors.go: typed errors (*HTTPStatusError, ErrUnauthorized) and the
 //     advice a failed request carries (DNS, TLS, connection refused),
 //     chosen with errors.As on the cause, never on its text.
