@@ -37,7 +37,7 @@ func TestMain(m *testing.M) {
 	if n := os.Getenv(rawServerEnv); n != "" {
 		os.Exit(rawStdioServer(n)) // the server of the size tests over stdio
 	}
-	dir, err := os.MkdirTemp("", "aep-bridge-test")
+	dir, err := testenv.TempRoot() // testenv.Main removes it, whatever happens
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -48,12 +48,11 @@ func TestMain(m *testing.M) {
 		out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput()
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "building the test peer %s: %v\n%s", pkg, err, out)
+			os.RemoveAll(dir)
 			os.Exit(1)
 		}
 	}
-	defer os.RemoveAll(dir)
 	testenv.Main(m) // every session, host and link a test started must be gone
-
 }
 
 // waitLimit bounds every wait in these tests; it is a failure guard, not a
