@@ -65,13 +65,26 @@ func (d *doneReader) Read(p []byte) (int, error) {
 
 // readJSONBody delivers an application/json response body: whole when it
 // is at most DefaultMaxMessage, otherwise as a stream. It reports false,
-// delivering nothing, for a small body that is not JSON.
-func (c *Conn) readJSONBody(body io.Reader, isInit bool) (bool, error) {
-	head, err := io.ReadAll(io.LimitReader(body, DefaultMaxMessage+1))
+// delivering nothing, for a small body that is not JSON. The result of a
+// modern tools/list is the exception: the transport must drop the tools
+// whose x-mcp-header annotations break the rules before the client sees
+// any, so it is read whole up to Options.MaxWholeMessage, and a larger one
+// fails its request with an error naming the limit.
+func (c *Conn) readJSONBody(body io.Reader, env envelope, isInit bool) (bool, error) {
+	limit, list := DefaultMaxMessage, c.modern.awaitsList(env.ID)
+	if list {
+		limit = max(limit, c.opts.MaxWholeMessage)
+	}
+	head, err := io.ReadAll(io.LimitReader(body, int64(limit)+1))
 	if err != nil {
 		return true, err
 	}
-	if len(head) > DefaultMaxMessage {
+	if len(head) > limit {
+		if list {
+			c.modern.forgetList(env.ID)
+			c.fail(env.ID, fmt.Sprintf("the server's tools/list result is over %d bytes, the limit of a result the bridge reads whole to check its tools' x-mcp-header annotations (MCP 2026-07-28)", limit))
+			return true, nil
+		}
 		c.deliverStream(head, body)
 		return true, nil
 	}

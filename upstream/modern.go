@@ -151,6 +151,25 @@ func (s *modernState) done(id json.RawMessage) {
 	s.mu.Unlock()
 }
 
+// awaitsList reports whether id is a modern tools/list request in flight,
+// whose result inbound must read whole.
+func (s *modernState) awaitsList(id json.RawMessage) bool {
+	if len(id) == 0 {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lists[jsonrpc.IDKey(id)]
+}
+
+// forgetList forgets a tools/list request whose result inbound will never
+// see.
+func (s *modernState) forgetList(id json.RawMessage) {
+	s.mu.Lock()
+	delete(s.lists, jsonrpc.IDKey(id))
+	s.mu.Unlock()
+}
+
 // cancel closes the response stream of the modern request a client's
 // notifications/cancelled names, and reports whether it did: such a
 // notification is then not posted, as 2026-07-28 defines none over HTTP.

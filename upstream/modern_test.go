@@ -103,6 +103,8 @@ func TestHeaderBindings(t *testing.T) {
 // x-mcp-header annotations are valid and invalid, and answers any other
 // request with an empty result.
 type recordingServer struct {
+	// pad is the length of the description of tools/list's last tool.
+	pad     int
 	mu      sync.Mutex
 	headers []http.Header
 	bodies  []string
@@ -128,7 +130,7 @@ func (s *recordingServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[`+
 			`{"name":"sql","inputSchema":{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"},"q":{"type":"string"}}}},`+
 			`{"name":"bad","inputSchema":{"type":"object","properties":{"n":{"type":"number","x-mcp-header":"N"}}}},`+
-			`{"name":"plain","inputSchema":{"type":"object"}}],"resultType":"complete"}}`, m.ID)
+			`{"name":"plain","description":"%s","inputSchema":{"type":"object"}}],"resultType":"complete"}}`, m.ID, strings.Repeat("d", s.pad))
 		return
 	}
 	fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"resultType":"complete"}}`, m.ID)
@@ -252,4 +254,56 @@ func TestModernCancelClosesTheStream(t *testing.T) {
 	if diff := cmp.Diff([]string{"tools/call"}, methods); diff != "" {
 		t.Errorf("POSTs (-want +got):\n%s", diff)
 	}
+}
+
+// TestLargeModernToolsListIsStillChecked checks that a tools/list result
+// too large to be read whole by default still has its tools checked: a
+// tool whose x-mcp-header breaks the rules never reaches the client, and
+// the bindings are learned. One over MaxWholeMessage fails its request
+// with an error naming the limit, and the next request goes on.
+func TestLargeModernToolsListIsStillChecked(t *testing.T) {
+	s := &recordingServer{pad: DefaultMaxMessage + 1<<20}
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	c := dial(t, Options{URL: srv.URL, Transport: "streamable", MaxWholeMessage: DefaultMaxMessage + 2<<20})
+	send := func(msg string) string {
+		t.Helper()
+		c.WriteMessage([]byte(msg))
+		return next(t, c)
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{` + modernMeta + `}}`)
+	list := send(`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{` + modernMeta + `}}`)
+	if strings.Contains(list, `"bad"`) || !strings.Contains(list, `"sql"`) || !strings.Contains(list, `"plain"`) {
+		t.Errorf("a %d-byte tools/list reached the client with the tools %s; want sql and plain, not bad", len(list), toolNames(list))
+	}
+	send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"sql","arguments":{"region":"eu-west-1"},` + modernMeta + `}}`)
+	if got := s.header(2, "Mcp-Param-Region"); got != "eu-west-1" {
+		t.Errorf("tools/call after the large list: Mcp-Param-Region %q; want eu-west-1", got)
+	}
+
+	s.mu.Lock()
+	s.pad = DefaultMaxMessage + 3<<20
+	s.mu.Unlock()
+	over := send(`{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{` + modernMeta + `}}`)
+	if !strings.Contains(over, `"id":4`) || !strings.Contains(over, `"error"`) || !strings.Contains(over, fmt.Sprint(DefaultMaxMessage+2<<20)) {
+		t.Errorf("tools/list over the limit got %.200s; want an error for id 4 naming the limit", over)
+	}
+	if got := send(`{"jsonrpc":"2.0","id":5,"method":"ping","params":{` + modernMeta + `}}`); !strings.Contains(got, `"id":5`) {
+		t.Errorf("the request after got %.200s; want its response", got)
+	}
+}
+
+// toolNames lists the tool names of a tools/list response, for messages.
+func toolNames(resp string) []string {
+	var r struct {
+		Result struct {
+			Tools []struct{ Name string } `json:"tools"`
+		} `json:"result"`
+	}
+	json.Unmarshal([]byte(resp), &r)
+	var names []string
+	for _, tl := range r.Result.Tools {
+		names = append(names, tl.Name)
+	}
+	return names
 }

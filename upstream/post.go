@@ -189,7 +189,7 @@ func (c *Conn) handleBody(resp *http.Response, env envelope, isInit bool) {
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch mt {
 	case "application/json":
-		ok, err := c.readJSONBody(resp.Body, isInit)
+		ok, err := c.readJSONBody(resp.Body, env, isInit)
 		if err != nil {
 			c.fail(env.ID, "reading the server's response: "+err.Error())
 			return
