@@ -370,7 +370,7 @@ func (p *Proxy) failRound(rd *round, msg string) {
 // settleID forgets a client request that the bridge answered itself.
 func (p *Proxy) settleID(id json.RawMessage) {
 	p.mu.Lock()
-	delete(p.inflight, idKey(id))
+	p.untrackLocked(idKey(id))
 	delete(p.byClient, idKey(id))
 	p.mu.Unlock()
 }

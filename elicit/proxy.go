@@ -150,7 +150,8 @@ type Proxy struct {
 	// inflight holds the client's requests awaiting the server's
 	// response, by id key.
 	inflight map[string]*inflight
-	// progress is the highest progress value sent per progressToken key.
+	// progress is the highest progress value sent per progressToken key,
+	// for the tokens of the requests in inflight only.
 	progress map[string]float64
 	// questions holds the server's elicitation requests being answered,
 	// by the server's request id key.
@@ -521,8 +522,7 @@ func (p *Proxy) FailInflight(reason string) {
 	p.endReason = reason // requests that arrive later get it too
 	reqs := make([]*inflight, 0, len(p.inflight))
 	for _, k := range slices.Sorted(maps.Keys(p.inflight)) {
-		reqs = append(reqs, p.inflight[k])
-		delete(p.inflight, k)
+		reqs = append(reqs, p.untrackLocked(k))
 	}
 	p.mu.Unlock()
 	for _, r := range reqs {

@@ -150,7 +150,7 @@ func (p *Proxy) clientMessage(m *message, raw []byte) []byte {
 		if json.Unmarshal(m.Params, &params) == nil && len(params.RequestID) > 0 {
 			k := idKey(params.RequestID)
 			p.mu.Lock()
-			delete(p.inflight, k)
+			p.untrackLocked(k)
 			p.mu.Unlock()
 			p.endRequest(k)
 		}
@@ -211,7 +211,29 @@ func (p *Proxy) track(m *message) {
 	}
 	p.mu.Lock()
 	p.inflight[idKey(m.ID)] = r
+	if r.token != nil {
+		// Only the tokens of tracked requests have a high-water mark:
+		// noteProgress ignores any other, so a peer cannot grow progress
+		// with tokens of its own making.
+		if tk := idKey(r.token); !hasKey(p.progress, tk) {
+			p.progress[tk] = 0
+		}
+	}
 	p.mu.Unlock()
+}
+
+func hasKey[V any](m map[string]V, k string) bool { _, ok := m[k]; return ok }
+
+// untrackLocked forgets the client request with id key k and its
+// progress token, and returns it (nil when it was not tracked); p.mu is
+// held.
+func (p *Proxy) untrackLocked(k string) *inflight {
+	r := p.inflight[k]
+	delete(p.inflight, k)
+	if r != nil && r.token != nil {
+		delete(p.progress, idKey(r.token))
+	}
+	return r
 }
 
 // settle forgets the client request a server response answers; the end
@@ -222,13 +244,9 @@ func (p *Proxy) settle(m *message) {
 	}
 	k := idKey(m.ID)
 	p.mu.Lock()
-	r, ok := p.inflight[k]
-	delete(p.inflight, k)
-	if r != nil && r.token != nil {
-		delete(p.progress, idKey(r.token))
-	}
+	r := p.untrackLocked(k)
 	p.mu.Unlock()
-	if ok {
+	if r != nil {
 		p.endRequest(k)
 	}
 }
