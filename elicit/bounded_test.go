@@ -108,3 +108,67 @@ func TestProgressIsBounded(t *testing.T) {
 		}
 	})
 }
+
+// TestInflightIsBounded: a server that never answers cannot grow the
+// client requests the proxy tracks: past maxTracked the oldest is
+// forgotten, its client gets an error with its id that says the bridge
+// stopped waiting, the server is told it is cancelled, and the server's
+// late response to it reaches nobody.
+func TestInflightIsBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, cl, sv, _, stop := boundedProxy(t, RouteRemote, 2)
+		defer stop()
+		for id := 1; id <= 3; id++ {
+			cl.in <- []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":"t%d"}}}`, id, id))
+			synctest.Wait()
+		}
+		if got, want := trackedBy(p), (tracked{inflight: 2, progress: 2}); got != want {
+			t.Errorf("tracked %+v; want %+v", got, want)
+		}
+		want := `{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"the bridge stopped waiting for the server's response to this request: more than 2 of the client's requests awaited the server at once; retry it, or wait for the others to complete first"}}`
+		if got := strings.Join(written(cl), "\n"); got != want {
+			t.Errorf("the client got %s\nwant %s", got, want)
+		}
+		out := written(sv)
+		if got, want := out[len(out)-2], `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"reason":"the bridge stopped waiting for this request","requestId":1}}`; got != want {
+			t.Errorf("the server got %s\nwant %s", got, want)
+		}
+		sv.in <- []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`)
+		sv.in <- []byte(`{"jsonrpc":"2.0","id":2,"result":{}}`)
+		synctest.Wait()
+		if got, want := strings.Join(written(cl), "\n"), `{"jsonrpc":"2.0","id":2,"result":{}}`; got != want {
+			t.Errorf("after the late response to 1 and the response to 2 the client got %s; want only %s", got, want)
+		}
+	})
+}
+
+// TestByClientIsBounded: multi round-trip exchanges the bridge answers
+// alone, whose questions nobody settles, are bounded with their requests:
+// the oldest is forgotten, its question is dismissed, and its client gets
+// an error.
+func TestByClientIsBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, cl, sv, mgr, stop := boundedProxy(t, RouteRemote, 2)
+		defer stop()
+		for id := 1; id <= 3; id++ {
+			cl.in <- []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"x"}}`, id))
+			synctest.Wait()
+			sv.in <- []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"resultType":"input_required","inputRequests":{"q":{"method":"elicitation/create","params":{"message":"ok?","requestedSchema":{"type":"object","properties":{"ok":{"type":"boolean"}}}}}},"requestState":"s%d"}}`, id, id))
+			synctest.Wait()
+		}
+		if got := trackedBy(p); got.byClient != 2 || got.inflight != 2 {
+			t.Errorf("tracked %+v; want 2 exchanges and 2 requests", got)
+		}
+		if n := len(mgr.Pending()); n != 2 {
+			t.Errorf("%d questions pending; want 2: the forgotten exchange's is dismissed", n)
+		}
+		if got := strings.Join(written(cl), "\n"); !strings.Contains(got, `"id":1,"error"`) || strings.Count(got, `"error"`) != 1 {
+			t.Errorf("the client got %s; want one error, for request 1", got)
+		}
+		for _, m := range written(sv) {
+			if strings.Contains(m, "notifications/cancelled") {
+				t.Errorf("the server got %s; its input_required answered request 1, so there is nothing to cancel", m)
+			}
+		}
+	})
+}

@@ -276,10 +276,8 @@ func (p *Proxy) roundResponse(m *message) bool {
 	if !m.hasID() {
 		return false
 	}
-	k := idKey(m.ID)
 	p.mu.Lock()
-	rd, ok := p.rounds[k]
-	delete(p.rounds, k)
+	rd, ok := take(p.rounds, idKey(m.ID))
 	abandoned := ok && rd.failed
 	p.mu.Unlock()
 	if !ok {

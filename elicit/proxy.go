@@ -113,8 +113,8 @@ type Proxy struct {
 	name           string
 	onSession      func(ClientInfo)
 	log            *slog.Logger
-	// maxTracked bounds withdrawn and rounds (defaultMaxTracked); tests
-	// lower it.
+	// maxTracked bounds inflight, withdrawn and rounds
+	// (defaultMaxTracked); tests lower it.
 	maxTracked int
 	// newID makes the ids of the bridge's own requests unique; tests
 	// replace it to make them predictable.
@@ -148,8 +148,15 @@ type Proxy struct {
 	// (FailInflight's reason), or "".
 	endReason string
 	// inflight holds the client's requests awaiting the server's
-	// response, by id key.
-	inflight map[string]*inflight
+	// response, by id key; inflightOrder lists its keys, oldest first
+	// (admit).
+	inflight      map[string]*inflight
+	inflightOrder []string
+	// abandoned holds the id keys of client requests the bridge stopped
+	// waiting for (forgetRequest), whose late response is dropped;
+	// abandonedOrder lists them, oldest first.
+	abandoned      map[string]struct{}
+	abandonedOrder []string
 	// progress is the highest progress value sent per progressToken key,
 	// for the tokens of the requests in inflight only.
 	progress map[string]float64
@@ -222,7 +229,7 @@ func New(o Options) *Proxy {
 	p := &Proxy{
 		client: o.Client, server: o.Server, mgr: o.Manager, pub: o.Publisher, route: o.Route,
 		keepalive: o.Keepalive, name: o.Name, onSession: o.OnSession, log: o.Logger,
-		inflight: map[string]*inflight{}, progress: map[string]float64{},
+		inflight: map[string]*inflight{}, abandoned: map[string]struct{}{}, progress: map[string]float64{},
 		questions: map[string]*question{}, withdrawn: map[string]string{}, urlIDs: map[string]string{},
 		rounds: map[string]*round{}, states: map[string]*round{}, byClient: map[string]*round{}, newID: aep.NewID,
 		wake: make(chan struct{}, 1), stopping: make(chan struct{}), maxTracked: defaultMaxTracked,
