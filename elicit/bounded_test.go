@@ -172,3 +172,34 @@ func TestByClientIsBounded(t *testing.T) {
 		}
 	})
 }
+
+// TestQuestionsAreBounded: a server that raises questions nobody settles
+// cannot grow the questions the proxy tracks, nor their elicitationIds:
+// past maxTracked the oldest is dismissed on the bus, its server gets
+// cancel, and the client's copy is withdrawn.
+func TestQuestionsAreBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, cl, sv, mgr, stop := boundedProxy(t, RouteBoth, 2)
+		defer stop()
+		cl.in <- []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{"form":{},"url":{}}},"clientInfo":{"name":"c","version":"1"}}}`)
+		synctest.Wait()
+		written(sv)
+		for i := 1; i <= 3; i++ {
+			sv.in <- []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":"e%d","method":"elicitation/create","params":{"mode":"url","message":"m","url":"https://auth.example/x","elicitationId":"u%d"}}`, i, i))
+			synctest.Wait()
+		}
+		if got := trackedBy(p); got.questions != 2 || got.urlIDs != 2 {
+			t.Errorf("tracked %+v; want 2 questions and 2 elicitationIds", got)
+		}
+		if n := len(mgr.Pending()); n != 2 {
+			t.Errorf("%d questions pending on the bus; want 2", n)
+		}
+		if got, want := strings.Join(written(sv), "\n"), `{"jsonrpc":"2.0","id":"e1","result":{"action":"cancel"}}`; got != want {
+			t.Errorf("the server got %s\nwant %s", got, want)
+		}
+		out := written(cl)
+		if got, want := out[len(out)-2], `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"reason":"the bridge stopped waiting for it: too many questions were pending","requestId":"e1"}}`; got != want {
+			t.Errorf("the client got %s\nwant %s", got, want)
+		}
+	})
+}

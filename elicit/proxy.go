@@ -113,7 +113,7 @@ type Proxy struct {
 	name           string
 	onSession      func(ClientInfo)
 	log            *slog.Logger
-	// maxTracked bounds inflight, withdrawn and rounds
+	// maxTracked bounds inflight, questions, withdrawn and rounds
 	// (defaultMaxTracked); tests lower it.
 	maxTracked int
 	// newID makes the ids of the bridge's own requests unique; tests
@@ -161,8 +161,11 @@ type Proxy struct {
 	// for the tokens of the requests in inflight only.
 	progress map[string]float64
 	// questions holds the server's elicitation requests being answered,
-	// by the server's request id key.
-	questions map[string]*question
+	// by the server's request id key; questionOrder lists its keys,
+	// oldest first (admit). urlIDs, below, holds one entry for each URL
+	// question in it, so it is bounded with it.
+	questions     map[string]*question
+	questionOrder []string
 	// withdrawn holds the question ids of server requests whose client
 	// copy was withdrawn, by server request id; the client's late answer
 	// to them is recorded as one that lost and reaches nobody.
@@ -222,6 +225,9 @@ type question struct {
 	done       bool
 	// elicitationID is a URL-mode question's elicitationId.
 	elicitationID string
+	// forgotten: more than maxTracked questions were pending and this
+	// one, the oldest, was dismissed to make room (ended is set too).
+	forgotten bool
 }
 
 // New returns a Proxy.

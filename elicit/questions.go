@@ -100,7 +100,19 @@ func (p *Proxy) ask(m *message, raw []byte, spec attention.Spec, toClient, clien
 	}
 	p.questions[k] = q
 	delete(p.withdrawn, k)
+	forgotten := admit(p.questions, &p.questionOrder, k, p.maxTracked)
+	for _, f := range forgotten {
+		p.forgetQuestionLocked(idKey(f.serverID), f)
+		// Its server gets cancel, and the client's copy is withdrawn.
+		f.ended, f.forgotten = true, true
+	}
 	p.mu.Unlock()
+	for _, f := range forgotten {
+		p.log.Warn("forgot the oldest question the server is waiting on; too many pending", "question", f.qid, "limit", p.maxTracked)
+		if f.qid != "" { // else ask dismisses it once it has its id
+			p.mgr.Dismiss(f.qid) // deliver sends the server cancel
+		}
+	}
 	spec.Deliver = func(r attention.Resolution) { p.deliver(q, r) }
 	qid, err := p.raise(spec)
 	if err != nil {
@@ -171,6 +183,8 @@ func (p *Proxy) deliver(q *question, r attention.Resolution) {
 	if withdraw {
 		reason := "answered by an operator"
 		switch {
+		case q.forgotten:
+			reason = "the bridge stopped waiting for it: too many questions were pending"
 		case ended:
 			reason = "the request that asked it ended"
 		case r.Outcome == attention.TimedOut:
