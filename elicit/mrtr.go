@@ -165,6 +165,12 @@ func (p *Proxy) startRound(rd *round, requests map[string]json.RawMessage, state
 			spec.Form = form
 		}
 		qid, err := p.raise(spec)
+		if le := limitError(err); le != nil {
+			p.logRefused(le, "the multi round-trip request fails")
+			_, msg := limitMessage(le)
+			p.failRound(rd, "input request "+key+": "+msg)
+			return
+		}
 		if err != nil {
 			p.failRound(rd, "the bridge could not publish the question: "+err.Error())
 			return

@@ -128,6 +128,8 @@ type Proxy struct {
 
 	// open counts the questions raised and not yet resolved.
 	open atomic.Int64
+	// refused counts the questions refused at a limit (logRefused).
+	refused atomic.Int64
 
 	// stopping closes with Close. running is set once Run started
 	// deferredLoop; life guards it.

@@ -118,7 +118,20 @@ func (p *Proxy) ask(m *message, raw []byte, spec attention.Spec, toClient, clien
 	if err != nil {
 		p.mu.Lock()
 		p.forgetQuestionLocked(k, q)
+		clientCan := p.route != RouteRemote && (spec.URL == "" && p.clientForm || spec.URL != "" && p.clientURL)
 		p.mu.Unlock()
+		if le := limitError(err); le != nil {
+			if clientCan {
+				// The client can answer it itself: it gets the question
+				// as a plain relay, unseen by the bus, and its answer (or
+				// error) goes back to the server untouched.
+				p.logRefused(le, "it goes to the MCP client alone")
+				return raw
+			}
+			p.logRefused(le, "the server gets an error")
+			p.writeServer(limitResponse(m.ID, le))
+			return nil
+		}
 		p.log.Error("could not raise the question; the server gets an error", "err", err)
 		p.writeServer(errorResponse(m.ID, codeInternal, "the bridge could not publish the question: "+err.Error()))
 		return nil

@@ -124,6 +124,10 @@ func (p *Proxy) urlRequired(m *message) {
 		}
 		id, err := p.raise(attention.Spec{Message: el.Message, Subject: subject, URL: el.URL, ElicitationID: el.ElicitationID,
 			RespondVia: via, Deliver: func(attention.Resolution) {}})
+		if le := limitError(err); le != nil {
+			p.logRefused(le, "the -32042 error still reaches the client")
+			continue
+		}
 		if err != nil {
 			p.log.Warn("could not raise a URL question from a -32042 error", "err", err)
 			continue
