@@ -203,3 +203,26 @@ func TestQuestionsAreBounded(t *testing.T) {
 		}
 	})
 }
+
+// TestURLIDsAreBounded: the elicitationIds of URL questions the bridge
+// raises from -32042 errors are bounded too: past maxTracked the oldest
+// question is dismissed and its id forgotten.
+func TestURLIDsAreBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, cl, sv, mgr, stop := boundedProxy(t, RouteRemote, 2)
+		defer stop()
+		cl.in <- []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`)
+		synctest.Wait()
+		sv.in <- []byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32042,"message":"m","data":{"elicitations":[` +
+			`{"mode":"url","message":"m","url":"https://auth.example/a","elicitationId":"u1"},` +
+			`{"mode":"url","message":"m","url":"https://auth.example/b","elicitationId":"u2"},` +
+			`{"mode":"url","message":"m","url":"https://auth.example/c","elicitationId":"u3"}]}}}`)
+		synctest.Wait()
+		if n := trackedBy(p).urlIDs; n != 2 {
+			t.Errorf("%d elicitationIds tracked; want 2", n)
+		}
+		if n := len(mgr.Pending()); n != 2 {
+			t.Errorf("%d questions pending; want 2: the oldest is dismissed", n)
+		}
+	})
+}

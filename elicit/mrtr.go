@@ -3,6 +3,7 @@ package elicit
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -164,7 +165,18 @@ func (p *Proxy) startRound(rd *round, requests map[string]json.RawMessage, state
 			}
 			spec.Form = form
 		}
-		qid, err := p.raise(spec)
+		var qid string
+		var err error
+		if spec.URL != "" {
+			qid, err = p.raiseURL(spec, rd)
+		} else {
+			qid, err = p.raise(spec)
+		}
+		if errors.Is(err, errDuplicate) {
+			p.refuseDuplicate("the multi round-trip request fails")
+			p.failRound(rd, "Invalid params: input request "+key+": "+err.Error())
+			return
+		}
 		if le := limitError(err); le != nil {
 			p.logRefused(le, "the multi round-trip request fails")
 			_, msg := limitMessage(le)

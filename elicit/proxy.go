@@ -113,7 +113,7 @@ type Proxy struct {
 	name           string
 	onSession      func(ClientInfo)
 	log            *slog.Logger
-	// maxTracked bounds inflight, questions, withdrawn and rounds
+	// maxTracked bounds inflight, questions, urlIDs, withdrawn and rounds
 	// (defaultMaxTracked); tests lower it.
 	maxTracked int
 	// newID makes the ids of the bridge's own requests unique; tests
@@ -128,8 +128,9 @@ type Proxy struct {
 
 	// open counts the questions raised and not yet resolved.
 	open atomic.Int64
-	// refused counts the questions refused at a limit (logRefused).
-	refused atomic.Int64
+	// refused counts the questions refused at a limit (logRefused), and
+	// dupes those refused for an elicitationId already pending.
+	refused, dupes atomic.Int64
 
 	// stopping closes with Close. running is set once Run started
 	// deferredLoop; life guards it.
@@ -164,8 +165,7 @@ type Proxy struct {
 	progress map[string]float64
 	// questions holds the server's elicitation requests being answered,
 	// by the server's request id key; questionOrder lists its keys,
-	// oldest first (admit). urlIDs, below, holds one entry for each URL
-	// question in it, so it is bounded with it.
+	// oldest first (admit).
 	questions     map[string]*question
 	questionOrder []string
 	// withdrawn holds the question ids of server requests whose client
@@ -174,9 +174,12 @@ type Proxy struct {
 	withdrawn map[string]string
 	// withdrawnOrder lists the keys of withdrawn, oldest first (admit).
 	withdrawnOrder []string
-	// urlIDs holds the server request id keys of pending URL-mode
-	// questions, by elicitationId.
-	urlIDs map[string]string
+	// urlIDs holds who owns each elicitationId of a pending URL-mode
+	// question (claimURLLocked); urlOrder lists its keys, oldest first
+	// (admit); urlSeq numbers the bridge's own owners.
+	urlIDs   map[string]urlOwner
+	urlOrder []string
+	urlSeq   int
 	// client capabilities as the client declared them.
 	clientElicit, clientForm, clientURL bool
 	clientInfo                          ClientInfo
@@ -238,7 +241,7 @@ func New(o Options) *Proxy {
 		client: o.Client, server: o.Server, mgr: o.Manager, pub: o.Publisher, route: o.Route,
 		keepalive: o.Keepalive, name: o.Name, onSession: o.OnSession, log: o.Logger,
 		inflight: map[string]*inflight{}, abandoned: map[string]struct{}{}, progress: map[string]float64{},
-		questions: map[string]*question{}, withdrawn: map[string]string{}, urlIDs: map[string]string{},
+		questions: map[string]*question{}, withdrawn: map[string]string{}, urlIDs: map[string]urlOwner{},
 		rounds: map[string]*round{}, states: map[string]*round{}, byClient: map[string]*round{}, newID: aep.NewID,
 		wake: make(chan struct{}, 1), stopping: make(chan struct{}), maxTracked: defaultMaxTracked,
 	}

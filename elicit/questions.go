@@ -89,30 +89,24 @@ func (p *Proxy) ask(m *message, raw []byte, spec attention.Spec, toClient, clien
 		// The server's notifications/elicitation/complete names the
 		// question by elicitationId alone: two pending under one id
 		// would leave which one it completes to chance.
-		if _, dup := p.urlIDs[eid]; dup {
+		owners, ok := p.claimURLLocked(eid, urlOwner{key: k})
+		if !ok {
 			p.mu.Unlock()
-			p.log.Warn("URL-mode elicitation refused: its elicitationId is already pending")
-			p.writeServer(errorResponse(m.ID, codeInvalidParams, "Invalid params: a URL-mode elicitation with this elicitationId is already pending; give each elicitation its own elicitationId"))
+			p.refuseDuplicate("the server gets an error")
+			p.writeServer(errorResponse(m.ID, codeInvalidParams, errDuplicateElicitationID))
 			return nil
 		}
-		p.urlIDs[eid] = k
 		q.elicitationID = eid
+		defer p.forgetURLs(owners)
 	}
 	p.questions[k] = q
 	delete(p.withdrawn, k)
-	forgotten := admit(p.questions, &p.questionOrder, k, p.maxTracked)
-	for _, f := range forgotten {
-		p.forgetQuestionLocked(idKey(f.serverID), f)
-		// Its server gets cancel, and the client's copy is withdrawn.
-		f.ended, f.forgotten = true, true
+	var forgotten []*question
+	for _, f := range admit(p.questions, &p.questionOrder, k, p.maxTracked) {
+		forgotten = append(forgotten, p.dropQuestionLocked(f))
 	}
 	p.mu.Unlock()
-	for _, f := range forgotten {
-		p.log.Warn("forgot the oldest question the server is waiting on; too many pending", "question", f.qid, "limit", p.maxTracked)
-		if f.qid != "" { // else ask dismisses it once it has its id
-			p.mgr.Dismiss(f.qid) // deliver sends the server cancel
-		}
-	}
+	p.dismissDropped(forgotten)
 	spec.Deliver = func(r attention.Resolution) { p.deliver(q, r) }
 	qid, err := p.raise(spec)
 	if err != nil {
@@ -226,8 +220,28 @@ func (p *Proxy) forgetQuestionLocked(k string, q *question) {
 	if p.questions[k] == q {
 		delete(p.questions, k)
 	}
-	if q.elicitationID != "" && p.urlIDs[q.elicitationID] == k {
+	if q.elicitationID != "" && p.urlIDs[q.elicitationID].key == k {
 		delete(p.urlIDs, q.elicitationID)
+	}
+}
+
+// dropQuestionLocked forgets q, which the proxy stopped tracking because
+// too many questions are pending, and marks it so that dismissDropped
+// ends it as a request's end does: its server gets cancel, and the
+// client's copy is withdrawn. p.mu is held; it returns q.
+func (p *Proxy) dropQuestionLocked(q *question) *question {
+	p.forgetQuestionLocked(idKey(q.serverID), q)
+	q.ended, q.forgotten = true, true
+	return q
+}
+
+// dismissDropped dismisses the questions dropQuestionLocked forgot.
+func (p *Proxy) dismissDropped(qs []*question) {
+	for _, q := range qs {
+		p.log.Warn("forgot the oldest question the server is waiting on; too many pending", "question", q.qid, "limit", p.maxTracked)
+		if q.qid != "" { // else ask dismisses it once it has its id
+			p.mgr.Dismiss(q.qid) // deliver sends the server cancel
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/attention"
 )
@@ -42,15 +43,20 @@ func limitResponse(id json.RawMessage, le *attention.LimitError) []byte {
 	return errorResponse(id, code, msg)
 }
 
-// logRefused logs a question refused at limit le: at Warn for the 1st,
-// 2nd, 4th, 8th… refusal of the session, with the count so far, and at
-// Debug otherwise, so a server that keeps asking cannot flood the log. It
-// names the limit, never the question.
+// logRefused logs a question refused at limit le, sparsely (logSparse).
+// It names the limit, never the question.
 func (p *Proxy) logRefused(le *attention.LimitError, what string) {
-	n := p.refused.Add(1)
+	p.logSparse(&p.refused, "a question was refused at a limit; "+what, "limit", le.Limit, "max", le.Max, "size", le.Size)
+}
+
+// logSparse logs msg at Warn for the 1st, 2nd, 4th, 8th… time n counts,
+// with the count so far, and at Debug otherwise, so a peer that keeps
+// causing it cannot flood the log. A count, not a clock: it needs no timer.
+func (p *Proxy) logSparse(n *atomic.Int64, msg string, args ...any) {
+	c := n.Add(1)
 	level := p.log.Debug
-	if n&(n-1) == 0 {
+	if c&(c-1) == 0 {
 		level = p.log.Warn
 	}
-	level("a question was refused at a limit; "+what, "limit", le.Limit, "max", le.Max, "size", le.Size, "refused", n)
+	level(msg, append(args, "count", c)...)
 }
