@@ -37,6 +37,18 @@
 // notifications/progress, so the client's own request timeout does not kill
 // a question a human is still reading.
 //
+// Neither peer is trusted to finish what it starts. Each per-request table
+// of a Proxy (client requests awaiting the server and their progress
+// tokens, questions pending and their elicitationIds, withdrawn copies,
+// multi round-trip exchanges and retries) holds at most 1024 entries:
+// past that the oldest is forgotten with a log line that names no content,
+// and what waited on it is answered (the client's request gets an error
+// that says the bridge stopped waiting, the server gets cancel). A
+// question the attention lifecycle refuses at one of its limits goes to
+// the client alone when the client can elicit and the route lets it;
+// otherwise the server gets an error that names the limit. Such refusals
+// are logged sparsely, so a peer cannot flood the log.
+//
 // It is the first stage of the outbound flow (elicit → translate →
 // attention → bus) and the last of the return flow. It reaches the
 // attention lifecycle only through [Lifecycle], two small role interfaces
@@ -65,6 +77,8 @@
 //   - mrtr.go, mrtr_client.go: multi round-trip exchanges, and the
 //     client's own copy of one;
 //   - keepalive.go: progress while questions wait;
+//   - bounded.go: the bound on the per-request tables;
+//   - refused.go: questions refused at the lifecycle's limits;
 //   - lifecycle.go: the seam to the attention lifecycle;
 //   - conn.go: Conn, FrameReader and StreamWriter, and the
 //     newline-delimited stdio framing;

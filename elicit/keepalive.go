@@ -54,8 +54,8 @@ func (p *Proxy) keepaliveTick() {
 	}
 }
 
-// noteProgress keeps the high-water mark of a token's progress, so
-// keepalive progress always increases.
+// noteProgress keeps the high-water mark of a tracked request's token's
+// progress, so keepalive progress always increases.
 func (p *Proxy) noteProgress(m *message) {
 	var params struct {
 		ProgressToken json.RawMessage `json:"progressToken"`
@@ -66,7 +66,9 @@ func (p *Proxy) noteProgress(m *message) {
 	}
 	k := idKey(params.ProgressToken)
 	p.mu.Lock()
-	if params.Progress > p.progress[k] {
+	// A token no tracked request carries is not kept: the server may
+	// make up any number of them.
+	if v, ok := p.progress[k]; ok && params.Progress > v {
 		p.progress[k] = params.Progress
 	}
 	p.mu.Unlock()

@@ -3,6 +3,7 @@ package elicit
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -164,7 +165,24 @@ func (p *Proxy) startRound(rd *round, requests map[string]json.RawMessage, state
 			}
 			spec.Form = form
 		}
-		qid, err := p.raise(spec)
+		var qid string
+		var err error
+		if spec.URL != "" {
+			qid, err = p.raiseURL(spec, rd)
+		} else {
+			qid, err = p.raise(spec)
+		}
+		if errors.Is(err, errDuplicate) {
+			p.refuseDuplicate("the multi round-trip request fails")
+			p.failRound(rd, "Invalid params: input request "+key+": "+err.Error())
+			return
+		}
+		if le := limitError(err); le != nil {
+			p.logRefused(le, "the multi round-trip request fails")
+			_, msg := limitMessage(le)
+			p.failRound(rd, "input request "+key+": "+msg)
+			return
+		}
 		if err != nil {
 			p.failRound(rd, "the bridge could not publish the question: "+err.Error())
 			return
@@ -276,10 +294,8 @@ func (p *Proxy) roundResponse(m *message) bool {
 	if !m.hasID() {
 		return false
 	}
-	k := idKey(m.ID)
 	p.mu.Lock()
-	rd, ok := p.rounds[k]
-	delete(p.rounds, k)
+	rd, ok := take(p.rounds, idKey(m.ID))
 	abandoned := ok && rd.failed
 	p.mu.Unlock()
 	if !ok {
@@ -370,7 +386,7 @@ func (p *Proxy) failRound(rd *round, msg string) {
 // settleID forgets a client request that the bridge answered itself.
 func (p *Proxy) settleID(id json.RawMessage) {
 	p.mu.Lock()
-	delete(p.inflight, idKey(id))
+	p.untrackLocked(idKey(id))
 	delete(p.byClient, idKey(id))
 	p.mu.Unlock()
 }

@@ -113,8 +113,8 @@ type Proxy struct {
 	name           string
 	onSession      func(ClientInfo)
 	log            *slog.Logger
-	// maxTracked bounds withdrawn and rounds (defaultMaxTracked); tests
-	// lower it.
+	// maxTracked bounds inflight, questions, urlIDs, withdrawn and rounds
+	// (defaultMaxTracked); tests lower it.
 	maxTracked int
 	// newID makes the ids of the bridge's own requests unique; tests
 	// replace it to make them predictable.
@@ -128,6 +128,9 @@ type Proxy struct {
 
 	// open counts the questions raised and not yet resolved.
 	open atomic.Int64
+	// refused counts the questions refused at a limit (logRefused), and
+	// dupes those refused for an elicitationId already pending.
+	refused, dupes atomic.Int64
 
 	// stopping closes with Close. running is set once Run started
 	// deferredLoop; life guards it.
@@ -148,22 +151,35 @@ type Proxy struct {
 	// (FailInflight's reason), or "".
 	endReason string
 	// inflight holds the client's requests awaiting the server's
-	// response, by id key.
-	inflight map[string]*inflight
-	// progress is the highest progress value sent per progressToken key.
+	// response, by id key; inflightOrder lists its keys, oldest first
+	// (admit).
+	inflight      map[string]*inflight
+	inflightOrder []string
+	// abandoned holds the id keys of client requests the bridge stopped
+	// waiting for (forgetRequest), whose late response is dropped;
+	// abandonedOrder lists them, oldest first.
+	abandoned      map[string]struct{}
+	abandonedOrder []string
+	// progress is the highest progress value sent per progressToken key,
+	// for the tokens of the requests in inflight only.
 	progress map[string]float64
 	// questions holds the server's elicitation requests being answered,
-	// by the server's request id key.
-	questions map[string]*question
+	// by the server's request id key; questionOrder lists its keys,
+	// oldest first (admit).
+	questions     map[string]*question
+	questionOrder []string
 	// withdrawn holds the question ids of server requests whose client
 	// copy was withdrawn, by server request id; the client's late answer
 	// to them is recorded as one that lost and reaches nobody.
 	withdrawn map[string]string
 	// withdrawnOrder lists the keys of withdrawn, oldest first (admit).
 	withdrawnOrder []string
-	// urlIDs holds the server request id keys of pending URL-mode
-	// questions, by elicitationId.
-	urlIDs map[string]string
+	// urlIDs holds who owns each elicitationId of a pending URL-mode
+	// question (claimURLLocked); urlOrder lists its keys, oldest first
+	// (admit); urlSeq numbers the bridge's own owners.
+	urlIDs   map[string]urlOwner
+	urlOrder []string
+	urlSeq   int
 	// client capabilities as the client declared them.
 	clientElicit, clientForm, clientURL bool
 	clientInfo                          ClientInfo
@@ -214,6 +230,9 @@ type question struct {
 	done       bool
 	// elicitationID is a URL-mode question's elicitationId.
 	elicitationID string
+	// forgotten: more than maxTracked questions were pending and this
+	// one, the oldest, was dismissed to make room (ended is set too).
+	forgotten bool
 }
 
 // New returns a Proxy.
@@ -221,8 +240,8 @@ func New(o Options) *Proxy {
 	p := &Proxy{
 		client: o.Client, server: o.Server, mgr: o.Manager, pub: o.Publisher, route: o.Route,
 		keepalive: o.Keepalive, name: o.Name, onSession: o.OnSession, log: o.Logger,
-		inflight: map[string]*inflight{}, progress: map[string]float64{},
-		questions: map[string]*question{}, withdrawn: map[string]string{}, urlIDs: map[string]string{},
+		inflight: map[string]*inflight{}, abandoned: map[string]struct{}{}, progress: map[string]float64{},
+		questions: map[string]*question{}, withdrawn: map[string]string{}, urlIDs: map[string]urlOwner{},
 		rounds: map[string]*round{}, states: map[string]*round{}, byClient: map[string]*round{}, newID: aep.NewID,
 		wake: make(chan struct{}, 1), stopping: make(chan struct{}), maxTracked: defaultMaxTracked,
 	}
@@ -521,8 +540,7 @@ func (p *Proxy) FailInflight(reason string) {
 	p.endReason = reason // requests that arrive later get it too
 	reqs := make([]*inflight, 0, len(p.inflight))
 	for _, k := range slices.Sorted(maps.Keys(p.inflight)) {
-		reqs = append(reqs, p.inflight[k])
-		delete(p.inflight, k)
+		reqs = append(reqs, p.untrackLocked(k))
 	}
 	p.mu.Unlock()
 	for _, r := range reqs {

@@ -89,24 +89,43 @@ func (p *Proxy) ask(m *message, raw []byte, spec attention.Spec, toClient, clien
 		// The server's notifications/elicitation/complete names the
 		// question by elicitationId alone: two pending under one id
 		// would leave which one it completes to chance.
-		if _, dup := p.urlIDs[eid]; dup {
+		owners, ok := p.claimURLLocked(eid, urlOwner{key: k})
+		if !ok {
 			p.mu.Unlock()
-			p.log.Warn("URL-mode elicitation refused: its elicitationId is already pending")
-			p.writeServer(errorResponse(m.ID, codeInvalidParams, "Invalid params: a URL-mode elicitation with this elicitationId is already pending; give each elicitation its own elicitationId"))
+			p.refuseDuplicate("the server gets an error")
+			p.writeServer(errorResponse(m.ID, codeInvalidParams, errDuplicateElicitationID))
 			return nil
 		}
-		p.urlIDs[eid] = k
 		q.elicitationID = eid
+		defer p.forgetURLs(owners)
 	}
 	p.questions[k] = q
 	delete(p.withdrawn, k)
+	var forgotten []*question
+	for _, f := range admit(p.questions, &p.questionOrder, k, p.maxTracked) {
+		forgotten = append(forgotten, p.dropQuestionLocked(f))
+	}
 	p.mu.Unlock()
+	p.dismissDropped(forgotten)
 	spec.Deliver = func(r attention.Resolution) { p.deliver(q, r) }
 	qid, err := p.raise(spec)
 	if err != nil {
 		p.mu.Lock()
 		p.forgetQuestionLocked(k, q)
+		clientCan := p.route != RouteRemote && (spec.URL == "" && p.clientForm || spec.URL != "" && p.clientURL)
 		p.mu.Unlock()
+		if le := limitError(err); le != nil {
+			if clientCan {
+				// The client can answer it itself: it gets the question
+				// as a plain relay, unseen by the bus, and its answer (or
+				// error) goes back to the server untouched.
+				p.logRefused(le, "it goes to the MCP client alone")
+				return raw
+			}
+			p.logRefused(le, "the server gets an error")
+			p.writeServer(limitResponse(m.ID, le))
+			return nil
+		}
 		p.log.Error("could not raise the question; the server gets an error", "err", err)
 		p.writeServer(errorResponse(m.ID, codeInternal, "the bridge could not publish the question: "+err.Error()))
 		return nil
@@ -171,6 +190,8 @@ func (p *Proxy) deliver(q *question, r attention.Resolution) {
 	if withdraw {
 		reason := "answered by an operator"
 		switch {
+		case q.forgotten:
+			reason = "the bridge stopped waiting for it: too many questions were pending"
 		case ended:
 			reason = "the request that asked it ended"
 		case r.Outcome == attention.TimedOut:
@@ -199,8 +220,28 @@ func (p *Proxy) forgetQuestionLocked(k string, q *question) {
 	if p.questions[k] == q {
 		delete(p.questions, k)
 	}
-	if q.elicitationID != "" && p.urlIDs[q.elicitationID] == k {
+	if q.elicitationID != "" && p.urlIDs[q.elicitationID].key == k {
 		delete(p.urlIDs, q.elicitationID)
+	}
+}
+
+// dropQuestionLocked forgets q, which the proxy stopped tracking because
+// too many questions are pending, and marks it so that dismissDropped
+// ends it as a request's end does: its server gets cancel, and the
+// client's copy is withdrawn. p.mu is held; it returns q.
+func (p *Proxy) dropQuestionLocked(q *question) *question {
+	p.forgetQuestionLocked(idKey(q.serverID), q)
+	q.ended, q.forgotten = true, true
+	return q
+}
+
+// dismissDropped dismisses the questions dropQuestionLocked forgot.
+func (p *Proxy) dismissDropped(qs []*question) {
+	for _, q := range qs {
+		p.log.Warn("forgot the oldest question the server is waiting on; too many pending", "question", q.qid, "limit", p.maxTracked)
+		if q.qid != "" { // else ask dismisses it once it has its id
+			p.mgr.Dismiss(q.qid) // deliver sends the server cancel
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -150,7 +151,7 @@ func (p *Proxy) clientMessage(m *message, raw []byte) []byte {
 		if json.Unmarshal(m.Params, &params) == nil && len(params.RequestID) > 0 {
 			k := idKey(params.RequestID)
 			p.mu.Lock()
-			delete(p.inflight, k)
+			p.untrackLocked(k)
 			p.mu.Unlock()
 			p.endRequest(k)
 		}
@@ -165,6 +166,9 @@ func (p *Proxy) serverMessage(m *message, raw []byte) []byte {
 		p.learnServer(m)
 		if p.roundResponse(m) {
 			return nil // the answer to one of the bridge's own retries
+		}
+		if p.dropAbandoned(m) {
+			return nil // the client already got an error for it
 		}
 		if out, handled := p.inputRequired(m, raw); handled {
 			return out
@@ -209,9 +213,72 @@ func (p *Proxy) track(m *message) {
 			r.token = mt.ProgressToken
 		}
 	}
+	k := idKey(m.ID)
+	tk := ""
 	p.mu.Lock()
-	p.inflight[idKey(m.ID)] = r
+	p.inflight[k] = r
+	delete(p.abandoned, k) // the client reused the id: it is live again
+	if r.token != nil {
+		// Only the tokens of tracked requests have a high-water mark:
+		// noteProgress ignores any other, so a peer cannot grow progress
+		// with tokens of its own making.
+		if tk = idKey(r.token); !hasKey(p.progress, tk) {
+			p.progress[tk] = 0
+		}
+	}
+	forgotten := admit(p.inflight, &p.inflightOrder, k, p.maxTracked)
+	for _, f := range forgotten {
+		if f.token != nil && idKey(f.token) != tk {
+			delete(p.progress, idKey(f.token))
+		}
+		p.abandoned[idKey(f.id)] = struct{}{}
+		admit(p.abandoned, &p.abandonedOrder, idKey(f.id), p.maxTracked)
+	}
 	p.mu.Unlock()
+	for _, f := range forgotten {
+		p.forgetRequest(f)
+	}
+}
+
+// forgetRequest ends a client request the bridge stopped tracking because
+// too many others await the server: its questions end with it, the server
+// is told it is cancelled, and the client gets an error that says the
+// bridge stopped waiting, never silence. The server's late response to
+// it is dropped (abandoned).
+func (p *Proxy) forgetRequest(r *inflight) {
+	k := idKey(r.id)
+	p.mu.Lock()
+	answered := p.byClient[k] != nil // its input_required came: the server has answered it
+	p.mu.Unlock()
+	p.log.Warn("forgot the oldest client request the server has not answered; too many in flight", "limit", p.maxTracked)
+	p.endRequest(k)
+	if !answered && r.method != string(mcp.MethodInitialize) {
+		// MCP basic/utilities/cancellation: initialize is never cancelled.
+		n, _ := notification(mcp.MethodNotificationCancelled, map[string]any{"requestId": r.id, "reason": "the bridge stopped waiting for this request"})
+		p.writeServer(n)
+	}
+	p.writeClient(errorResponse(r.id, codeInternal, fmt.Sprintf("the bridge stopped waiting for the server's response to this request: more than %d of the client's requests awaited the server at once; retry it, or wait for the others to complete first", p.maxTracked)))
+}
+
+func hasKey[V any](m map[string]V, k string) bool { _, ok := m[k]; return ok }
+
+// take deletes k from m and returns what it held.
+func take[V any](m map[string]V, k string) (V, bool) {
+	v, ok := m[k]
+	delete(m, k)
+	return v, ok
+}
+
+// untrackLocked forgets the client request with id key k and its
+// progress token, and returns it (nil when it was not tracked); p.mu is
+// held.
+func (p *Proxy) untrackLocked(k string) *inflight {
+	r := p.inflight[k]
+	delete(p.inflight, k)
+	if r != nil && r.token != nil {
+		delete(p.progress, idKey(r.token))
+	}
+	return r
 }
 
 // settle forgets the client request a server response answers; the end
@@ -222,13 +289,24 @@ func (p *Proxy) settle(m *message) {
 	}
 	k := idKey(m.ID)
 	p.mu.Lock()
-	r, ok := p.inflight[k]
-	delete(p.inflight, k)
-	if r != nil && r.token != nil {
-		delete(p.progress, idKey(r.token))
-	}
+	r := p.untrackLocked(k)
 	p.mu.Unlock()
-	if ok {
+	if r != nil {
 		p.endRequest(k)
 	}
+}
+
+// dropAbandoned reports whether m answers a client request the bridge
+// stopped waiting for (forgetRequest), and forgets that request for good.
+func (p *Proxy) dropAbandoned(m *message) bool {
+	if !m.hasID() {
+		return false
+	}
+	p.mu.Lock()
+	_, ok := take(p.abandoned, idKey(m.ID))
+	p.mu.Unlock()
+	if ok {
+		p.log.Debug("dropped the server's late response to a request the bridge stopped waiting for")
+	}
+	return ok
 }

@@ -122,8 +122,16 @@ func (p *Proxy) urlRequired(m *message) {
 			p.log.Warn("a URL a -32042 error lists is not put to operators", "url", displayURL(el.URL), "err", err)
 			continue
 		}
-		id, err := p.raise(attention.Spec{Message: el.Message, Subject: subject, URL: el.URL, ElicitationID: el.ElicitationID,
-			RespondVia: via, Deliver: func(attention.Resolution) {}})
+		id, err := p.raiseURL(attention.Spec{Message: el.Message, Subject: subject, URL: el.URL, ElicitationID: el.ElicitationID,
+			RespondVia: via, Deliver: func(attention.Resolution) {}}, nil)
+		if errors.Is(err, errDuplicate) {
+			p.refuseDuplicate("the -32042 error still reaches the client")
+			continue
+		}
+		if le := limitError(err); le != nil {
+			p.logRefused(le, "the -32042 error still reaches the client")
+			continue
+		}
 		if err != nil {
 			p.log.Warn("could not raise a URL question from a -32042 error", "err", err)
 			continue
@@ -144,4 +152,111 @@ func displayURL(raw string) string {
 		return strings.ToLower(u.Scheme) + ":"
 	}
 	return strings.ToLower(u.Scheme) + "://" + u.Host
+}
+
+// An elicitationId names one pending URL-mode question: the server's
+// notifications/elicitation/complete names the question by it alone, so
+// two pending under one id would leave which one it completes to chance.
+// Whichever way a URL question comes (an elicitation/create, a -32042
+// error, a multi round-trip input request), one whose elicitationId is
+// pending is refused.
+
+// urlOwner is the question that holds an elicitationId in urlIDs.
+type urlOwner struct {
+	// key is the server request id key of an elicitation/create's
+	// question (in questions), or "#n" for a question the bridge raised
+	// from a -32042 error or a multi round-trip input request.
+	key string
+	// qid is the bridge's own question's id once raised, and rd its
+	// exchange when it is a multi round-trip input request.
+	qid string
+	rd  *round
+}
+
+// errDuplicateElicitationID is the error a server gets for an
+// elicitation/create whose elicitationId is pending.
+const errDuplicateElicitationID = "Invalid params: a URL-mode elicitation with this elicitationId is already pending; give each elicitation its own elicitationId"
+
+// errDuplicate is raiseURL's error for an elicitationId already pending.
+var errDuplicate = errors.New("a URL-mode elicitation with this elicitationId is already pending; give each elicitation its own elicitationId")
+
+// claimURLLocked records o as the owner of elicitationId eid, unless eid
+// is pending (false). Past maxTracked the oldest owners are forgotten
+// and returned, for forgetURLs. p.mu is held.
+func (p *Proxy) claimURLLocked(eid string, o urlOwner) ([]urlOwner, bool) {
+	if _, dup := p.urlIDs[eid]; dup {
+		return nil, false
+	}
+	p.urlIDs[eid] = o
+	return admit(p.urlIDs, &p.urlOrder, eid, p.maxTracked), true
+}
+
+// forgetURLs ends the questions whose elicitationIds claimURLLocked
+// forgot: an elicitation/create's question is dropped as when too many
+// are pending, a multi round-trip exchange fails, and any other question
+// of the bridge's own is dismissed.
+func (p *Proxy) forgetURLs(owners []urlOwner) {
+	var dropped []*question
+	for _, o := range owners {
+		p.mu.Lock()
+		q := p.questions[o.key]
+		if q != nil {
+			dropped = append(dropped, p.dropQuestionLocked(q))
+		}
+		p.mu.Unlock()
+		switch {
+		case q != nil:
+		case o.rd != nil:
+			p.log.Warn("forgot the oldest URL-mode question of a multi round-trip exchange; too many pending", "limit", p.maxTracked)
+			p.failRound(o.rd, fmt.Sprintf("more than %d URL-mode elicitations were pending; the bridge stopped waiting for this one", p.maxTracked))
+		case o.qid != "":
+			p.log.Warn("forgot the oldest URL-mode question; too many pending", "question", o.qid, "limit", p.maxTracked)
+			p.mgr.Dismiss(o.qid)
+		}
+	}
+	p.dismissDropped(dropped)
+}
+
+// raiseURL raises s, a URL-mode question of the bridge's own (rd is its
+// multi round-trip exchange, or nil), under its elicitationId: it fails
+// with errDuplicate when that id is pending, and releases the id when the
+// question is resolved.
+func (p *Proxy) raiseURL(s attention.Spec, rd *round) (string, error) {
+	eid := s.ElicitationID
+	p.mu.Lock()
+	p.urlSeq++
+	key := fmt.Sprintf("#%d", p.urlSeq) // never an id key, which is JSON
+	owners, ok := p.claimURLLocked(eid, urlOwner{key: key, rd: rd})
+	p.mu.Unlock()
+	if !ok {
+		return "", errDuplicate
+	}
+	p.forgetURLs(owners)
+	release := func() {
+		p.mu.Lock()
+		if p.urlIDs[eid].key == key {
+			delete(p.urlIDs, eid)
+		}
+		p.mu.Unlock()
+	}
+	deliver := s.Deliver
+	s.Deliver = func(r attention.Resolution) { release(); deliver(r) }
+	qid, err := p.raise(s)
+	if err != nil {
+		release()
+		return "", err
+	}
+	p.mu.Lock()
+	if o, ok := p.urlIDs[eid]; ok && o.key == key {
+		o.qid = qid
+		p.urlIDs[eid] = o
+	}
+	p.mu.Unlock()
+	return qid, nil
+}
+
+// refuseDuplicate logs a URL-mode elicitation refused because its
+// elicitationId is pending, sparsely (logSparse).
+func (p *Proxy) refuseDuplicate(what string) {
+	p.logSparse(&p.dupes, "URL-mode elicitation refused: its elicitationId is already pending; "+what)
 }

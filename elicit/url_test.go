@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"testing/synctest"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/attention"
 )
@@ -103,4 +104,50 @@ func TestDuplicateElicitationIDIsRefused(t *testing.T) {
 	if got, want := sv.next(t), `{"jsonrpc":"2.0","id":3,"result":{"action":"accept"}}`; got != want {
 		t.Fatalf("a reused id got %s; want %s", got, want)
 	}
+}
+
+// TestDuplicateElicitationIDIsRefusedEverywhere: an elicitationId that is
+// pending is refused however the URL question comes: listed in a -32042
+// error (the error still reaches the client, no second question is
+// raised) or as a multi round-trip input request (the client's request
+// fails with an error that says why). The pending question stays the one
+// notifications/elicitation/complete resolves.
+func TestDuplicateElicitationIDIsRefusedEverywhere(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, cl, sv, mgr, stop := boundedProxy(t, RouteRemote, defaultMaxTracked)
+		defer stop()
+		step := func(c *memConn, msg string) {
+			c.in <- []byte(msg)
+			synctest.Wait()
+		}
+		step(sv, `{"jsonrpc":"2.0","id":"e1","method":"elicitation/create","params":{"mode":"url","message":"m","url":"https://auth.example/x","elicitationId":"u1"}}`)
+		required := `{"jsonrpc":"2.0","id":%d,"error":{"code":-32042,"message":"m","data":{"elicitations":[{"mode":"url","message":"m","url":"https://auth.example/y","elicitationId":"%s"},{"mode":"url","message":"m","url":"https://auth.example/y","elicitationId":"u2"}]}}}`
+		for _, r := range []struct {
+			id  int
+			eid string
+		}{{2, "u1"}, {3, "u2"}} {
+			step(cl, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"x"}}`, r.id))
+			step(sv, fmt.Sprintf(required, r.id, r.eid))
+		}
+		if n := len(mgr.Pending()); n != 2 {
+			t.Errorf("%d questions pending; want 2 (u1 from the request, u2 once from the -32042 errors)", n)
+		}
+		if got := written(cl); len(got) != 2 || !strings.Contains(got[0], "-32042") || !strings.Contains(got[1], "-32042") {
+			t.Errorf("the client got %q; want both -32042 errors", got)
+		}
+		step(cl, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"x"}}`)
+		step(sv, `{"jsonrpc":"2.0","id":4,"result":{"resultType":"input_required","inputRequests":{"a":{"method":"elicitation/create","params":{"mode":"url","message":"m","url":"https://auth.example/z","elicitationId":"u1"}}},"requestState":"s"}}`)
+		want := `{"jsonrpc":"2.0","id":4,"error":{"code":-32602,"message":"Invalid params: input request a: a URL-mode elicitation with this elicitationId is already pending; give each elicitation its own elicitationId"}}`
+		if got := strings.Join(written(cl), "\n"); got != want {
+			t.Errorf("the multi round-trip request got %s\nwant %s", got, want)
+		}
+		if n := len(mgr.Pending()); n != 2 {
+			t.Errorf("%d questions pending after the multi round-trip duplicate; want 2", n)
+		}
+		written(sv)
+		step(sv, `{"jsonrpc":"2.0","method":"notifications/elicitation/complete","params":{"elicitationId":"u1"}}`)
+		if got, want := strings.Join(written(sv), "\n"), `{"jsonrpc":"2.0","id":"e1","result":{"action":"accept"}}`; got != want {
+			t.Errorf("after complete the server got %s; want %s", got, want)
+		}
+	})
 }
