@@ -25,6 +25,9 @@ type Client struct {
 	Token string
 	// Agent names the sender of commands; "" means "aep-mcp-bridge-cli".
 	Agent string
+	// PlainRemote allows an endpoint off this machine over plain http
+	// (relay.ConnectOptions).
+	PlainRemote bool
 }
 
 func (c *Client) agent() string {
@@ -322,7 +325,7 @@ func (c *Client) dialSocket(ctx context.Context) (*websocket.Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the endpoint URL %q: %w", c.Endpoint, err)
 	}
-	conn, err := relay.Connect(ctx, u, c.Token, nil)
+	conn, err := relay.Connect(ctx, u, c.Token, relay.ConnectOptions{PlainRemote: c.PlainRemote})
 	var ur *relay.Unreachable
 	switch {
 	case errors.As(err, &ur):

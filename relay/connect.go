@@ -124,8 +124,12 @@ func (l *Link) Check(ctx context.Context) error {
 //     (a local process can hold a port), it is refused with a *Refusal
 //     that says why and what to do.
 //
-// dial nil means a net.Dialer.
-func Connect(ctx context.Context, rawURL, token string, dial DialFunc) (*websocket.Conn, error) {
+// A plain ws:// endpoint off this machine is refused too, proof or not,
+// unless opts.PlainRemote: the proof authenticates the handshake only,
+// and after it the connection is cleartext, readable and injectable on
+// the path.
+func Connect(ctx context.Context, rawURL, token string, opts ConnectOptions) (*websocket.Conn, error) {
+	dial := opts.Dial
 	u, err := socketURL(rawURL)
 	if err != nil {
 		return nil, err
@@ -143,6 +147,10 @@ func Connect(ctx context.Context, rawURL, token string, dial DialFunc) (*websock
 		return nil, &Unreachable{Addr: to.host, Err: err}
 	}
 	if p.proof {
+		if !to.bearerOK && !opts.PlainRemote {
+			return nil, &Refusal{Addr: to.host, What: p.what, Why: "it is a plain http:// (ws://) address off this machine: the token proof authenticates only the handshake, " +
+				"and after it the connection is cleartext that anyone on the path can read and inject into; use an https:// endpoint, or pass --allow-plain to connect anyway"}
+		}
 		conn, err := prove(ctx, d, to, token)
 		if errors.Is(err, proof.ErrMismatch) {
 			return nil, &Refusal{Addr: to.host, What: p.what, Why: fmt.Sprintf(
@@ -163,6 +171,15 @@ func Connect(ctx context.Context, rawURL, token string, dial DialFunc) (*websock
 	}
 	conn.SetReadLimit(maxFrame)
 	return conn, nil
+}
+
+// ConnectOptions tune Connect.
+type ConnectOptions struct {
+	// Dial opens the connections; nil means a net.Dialer.
+	Dial DialFunc
+	// PlainRemote allows a plain ws:// endpoint off this machine that
+	// proves the token. The bearer token never goes in clear either way.
+	PlainRemote bool
 }
 
 // Unreachable says nothing answered at an endpoint's address.

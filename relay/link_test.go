@@ -379,3 +379,28 @@ func TestPlainRemoteLinkNeedsPlainRemote(t *testing.T) {
 	runLink(t, allowed)
 	awaitEvent(t, sub, "E1", logs)
 }
+
+// TestConnectPlainRemoteNeedsPlainRemote checks that an operator's
+// connection to a plain ws:// endpoint off this machine is refused, though
+// the endpoint proves the token, unless ConnectOptions.PlainRemote; the
+// refusal names --allow-plain, and the endpoint sees no connection.
+func TestConnectPlainRemoteNeedsPlainRemote(t *testing.T) {
+	real := startRealWith(t, "127.0.0.1:0", endpoint.Options{Token: token, AllowHosts: []string{"bridge.example"}})
+	const remote = "ws://bridge.example:9000/socket"
+	ctx := context.Background()
+	conn, err := Connect(ctx, remote, token, ConnectOptions{Dial: to(real.addr)})
+	if err == nil {
+		conn.Close()
+	}
+	if !IsRefusal(err) || !strings.Contains(err.Error(), "--allow-plain") || !strings.Contains(err.Error(), "bridge.example:9000") {
+		t.Fatalf("Connect: %v; want a refusal naming the endpoint and --allow-plain", err)
+	}
+	if n := real.ep.Connections(); n != 0 {
+		t.Fatalf("the endpoint holds %d connections after a refused Connect; want 0", n)
+	}
+	conn, err = Connect(ctx, remote, token, ConnectOptions{Dial: to(real.addr), PlainRemote: true})
+	if err != nil {
+		t.Fatalf("Connect with PlainRemote: %v", err)
+	}
+	conn.Close()
+}

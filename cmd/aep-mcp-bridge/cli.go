@@ -37,12 +37,22 @@ func (e *exitError) Error() string { return e.msg }
 // defaultEndpoint is the embedded endpoint's address (--listen's default).
 const defaultEndpoint = "http://127.0.0.1:8787"
 
-// clientFlags are the flags every operator subcommand takes.
-func clientFlags(fs *flag.FlagSet) (endpoint, token, state *string) {
-	endpoint = fs.String("endpoint", defaultEndpoint, "the AEP endpoint's base URL")
-	token = fs.String("token", "", "bearer token (default: AEP_TOKEN, else the token the local bridge stored)")
-	state = fs.String("state-dir", "", "where the local bridge stores its token")
-	return
+// clientArgs are the flags every operator subcommand takes.
+type clientArgs struct {
+	endpoint, token, state string
+	// allowPlain lets a command reach an endpoint off this machine over
+	// plain http (relay.ConnectOptions.PlainRemote).
+	allowPlain bool
+}
+
+// clientFlags registers the flags every operator subcommand takes.
+func clientFlags(fs *flag.FlagSet) *clientArgs {
+	a := &clientArgs{}
+	fs.StringVar(&a.endpoint, "endpoint", defaultEndpoint, "the AEP endpoint's base URL")
+	fs.StringVar(&a.token, "token", "", "bearer token (default: AEP_TOKEN, else the token the local bridge stored)")
+	fs.StringVar(&a.state, "state-dir", "", "where the local bridge stores its token")
+	fs.BoolVar(&a.allowPlain, "allow-plain", false, "reach an endpoint off this machine over plain http:// (cleartext after the token proof); default: https only")
+	return a
 }
 
 // clientToken resolves an operator command's token: --token, AEP_TOKEN,
@@ -68,12 +78,12 @@ func clientToken(token, state string) (string, error) {
 	return t, nil
 }
 
-func newClient(endpoint, token, state string) (*operator.Client, error) {
-	t, err := clientToken(token, state)
+func newClient(a *clientArgs) (*operator.Client, error) {
+	t, err := clientToken(a.token, a.state)
 	if err != nil {
 		return nil, err
 	}
-	return &operator.Client{Endpoint: endpoint, Token: t}, nil
+	return &operator.Client{Endpoint: a.endpoint, Token: t, PlainRemote: a.allowPlain}, nil
 }
 
 func subcommandFlags(name, usage string, stderr io.Writer) *flag.FlagSet {
@@ -89,12 +99,12 @@ func subcommandFlags(name, usage string, stderr io.Writer) *flag.FlagSet {
 // runPending is `aep-mcp-bridge pending [--json]`.
 func runPending(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := subcommandFlags("pending", "pending [--json] [--endpoint URL] [--token T]", stderr)
-	endpoint, token, state := clientFlags(fs)
+	ca := clientFlags(fs)
 	asJSON := fs.Bool("json", false, "print the questions as JSON, with each one's options and fields")
 	if fs.Parse(args) != nil || fs.NArg() != 0 {
 		return errUsage
 	}
-	c, err := newClient(*endpoint, *token, *state)
+	c, err := newClient(ca)
 	if err != nil {
 		return err
 	}
@@ -139,7 +149,7 @@ func oneLine(s string, n int) string {
 // runTail is `aep-mcp-bridge tail [--filter JSON] [--json]`.
 func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := subcommandFlags("tail", "tail [--filter JSON] [--json] [--endpoint URL] [--token T]", stderr)
-	endpoint, token, state := clientFlags(fs)
+	ca := clientFlags(fs)
 	filter := fs.String("filter", "", `an attr-match filter, e.g. '{"type":["attention.*"]}'`)
 	asJSON := fs.Bool("json", false, "print raw event lines")
 	if fs.Parse(args) != nil || fs.NArg() != 0 {
@@ -151,7 +161,7 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return errUsage
 		}
 	}
-	c, err := newClient(*endpoint, *token, *state)
+	c, err := newClient(ca)
 	if err != nil {
 		return err
 	}

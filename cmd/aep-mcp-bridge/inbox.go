@@ -24,21 +24,21 @@ import (
 // the private state folder that forwards to the link.
 func runInbox(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := subcommandFlags("inbox", "inbox [--no-open] [--endpoint URL] [--token T] [--state-dir DIR]", stderr)
-	endpoint, token, state := clientFlags(fs)
+	ca := clientFlags(fs)
 	noOpen := fs.Bool("no-open", false, "print the link only; do not open a browser")
 	if fs.Parse(args) != nil || fs.NArg() != 0 {
 		return errUsage
 	}
-	base, err := url.Parse(strings.TrimRight(*endpoint, "/"))
+	base, err := url.Parse(strings.TrimRight(ca.endpoint, "/"))
 	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
-		fmt.Fprintf(stderr, "aep-mcp-bridge inbox: --endpoint %q: want the endpoint's http(s) base URL, e.g. %s\n", *endpoint, defaultEndpoint)
+		fmt.Fprintf(stderr, "aep-mcp-bridge inbox: --endpoint %q: want the endpoint's http(s) base URL, e.g. %s\n", ca.endpoint, defaultEndpoint)
 		return errUsage
 	}
-	t, err := clientToken(*token, *state)
+	t, err := clientToken(ca.token, ca.state)
 	if err != nil {
 		return err
 	}
-	if err := checkEndpoint(ctx, base.String(), t); err != nil {
+	if err := checkEndpoint(ctx, base.String(), t, ca.allowPlain); err != nil {
 		return err
 	}
 	link := base.String() + "/#token=" + url.QueryEscape(t)
@@ -51,7 +51,7 @@ func runInbox(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintln(stderr, "aep-mcp-bridge inbox: no desktop to open a browser on; open the link above yourself")
 		return nil
 	}
-	dir, err := stateDir(*state)
+	dir, err := stateDir(ca.state)
 	if err != nil {
 		return err
 	}
@@ -75,10 +75,10 @@ func runInbox(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // the printed link works: the endpoint proves it knows the token before
 // the token is used (operator.Client.Check), so a process holding the
 // port learns nothing.
-func checkEndpoint(ctx context.Context, base, token string) error {
+func checkEndpoint(ctx context.Context, base, token string, plain bool) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	err := (&operator.Client{Endpoint: base, Token: token}).Check(ctx)
+	err := (&operator.Client{Endpoint: base, Token: token, PlainRemote: plain}).Check(ctx)
 	if errors.Is(err, operator.ErrUnreachable) {
 		return &exitError{exitUnreachable, fmt.Sprintf("no bridge answers at %s: start one, or pass --endpoint", base)}
 	}

@@ -50,3 +50,28 @@ func TestRelayAllowPlainReachesTheHost(t *testing.T) {
 		t.Fatal("serve does not take --relay-allow-plain")
 	}
 }
+
+// TestAllowPlainReachesTheOperatorClient: the operator commands' client
+// refuses a plain endpoint off this machine unless --allow-plain is given.
+func TestAllowPlainReachesTheOperatorClient(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		plain bool
+	}{
+		{args: nil},
+		{args: []string{"--allow-plain"}, plain: true},
+	} {
+		fs := subcommandFlags("pending", "pending", &bytes.Buffer{})
+		ca := clientFlags(fs)
+		if err := fs.Parse(append([]string{"--endpoint", "http://bridge.example:8787", "--token", strings.Repeat("t", 32)}, tc.args...)); err != nil {
+			t.Fatal(err)
+		}
+		c, err := newClient(ca)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.PlainRemote != tc.plain {
+			t.Errorf("flags %q: PlainRemote %v; want %v", tc.args, c.PlainRemote, tc.plain)
+		}
+	}
+}

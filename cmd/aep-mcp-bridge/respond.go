@@ -32,7 +32,7 @@ func runRespond(ctx context.Context, args []string, stdin io.Reader, stdout, std
 			return errUsage
 		}
 	}
-	c, err := newClient(r.endpoint, r.token, r.state)
+	c, err := newClient(r.clientArgs)
 	if err != nil {
 		return err
 	}
@@ -95,17 +95,17 @@ func findQuestion(ctx context.Context, c *operator.Client, id, endpoint string) 
 
 // respondArgs is respond's command line.
 type respondArgs struct {
-	endpoint, token, state string
-	id                     string
-	answer                 aep.Answer
-	interactive            bool
-	window                 time.Duration
+	*clientArgs
+	id          string
+	answer      aep.Answer
+	interactive bool
+	window      time.Duration
 }
 
 // parseRespond reads respond's command line; flags may follow the ID.
 func parseRespond(args []string, stderr io.Writer) (respondArgs, error) {
 	fs := subcommandFlags("respond", respondUsage, stderr)
-	endpoint, token, state := clientFlags(fs)
+	ca := clientFlags(fs)
 	values := fs.String("values", "", `answer values as a JSON object, e.g. '{"replicas":3}'`)
 	accept := fs.Bool("accept", false, "consent to a URL question (after opening its page yourself)")
 	decline := fs.Bool("decline", false, "decline the question")
@@ -141,7 +141,7 @@ func parseRespond(args []string, stderr io.Writer) (respondArgs, error) {
 		fmt.Fprintln(stderr, "aep-mcp-bridge respond: --wait must be positive")
 		return respondArgs{}, errUsage
 	}
-	r := respondArgs{endpoint: *endpoint, token: *token, state: *state, id: id, window: *window, interactive: n == 0}
+	r := respondArgs{clientArgs: ca, id: id, window: *window, interactive: n == 0}
 	switch {
 	case *values != "":
 		dec := json.NewDecoder(bytes.NewReader([]byte(*values)))
