@@ -115,7 +115,9 @@ func DegradeLabels(fields []aep.FieldSpec) {
 //     free text;
 //   - string fields and free "other" text on a select are user-authored
 //     text: dropped below redacted, redacted at redacted, verbatim at full;
-//   - numbers, booleans and closed choice ids are structural and kept.
+//   - numbers, booleans and closed choice ids are structural and kept;
+//     a string in a number or boolean field (a wrong answer, perhaps a
+//     pasted secret) is free text, and any other value is dropped.
 //
 // Dropping the whole data object at ceiling none is the caller's job, as it
 // is for every payload (AEP-0001 §8.2).
@@ -170,20 +172,37 @@ func GateValues(fields []aep.FieldSpec, values map[string]any, ceiling aep.Captu
 				text(k, s)
 			}
 		default:
-			out[k] = v
+			// A number or a boolean is structural; anything else in such
+			// a field (an answer the form will reject) is the operator's
+			// own text, or nothing the bus needs.
+			switch t := v.(type) {
+			case string:
+				text(k, t)
+			case map[string]any, []any, nil:
+			default: // json.Number, a bool, or a Go number from a script
+				out[k] = v
+			}
 		}
 	}
 	return out
 }
 
-// GateAnswer gates a whole answer object for the ceiling: option is
-// structural, text is free text, values follow GateValues.
+// answerOptions are the options of every question the bridge asks: a
+// form's implicit ones and a URL question's (AEP-0008).
+var answerOptions = map[string]bool{"accept": true, "decline": true, "cancel": true}
+
+// GateAnswer gates a whole answer object for the ceiling: an option of
+// the question (accept, decline, cancel) is structural and any other is
+// dropped, text is free text, values follow GateValues.
 func GateAnswer(fields []aep.FieldSpec, a aep.Answer, ceiling aep.Capture, r *aep.Redactor) aep.Answer {
 	if r == nil {
 		r = defaultRedactor
 	}
 	ceiling = ceiling.OrDefault()
-	out := aep.Answer{Option: a.Option}
+	out := aep.Answer{}
+	if answerOptions[a.Option] {
+		out.Option = a.Option // any other option is refused, and may be anything an operator pasted
+	}
 	switch {
 	case ceiling >= aep.CaptureFull:
 		out.Text = a.Text

@@ -181,3 +181,30 @@ func normalize(t *testing.T, v any) any {
 	}
 	return out
 }
+
+// TestGateAnswerMistypedValues: an answer the form will reject is still
+// recorded (in control.attention.respond), so what an operator typed into
+// the wrong field, or pasted as an option, is free text at most: gated
+// like a string field's value, never copied verbatim below full.
+func TestGateAnswerMistypedValues(t *testing.T) {
+	fields := []aep.FieldSpec{{ID: "replicas", Type: "number"}, {ID: "ok", Type: "boolean"}}
+	a := aep.Answer{Option: "hunter2-pasted", Values: map[string]any{
+		"replicas": "hunter2-typed", "ok": map[string]any{"k": "hunter2-nested"}}}
+	for _, tc := range []struct {
+		ceiling aep.Capture
+		want    aep.Answer
+	}{
+		{aep.CaptureMetadata, aep.Answer{Values: map[string]any{}}},
+		{aep.CaptureRedacted, aep.Answer{Values: map[string]any{"replicas": defaultRedactor.Text("hunter2-typed")}}},
+		{aep.CaptureFull, aep.Answer{Values: map[string]any{"replicas": "hunter2-typed"}}},
+	} {
+		if got := GateAnswer(fields, a, tc.ceiling, nil); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("at %v: got %+v; want %+v", tc.ceiling, got, tc.want)
+		}
+	}
+	for _, opt := range []string{"accept", "decline", "cancel"} {
+		if got := GateAnswer(fields, aep.Answer{Option: opt}, aep.CaptureMetadata, nil); got.Option != opt {
+			t.Errorf("option %q recorded as %q; want it kept", opt, got.Option)
+		}
+	}
+}
