@@ -52,8 +52,18 @@ func overLimit(what string) string {
 
 func (s *socket) readLoop() {
 	wait := s.e.opts.pongWait
-	s.conn.SetReadDeadline(time.Now().Add(wait))
-	s.conn.SetPongHandler(func(string) error { return s.conn.SetReadDeadline(time.Now().Add(wait)) })
+	// Until hello, the handshake deadline holds: a pong does not extend
+	// it, and any other frame before hello ends the connection.
+	s.conn.SetReadDeadline(s.helloBy)
+	s.conn.SetPongHandler(func(string) error {
+		s.mu.Lock()
+		hello := s.hello
+		s.mu.Unlock()
+		if !hello {
+			return nil
+		}
+		return s.conn.SetReadDeadline(time.Now().Add(wait))
+	})
 	for {
 		kind, data, err := s.conn.ReadMessage()
 		if err != nil {
