@@ -339,3 +339,26 @@ func TestJoinedSessionsAreWrittenOnlyByTheirBridge(t *testing.T) {
 		}
 	}
 }
+
+// TestSettledQuestionsStayTheirOwners: after the bridge settled its
+// question, an answer to it from anyone else (over POST or WebSocket, in
+// another session) is refused, so no forged "answered by" reaches the
+// question's history.
+func TestSettledQuestionsStayTheirOwners(t *testing.T) {
+	srv, _, em, _ := newTestEndpoint(t)
+	q := emit(t, em, "attention.requested", aep.AttentionRequested{Kind: "input", Prompt: "deploy?"})
+	emit(t, em, "attention.resolved", aep.AttentionResolved{Resolution: aep.ResolutionAnswered}, q.ID)
+	forged := remoteEvent("aep://evil/agent/e", "evil", "F1", "attention.answered", q.ID, 0)
+	if code, body := post(t, srv.URL, "application/json", forged); code != http.StatusForbidden || body.Error != "unauthorized" {
+		t.Fatalf("POST of an answer to a settled question of the bridge: %d %+v; want 403 unauthorized", code, body)
+	}
+	c := emitterConn(t, srv, "evil")
+	if f := c.sendEvent(strings.Replace(forged, `"F1"`, `"F2"`, 1)); f == nil || f["code"] != "unauthorized" {
+		t.Fatalf("WS answer to a settled question of the bridge: %v; want unauthorized", f)
+	}
+	for _, line := range sseData(sse(t, srv.URL, "live=0&from=all")) {
+		if strings.Contains(line, `"F`) {
+			t.Fatalf("a forged answer reached the history: %s", line)
+		}
+	}
+}
