@@ -76,3 +76,6 @@ func streamReady(w http.ResponseWriter, r *http.Request, websocketUpgrade bool, 
 // handshakeWait bounds a WebSocket handshake, from the request to the end
 // of the token proof at /join or to hello at /socket.
 const handshakeWait = 10 * time.Second
+
+// resumeCapability is set in hello to the resume secret, see authority.go.
+const resumeCapability = "resume-secret"

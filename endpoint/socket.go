@@ -76,6 +76,7 @@ type socket struct {
 	role     string
 	agent    string
 	instance string
+	resume   string // the resume secret (authority.go); never logged
 	accepts  []string
 	control  json.RawMessage
 	emits    []string
