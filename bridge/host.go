@@ -236,7 +236,14 @@ func (h *Host) serve() error {
 	if idle <= 0 {
 		idle = defaultIdleTimeout
 	}
-	h.srv = &http.Server{Handler: ep.Handler(), ReadHeaderTimeout: header, IdleTimeout: idle}
+	body := h.opts.BodyTimeout
+	if body <= 0 {
+		body = endpoint.DefaultBodyTimeout
+	}
+	// ReadTimeout is the backstop of a request's headers and body
+	// together; the endpoint narrows it to the body's deadline, and lifts
+	// it only for an authenticated stream (its own deadlines take over).
+	h.srv = &http.Server{Handler: ep.Handler(), ReadHeaderTimeout: header, ReadTimeout: header + body, IdleTimeout: idle}
 	h.served = make(chan struct{})
 	go h.serveHTTP()
 	return nil

@@ -14,15 +14,23 @@ const (
 	typeAnswered  = "attention.answered"
 	typeResolved  = "attention.resolved"
 	typeTimeout   = "attention.timeout"
+	typeDismissed = "attention.dismissed"
 	typeEnded     = "session.ended"
 )
 
 // IsLifecycle reports whether t is a lifecycle event of a question that
 // only the question's owner may emit: attention.answered, .resolved
-// (dismissals included) and .timeout (AEP-0002 §7).
+// (dismissals included) and .timeout (AEP-0002 §7), and
+// attention.dismissed, which AEP 0.1 spells as attention.resolved with
+// resolution dismissed but which a consumer would read as the same: it is
+// the owner's alone too, though it does not settle the question.
 func IsLifecycle(t string) bool {
-	return t == typeAnswered || t == typeResolved || t == typeTimeout
+	return t == typeAnswered || t == typeResolved || t == typeTimeout || t == typeDismissed
 }
+
+// DefaultSettledOwners is how many settled questions keep their owner, so
+// that their lifecycle stays the owner's after they leave the open set.
+const DefaultSettledOwners = 4096
 
 // openQuestion is one question that has no terminal yet: its original
 // attention.requested, kept whole until its owner settles it.
@@ -39,9 +47,20 @@ type openQuestion struct {
 // owner (the same source and session) settles it with attention.resolved or
 // attention.timeout, or ends the session; nothing else evicts it.
 //
+// The owners (source and session) of the most recently settled questions
+// are kept too, at most keepSettled of them, oldest forgotten first: an
+// attention.answered for a question already settled is still its owner's
+// alone, so nobody can put a forged answer into its history.
+//
 // An openSet is guarded by its hub's mutex.
 type openSet struct {
-	byKey map[string]*openQuestion
+	// keepSettled bounds settled; 0 means DefaultSettledOwners.
+	keepSettled int
+	// settled maps the id of a recently settled question to its owner;
+	// settledOrder holds the same ids, oldest first.
+	settled      map[string]settledOwner
+	settledOrder []string
+	byKey        map[string]*openQuestion
 	// byID finds a question by its id alone, as consumers and commands
 	// address it (subject); ids are ULIDs, and the hub refuses an ingested
 	// question whose id another owner's open question already has.
@@ -51,9 +70,15 @@ type openSet struct {
 	bytes      int64
 }
 
+// settledOwner is who asked a settled question. Only the identity is
+// kept, never the question itself.
+type settledOwner struct {
+	source, session string
+}
+
 func newOpenSet() *openSet {
 	return &openSet{byKey: map[string]*openQuestion{}, byID: map[string]*openQuestion{},
-		order: list.New(), perSession: map[string]int{}}
+		order: list.New(), perSession: map[string]int{}, settled: map[string]settledOwner{}}
 }
 
 func questionKey(source, id string) string { return source + "\x00" + id }
@@ -131,6 +156,7 @@ func (o *openSet) remove(q *openQuestion) {
 	delete(o.byKey, q.key)
 	if o.byID[q.d.Event.ID] == q {
 		delete(o.byID, q.d.Event.ID)
+		o.rememberSettled(q.d.Event.ID, settledOwner{source: q.d.Event.Source, session: q.d.Event.Session})
 	}
 	if o.perSession[q.sess]--; o.perSession[q.sess] <= 0 {
 		delete(o.perSession, q.sess)
@@ -160,17 +186,39 @@ func ownerConflict(owner, ev *aep.Event) string {
 		return ""
 	}
 	if ev.Type == typeRequested {
-		return "question " + ev.ID + " is already open under another emitter; a question id names one question"
+		return "question id " + ev.ID + " is already used by another emitter's question; a question id names one question"
 	}
 	return "question " + ev.Subject + " belongs to another emitter; only the emitter that asked it may answer, resolve or time it out"
 }
 
-// owner returns the attention.requested of the open question id, or nil.
+// owner returns the attention.requested of the open question id; for a
+// recently settled one, an event naming only its owner (source and
+// session); otherwise nil.
 func (o *openSet) owner(id string) *aep.Event {
 	if q, ok := o.byID[id]; ok {
 		return &q.d.Event
 	}
+	if s, ok := o.settled[id]; ok {
+		return &aep.Event{ID: id, Source: s.source, Session: s.session}
+	}
 	return nil
+}
+
+// rememberSettled records the owner of a question that left the open set,
+// forgetting the oldest beyond keepSettled.
+func (o *openSet) rememberSettled(id string, s settledOwner) {
+	keep := o.keepSettled
+	if keep <= 0 {
+		keep = DefaultSettledOwners
+	}
+	if _, ok := o.settled[id]; !ok {
+		o.settledOrder = append(o.settledOrder, id)
+	}
+	o.settled[id] = s
+	for len(o.settledOrder) > keep {
+		delete(o.settled, o.settledOrder[0])
+		o.settledOrder = o.settledOrder[1:]
+	}
 }
 
 // snapshot returns the open questions f selects, oldest first.

@@ -297,3 +297,56 @@ func TestIngestBoundsOpenQuestionsInBytes(t *testing.T) {
 		t.Fatalf("open %d; want the local question kept", st.Open)
 	}
 }
+
+// TestSettledQuestionsKeepTheirOwner: once a question is settled, its
+// lifecycle still comes only from its owner, among the most recently
+// settled questions; the oldest owners are forgotten first.
+func TestSettledQuestionsKeepTheirOwner(t *testing.T) {
+	h := NewHub()
+	h.open.keepSettled = 2
+	owner, other := newEmitter("bridge"), newEmitter("evil")
+	for _, id := range []string{"Q1", "Q2", "Q3"} {
+		owner.write(h, id, "attention.requested", "srv")
+	}
+	owner.write(h, "R1", "attention.resolved", "Q1")
+	owner.write(h, "T2", "attention.timeout", "Q2")
+	owner.write(h, "E", "session.ended", "") // settles Q3
+	ingest := func(e *emitter, id, typ, subject string) error {
+		ev, raw := e.event(id, typ, subject, nil)
+		return h.Ingest([]*aep.Event{&ev}, [][]byte{raw})
+	}
+	for _, typ := range []string{"attention.answered", "attention.resolved", "attention.timeout", "attention.dismissed"} {
+		for _, q := range []string{"Q2", "Q3"} {
+			var ie *IngestError
+			if err := ingest(other, "F-"+typ+q, typ, q); !errors.As(err, &ie) || ie.Code != "unauthorized" || !strings.Contains(ie.Detail, "belongs to another emitter") {
+				t.Errorf("%s for settled %s from another emitter: %v; want unauthorized", typ, q, err)
+			}
+		}
+	}
+	if err := ingest(other, "Q3", "attention.requested", "srv"); err == nil {
+		t.Errorf("another emitter asking a question with a settled question's id: accepted; want unauthorized")
+	}
+	if err := ingest(owner, "A3", "attention.answered", "Q3"); err != nil {
+		t.Errorf("the owner's own late event for its settled question: %v; want it accepted", err)
+	}
+	// Q1 was settled first: with room for two, its owner is forgotten.
+	if err := ingest(other, "F-old", "attention.answered", "Q1"); err != nil {
+		t.Errorf("an event for a question settled before the last %d: %v; want it accepted (forgotten)", h.open.keepSettled, err)
+	}
+}
+
+// TestDismissedIsALifecycleEvent: attention.dismissed, like answered,
+// resolved and timeout, comes only from the question's owner.
+func TestDismissedIsALifecycleEvent(t *testing.T) {
+	for _, typ := range []string{"attention.answered", "attention.resolved", "attention.timeout", "attention.dismissed"} {
+		if !IsLifecycle(typ) {
+			t.Errorf("IsLifecycle(%q) = false; want true", typ)
+		}
+	}
+	h := NewHub()
+	newEmitter("bridge").write(h, "Q", "attention.requested", "srv")
+	ev, raw := newEmitter("evil").event("D", "attention.dismissed", "Q", nil)
+	if err := h.Ingest([]*aep.Event{&ev}, [][]byte{raw}); err == nil {
+		t.Fatal("attention.dismissed of another emitter's open question: accepted; want unauthorized")
+	}
+}

@@ -1,6 +1,7 @@
 package endpoint
 
 import (
+	"crypto/subtle"
 	"fmt"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
@@ -14,20 +15,41 @@ import (
 //   - a source that a live WebSocket connection writes belongs to that
 //     connection: no other connection, and no POST, may write it; when the
 //     connection goes while the source still has open questions, the source
-//     waits for the same emitter (its hello's agent and instance) to
-//     reconnect and settle them;
+//     waits for the same emitter to reconnect and settle them. Agent and
+//     instance are public (roster), so they prove nothing: the emitter
+//     proves it is the same one with its resume secret (below);
 //   - a session that a bridge joined to this hub (its connection proved
-//     the token at /join) is written only by joined bridges: no /socket
-//     connection and no POST may write into it under any source, while the
-//     bridge is linked and, among the most recent retiredJoined ones,
-//     after it left (its link reconnects and re-announces its questions);
+//     the token at /join) is bound to the source that first wrote it:
+//     no connection, joined or not, and no POST may write into it under
+//     another source, and only joined connections may write it at all,
+//     while the bridge is linked and, among the most recent retiredJoined
+//     ones, after it left (its link reconnects and re-announces its
+//     questions);
 //   - a connection that said hello as a consumer sends commands, never
 //     events;
 //   - a question's lifecycle comes only from its owner (bus.Hub.Ingest).
 //
-// Two emitters with different sources that name the same session (two
-// /socket emitters, or two joined bridges) are both legitimate: commands to that session are refused as ambiguous (AEP-0004
-// §4.5), never delivered to either.
+// Two /socket emitters with different sources that name the same session
+// are both legitimate: commands to that session are refused as ambiguous
+// (AEP-0004 §4.5), never delivered to either. A joined bridge's session is
+// not shared: a joined connection may not start writing a session another
+// connection already writes, and nobody may write it under another source
+// once it did, so its commands are never made ambiguous by someone else.
+//
+// The resume secret. Every emitter connection gets one in the endpoint's
+// hello, under capabilities.experimental["resume-secret"]: 32 random bytes,
+// base64url, never logged. A source held for an emitter that left with
+// questions open goes back only to a connection whose hello presents the
+// secret of the connection that wrote it (compared in constant time), and,
+// for a joined bridge's source, only through /join, after the token proof.
+// The secret travels only on the connection it was given on, so holding
+// the token, or knowing the agent and instance, is not enough to take over
+// another emitter's questions. A connection that presents a well-formed
+// secret keeps it (the endpoint's hello echoes it), so an emitter keeps one
+// secret across its reconnects; any other gets a fresh one. An emitter
+// that does not keep its secret cannot take a held source back: it writes
+// under a new source, and what the old one left open stays listed until
+// the hub restarts.
 
 // maxSourcesPerConn bounds the sources one connection writes (a relay
 // link writes one per session of its bridge).
@@ -41,8 +63,9 @@ const retiredLocal = 4096
 // reserved for them.
 const retiredJoined = 4096
 
-// joinedSession is a session that bridges joined to this hub write.
+// joinedSession is a session that a bridge joined to this hub writes.
 type joinedSession struct {
+	source  string // the source it is bound to: the first a joined connection wrote it under
 	live    int    // joined connections writing it now
 	retired uint64 // the retirement that reserves it once live is 0
 }
@@ -51,6 +74,10 @@ type joinedSession struct {
 type sourceHolder struct {
 	conn            *socket // nil while its emitter reconnects with questions open
 	agent, instance string
+	// resume is the writer's resume secret, and joined whether it came
+	// through /join: what a connection must match to take the source back.
+	resume string
+	joined bool
 }
 
 // reserveLocal marks a session of this process (and its source, when
@@ -81,10 +108,10 @@ func (e *Endpoint) retireLocal(c Claim) {
 // the session a joined one. It returns "" or the detail of an
 // unauthorized refusal.
 func (e *Endpoint) authorize(conn *socket, ev *aep.Event) string {
-	var role, agent, instance string
+	var role, agent, instance, resume string
 	if conn != nil {
 		conn.mu.Lock()
-		role, agent, instance = conn.role, conn.agent, conn.instance
+		role, agent, instance, resume = conn.role, conn.agent, conn.instance, conn.resume
 		conn.mu.Unlock()
 		if role != aep.RoleEmitter && role != aep.RoleBoth {
 			return "this connection said hello as a consumer: it may send commands, never events; say hello with role emitter to emit"
@@ -92,48 +119,51 @@ func (e *Endpoint) authorize(conn *socket, ev *aep.Event) string {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	joined := conn != nil && conn.joined
+	js := e.joinedSessions[ev.Session]
 	switch {
 	case e.localSessions[ev.Session]:
 		return fmt.Sprintf("session %q belongs to a bridge in this process; no connection may write into it", ev.Session)
 	case e.localSources[ev.Source]:
 		return fmt.Sprintf("source %q is a session of this process; no connection may write as it", ev.Source)
-	case (conn == nil || !conn.joined) && e.joinedSessions[ev.Session] != nil && !e.claimsLocked(conn, ev.Session):
+	case js != nil && js.source != ev.Source:
+		return fmt.Sprintf("session %q belongs to a bridge joined to this hub, under source %q; no connection may write into it under another source", ev.Session, js.source)
+	case js != nil && !joined:
 		return fmt.Sprintf("session %q belongs to a bridge joined to this hub; only a bridge that proved the token at /join may write into it", ev.Session)
-	case conn != nil && conn.joined && ev.Session != "" && !conn.sessions[ev.Session] && len(conn.sessions) >= maxSourcesPerConn:
+	case joined && js == nil && ev.Session != "" && e.claimedByOtherLocked(conn, ev.Session):
+		return fmt.Sprintf("session %q is already written by another connection; a bridge joined to this hub writes only sessions of its own", ev.Session)
+	case joined && ev.Session != "" && !conn.sessions[ev.Session] && len(conn.sessions) >= maxSourcesPerConn:
 		return fmt.Sprintf("this connection already writes %d sessions, the most one connection may", maxSourcesPerConn)
 	}
-	why := e.holdSourceLocked(conn, ev.Source, agent, instance)
-	if why == "" && conn != nil && conn.joined && ev.Session != "" {
-		e.joinSessionLocked(conn, ev.Session)
+	why := e.holdSourceLocked(conn, ev.Source, agent, instance, resume)
+	if why == "" && joined && ev.Session != "" {
+		e.joinSessionLocked(conn, ev.Session, ev.Source)
 	}
 	return why
 }
 
-// claimsLocked reports whether conn already claims session: an emitter
-// that wrote the session before a bridge joined with it keeps writing it.
-// Callers hold e.mu.
-func (e *Endpoint) claimsLocked(conn *socket, session string) bool {
-	if conn == nil {
-		return false
-	}
+// claimedByOtherLocked reports whether a connection other than conn
+// claims session. Callers hold e.mu.
+func (e *Endpoint) claimedByOtherLocked(conn *socket, session string) bool {
 	for _, c := range e.claims {
-		if c.owner == conn && c.Session == session {
+		if c.owner != nil && c.owner != conn && c.Session == session {
 			return true
 		}
 	}
 	return false
 }
 
-// holdSourceLocked decides whether conn may write source, and makes it
+// holdSourceLocked decides whether conn, whose hello named agent,
+// instance and the resume secret resume, may write source, and makes it
 // the source's writer when nobody is. Callers hold e.mu.
-func (e *Endpoint) holdSourceLocked(conn *socket, source, agent, instance string) string {
+func (e *Endpoint) holdSourceLocked(conn *socket, source, agent, instance, resume string) string {
 	h := e.sources[source]
 	switch {
 	case h == nil && conn != nil && conn.sources >= maxSourcesPerConn:
 		return fmt.Sprintf("this connection already writes %d sources, the most one connection may", maxSourcesPerConn)
 	case h == nil:
 		if conn != nil {
-			e.sources[source] = &sourceHolder{conn: conn, agent: agent, instance: instance}
+			e.sources[source] = &sourceHolder{conn: conn, agent: agent, instance: instance, resume: resume, joined: conn.joined}
 			conn.sources++
 		}
 		return ""
@@ -142,25 +172,37 @@ func (e *Endpoint) holdSourceLocked(conn *socket, source, agent, instance string
 	case h.conn != nil:
 		return fmt.Sprintf("source %q is written by another live connection (agent %q, instance %q); only that connection may write it",
 			source, h.agent, h.instance)
-	case conn != nil && agent == h.agent && instance == h.instance && conn.sources < maxSourcesPerConn:
-		h.conn = conn // the emitter is back
+	case conn != nil && sameSecret(resume, h.resume) && (conn.joined || !h.joined) && conn.sources < maxSourcesPerConn:
+		// The emitter is back: it proved it with its secret, and a
+		// joined bridge came back through /join.
+		h.conn, h.agent, h.instance = conn, agent, instance
 		conn.sources++
 		return ""
 	}
-	return fmt.Sprintf("source %q belongs to an emitter (agent %q, instance %q) that left questions open; only it may write it, when it reconnects",
-		source, h.agent, h.instance)
+	how := "a connection whose hello presents the resume secret the endpoint gave it"
+	if h.joined {
+		how += ", through /join"
+	}
+	return fmt.Sprintf("source %q belongs to an emitter (agent %q, instance %q) that left questions open; only it may write it when it reconnects: %s (capabilities.experimental[%q])",
+		source, h.agent, h.instance, how, resumeCapability)
+}
+
+// sameSecret compares resume secrets in constant time; an empty one
+// matches nothing.
+func sameSecret(got, want string) bool {
+	return want != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
 }
 
 // joinSessionLocked records that the joined connection conn writes
-// session. Callers hold e.mu.
-func (e *Endpoint) joinSessionLocked(conn *socket, session string) {
+// session, under source. Callers hold e.mu.
+func (e *Endpoint) joinSessionLocked(conn *socket, session, source string) {
 	if conn.sessions[session] {
 		return
 	}
 	conn.sessions[session] = true
 	js := e.joinedSessions[session]
 	if js == nil {
-		js = &joinedSession{}
+		js = &joinedSession{source: source}
 		e.joinedSessions[session] = js
 	}
 	js.live++

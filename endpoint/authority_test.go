@@ -37,12 +37,45 @@ var payloads = map[string]string{
 // emitterConn dials and says hello as an emitter with the given instance.
 func emitterConn(t *testing.T, srv *httptest.Server, instance string) *wsClient {
 	t.Helper()
+	c, _ := emitterResuming(t, srv, instance, "")
+	return c
+}
+
+// emitterHello is an emitter's hello as agent "agent", presenting the
+// resume secret secret unless it is "".
+func emitterHello(agent, instance, secret string) string {
+	experimental := ""
+	if secret != "" {
+		experimental = `,"experimental":{"` + resumeCapability + `":"` + secret + `"}`
+	}
+	return `{"type":"hello","versions":["0.1"],"role":"emitter","identity":{"agent":"` + agent + `","instance":"` + instance +
+		`"},"capabilities":{"control":{"accepts":["control.attention.respond"]}` + experimental + `}}`
+}
+
+// resumeSecretOf returns the resume secret the endpoint's hello hands out.
+func resumeSecretOf(t *testing.T, hello map[string]any) string {
+	t.Helper()
+	caps, _ := hello["capabilities"].(map[string]any)
+	exp, _ := caps["experimental"].(map[string]any)
+	secret, _ := exp[resumeCapability].(string)
+	if secret == "" {
+		t.Fatalf("hello %v; want a resume secret", hello)
+	}
+	return secret
+}
+
+// emitterResuming dials /socket and says hello as an emitter with the
+// given instance, presenting secret unless it is ""; it returns the
+// connection and the resume secret the endpoint gave it.
+func emitterResuming(t *testing.T, srv *httptest.Server, instance, secret string) (*wsClient, string) {
+	t.Helper()
 	c := dial(t, srv)
-	c.send(`{"type":"hello","versions":["0.1"],"role":"emitter","identity":{"agent":"e","instance":"` + instance + `"},"capabilities":{"control":{"accepts":["control.attention.respond"]}}}`)
-	if f := c.read(); f["type"] != "hello" {
+	c.send(emitterHello("e", instance, secret))
+	f := c.read()
+	if f["type"] != "hello" {
 		t.Fatalf("hello reply: %v", f)
 	}
-	return c
+	return c, resumeSecretOf(t, f)
 }
 
 // sendEvent sends an event and reads the refusal it draws, if any, by
@@ -157,13 +190,14 @@ func TestAConsumerSendsCommandsNeverEvents(t *testing.T) {
 
 // TestASourceHasOneWriter: a source a live connection writes is refused to
 // every other connection and to POST; when that connection leaves with a
-// question open, only the same emitter (agent and instance) may take the
-// source back and settle it.
+// question open, only a connection presenting the resume secret the
+// endpoint gave the writer may take the source back and settle it, not
+// one that merely says the same agent and instance.
 func TestASourceHasOneWriter(t *testing.T) {
 	f := newFixture(t, bus.HubOptions{}, Options{})
 	srv, hub := f.srv, f.hub
 	const src = "aep://b/agent/e/session/r"
-	a := emitterConn(t, srv, "host-b/1")
+	a, secret := emitterResuming(t, srv, "host-b/1", "")
 	if f := a.sendEvent(remoteEvent(src, "r", "Q", "attention.requested", "srv", 0)); f != nil {
 		t.Fatalf("the emitter's own question: %v", f)
 	}
@@ -183,7 +217,19 @@ func TestASourceHasOneWriter(t *testing.T) {
 	if f := other.sendEvent(remoteEvent(src, "r", "X4", "attention.resolved", "Q", 1)); f == nil || f["code"] != "unauthorized" {
 		t.Fatalf("another emitter while the owner is away: %v; want unauthorized", f)
 	}
-	back := emitterConn(t, srv, "host-b/1")
+	// Agent and instance are public (roster): saying them proves nothing.
+	lookalike, _ := emitterResuming(t, srv, "host-b/1", "")
+	if f := lookalike.sendEvent(remoteEvent(src, "r", "X5", "attention.resolved", "Q", 1)); f == nil || f["code"] != "unauthorized" || !strings.Contains(f["detail"].(string), "resume secret") {
+		t.Fatalf("the owner's agent and instance without its secret: %v; want unauthorized", f)
+	}
+	guess, _ := emitterResuming(t, srv, "host-b/1", strings.Repeat("A", 43))
+	if f := guess.sendEvent(remoteEvent(src, "r", "X6", "attention.resolved", "Q", 1)); f == nil || f["code"] != "unauthorized" {
+		t.Fatalf("the owner's agent and instance with a wrong secret: %v; want unauthorized", f)
+	}
+	back, kept := emitterResuming(t, srv, "host-b/1", secret)
+	if kept != secret {
+		t.Fatalf("the endpoint gave the returning emitter secret %q; want the one it presented kept", kept)
+	}
 	if f := back.sendEvent(remoteEvent(src, "r", "R", "attention.resolved", "Q", 1)); f != nil {
 		t.Fatalf("the owner back: %v; want its resolution accepted", f)
 	}
@@ -271,13 +317,12 @@ func TestAConnectionWritesABoundedNumberOfSources(t *testing.T) {
 // joined to this hub (it proved the token at /join) is its bridge's, like
 // a session of this process: no /socket emitter and no POST may write into
 // it, under any source, even while the bridge is away with a question
-// open. Another joined bridge naming the same session is legitimate, and
-// commands to it are then ambiguous.
+// open; nor may another joined bridge under another source.
 func TestJoinedSessionsAreWrittenOnlyByTheirBridge(t *testing.T) {
 	f := newFixture(t, bus.HubOptions{}, Options{})
 	srv, hub := f.srv, f.hub
 	const src = "aep://j/agent/b/session/J"
-	bridge := joinConn(t, srv, "host-j/1")
+	bridge, secret := joinResuming(t, srv, "host-j/1", "")
 	for i, typ := range []string{"session.started", "attention.requested"} {
 		if fr := bridge.sendEvent(remoteEvent(src, "J", fmt.Sprintf("B%d", i), typ, "srv", i)); fr != nil {
 			t.Fatalf("the joined bridge's %s: %v", typ, fr)
@@ -316,19 +361,26 @@ func TestJoinedSessionsAreWrittenOnlyByTheirBridge(t *testing.T) {
 	<-f.released
 	refused("while the bridge is away with its question open")
 
-	// A second joined bridge on the same name, under its own source, is
-	// as legitimate as the first: both are served, commands are ambiguous.
-	first := joinConn(t, srv, "host-j/1")
+	// Another joined bridge, under its own source, may not write the
+	// session either, while its bridge is away or back: a joined session
+	// is bound to the source that first wrote it.
+	second := joinConn(t, srv, "host-k/1")
+	ev := remoteEvent("aep://k/agent/b/session/J", "J", "X8", "session.started", "", 0)
+	if fr := second.sendEvent(ev); fr == nil || fr["code"] != "unauthorized" || !strings.Contains(fr["detail"].(string), "under source") {
+		t.Fatalf("another joined bridge in the session while its bridge is away: %v; want unauthorized", fr)
+	}
+	first, _ := joinResuming(t, srv, "host-j/1", secret)
 	if fr := first.sendEvent(remoteEvent(src, "J", "B2", "progress.status", "", 2)); fr != nil {
 		t.Fatalf("the bridge back: %v", fr)
 	}
-	second := joinConn(t, srv, "host-k/1")
-	if fr := second.sendEvent(remoteEvent("aep://k/agent/b/session/J", "J", "K0", "session.started", "", 0)); fr != nil {
-		t.Fatalf("another joined bridge naming the same session: %v; want it accepted", fr)
+	if fr := second.sendEvent(strings.Replace(ev, `"X8"`, `"X9"`, 1)); fr == nil || fr["code"] != "unauthorized" {
+		t.Fatalf("another joined bridge in the session while its bridge is linked: %v; want unauthorized", fr)
 	}
-	op.send(fmt.Sprintf(respond, "C2"))
-	if fr := op.read(); fr["code"] != "ambiguous" || fr["cause"] != "C2" {
-		t.Fatalf("command to a session two joined bridges claim: %v; want ambiguous", fr)
+	if fr := op.sendEvent(fmt.Sprintf(respond, "C2")); fr != nil {
+		t.Fatalf("an operator's answer after the bridge came back: %v; want it routed to it", fr)
+	}
+	if cmd := first.read(); cmd["id"] != "C2" {
+		t.Fatalf("the joined bridge got %v; want the command C2", cmd)
 	}
 	if n := hub.Stats().Open; n != 1 {
 		t.Fatalf("%d open; want only the joined bridge's question", n)
@@ -337,5 +389,102 @@ func TestJoinedSessionsAreWrittenOnlyByTheirBridge(t *testing.T) {
 		if strings.Contains(line, `"X`) {
 			t.Fatalf("a refused event reached subscribers: %s", line)
 		}
+	}
+}
+
+// TestSettledQuestionsStayTheirOwners: after the bridge settled its
+// question, an answer to it from anyone else (over POST or WebSocket, in
+// another session) is refused, so no forged "answered by" reaches the
+// question's history.
+func TestSettledQuestionsStayTheirOwners(t *testing.T) {
+	srv, _, em, _ := newTestEndpoint(t)
+	q := emit(t, em, "attention.requested", aep.AttentionRequested{Kind: "input", Prompt: "deploy?"})
+	emit(t, em, "attention.resolved", aep.AttentionResolved{Resolution: aep.ResolutionAnswered}, q.ID)
+	forged := remoteEvent("aep://evil/agent/e", "evil", "F1", "attention.answered", q.ID, 0)
+	if code, body := post(t, srv.URL, "application/json", forged); code != http.StatusForbidden || body.Error != "unauthorized" {
+		t.Fatalf("POST of an answer to a settled question of the bridge: %d %+v; want 403 unauthorized", code, body)
+	}
+	c := emitterConn(t, srv, "evil")
+	if f := c.sendEvent(strings.Replace(forged, `"F1"`, `"F2"`, 1)); f == nil || f["code"] != "unauthorized" {
+		t.Fatalf("WS answer to a settled question of the bridge: %v; want unauthorized", f)
+	}
+	for _, line := range sseData(sse(t, srv.URL, "live=0&from=all")) {
+		if strings.Contains(line, `"F`) {
+			t.Fatalf("a forged answer reached the history: %s", line)
+		}
+	}
+}
+
+// TestAJoinedTokenHolderCannotWriteAnotherBridgesSession replays the
+// observed attack: a token holder that joins through /join and writes
+// session.started into another joined bridge's session under its own
+// source is refused, nothing reaches the session's history, and operators'
+// answers still reach the bridge instead of being refused ambiguous.
+func TestAJoinedTokenHolderCannotWriteAnotherBridgesSession(t *testing.T) {
+	f := newFixture(t, bus.HubOptions{}, Options{})
+	srv := f.srv
+	bridge := joinConn(t, srv, "host-b/1")
+	for i, typ := range []string{"session.started", "attention.requested"} {
+		if fr := bridge.sendEvent(remoteEvent("aep://vm/agent/b/session/SB", "SB", fmt.Sprintf("B%d", i), typ, "srv", i)); fr != nil {
+			t.Fatalf("bridge B's %s: %v", typ, fr)
+		}
+	}
+	evil := joinConn(t, srv, "evil")
+	for i, typ := range []string{"session.started", "attention.resolved", "progress.status"} {
+		ev := remoteEvent("aep://vm/agent/evil/session/SB", "SB", fmt.Sprintf("X%d", i), typ, "B1", i)
+		if fr := evil.sendEvent(ev); fr == nil || fr["code"] != "unauthorized" || fr["cause"] != fmt.Sprintf("X%d", i) {
+			t.Fatalf("a joined token holder's %s in B's session under its own source: %v; want unauthorized", typ, fr)
+		}
+		if code, body := post(t, srv.URL, "application/json", strings.Replace(ev, `"X`, `"P`, 1)); code != http.StatusForbidden || body.Error != "unauthorized" || body.Detail == "" {
+			t.Fatalf("POST of %s into B's session under another source: %d %+v; want 403 with a detail", typ, code, body)
+		}
+	}
+	op := dial(t, srv)
+	op.hello()
+	if fr := op.sendEvent(`{"aep":"0.1","id":"C1","type":"control.attention.respond","subject":"B1","time":"2026-01-01T00:00:00Z","source":"aep://op/agent/op","agent":"op","session":"SB","data":{"answer":{"option":"decline"}}}`); fr != nil {
+		t.Fatalf("an operator's answer to B's question: %v; want it routed to B", fr)
+	}
+	if cmd := bridge.read(); cmd["id"] != "C1" {
+		t.Fatalf("bridge B got %v; want the command C1", cmd)
+	}
+	for _, line := range sseData(sse(t, srv.URL, "live=0&from=all")) {
+		if strings.Contains(line, `"X`) || strings.Contains(line, `"P`) {
+			t.Fatalf("a refused event reached B's history: %s", line)
+		}
+	}
+}
+
+// TestAJoinedBridgesHeldSourceGoesBackOnlyToIt: while a joined bridge's
+// link is down with a question open, a token holder that says hello with
+// the bridge's (public) agent and instance, through /join or /socket,
+// cannot take its source; the bridge, presenting the resume secret the
+// endpoint gave it, can, and settles its question.
+func TestAJoinedBridgesHeldSourceGoesBackOnlyToIt(t *testing.T) {
+	f := newFixture(t, bus.HubOptions{}, Options{})
+	srv, hub := f.srv, f.hub
+	const src = "aep://vm/agent/b/session/SB"
+	bridge, secret := joinResuming(t, srv, "host-b/1", "")
+	if fr := bridge.sendEvent(remoteEvent(src, "SB", "Q", "attention.requested", "srv", 0)); fr != nil {
+		t.Fatalf("bridge B's question: %v", fr)
+	}
+	bridge.c.Close()
+	<-f.released
+	joined, _ := joinResuming(t, srv, "host-b/1", "")
+	if fr := joined.sendEvent(remoteEvent(src, "SB", "X1", "attention.resolved", "Q", 1)); fr == nil || fr["code"] != "unauthorized" {
+		t.Fatalf("an impostor joined as B's agent and instance: %v; want unauthorized", fr)
+	}
+	socket, _ := emitterResuming(t, srv, "host-b/1", secret)
+	if fr := socket.sendEvent(remoteEvent(src, "SB", "X2", "attention.resolved", "Q", 1)); fr == nil || fr["code"] != "unauthorized" {
+		t.Fatalf("B's secret over /socket, not /join: %v; want unauthorized", fr)
+	}
+	if n := hub.Stats().Open; n != 1 {
+		t.Fatalf("%d open; want B's question still open", n)
+	}
+	back, _ := joinResuming(t, srv, "host-b/1", secret)
+	if fr := back.sendEvent(remoteEvent(src, "SB", "R", "attention.resolved", "Q", 1)); fr != nil {
+		t.Fatalf("B back with its secret: %v; want its resolution accepted", fr)
+	}
+	if n := hub.Stats().Open; n != 0 {
+		t.Fatalf("%d open; want B's resolution to settle its question", n)
 	}
 }

@@ -59,10 +59,12 @@ type Options struct {
 	BodyTimeout time.Duration
 
 	// Test knobs: the connection queue (0 means socketQueue), the
-	// liveness timers (0 means pingEvery and pongWait), and a hook run
-	// after a departed connection's sources are released.
+	// liveness timers (0 means pingEvery and pongWait), the handshake
+	// deadline (0 means handshakeWait), and a hook run after a departed
+	// connection's sources are released.
 	queue               int
 	pingEvery, pongWait time.Duration
+	handshakeWait       time.Duration
 	afterRelease        func()
 }
 
@@ -95,6 +97,7 @@ type Endpoint struct {
 	claims  []Claim
 	conns   map[*socket]struct{}
 	joining map[*websocket.Conn]struct{} // connections still proving the token
+	proving int                          // requests at /join not yet through the proof
 	closed  bool
 	// localSessions and localSources are reserved for this process's own
 	// sessions, live and recently ended (retired, oldest first);
@@ -134,6 +137,9 @@ func New(o Options) (*Endpoint, error) {
 	}
 	if o.pongWait <= 0 {
 		o.pongWait = pongWait
+	}
+	if o.handshakeWait <= 0 {
+		o.handshakeWait = handshakeWait
 	}
 	if o.Agent == "" {
 		o.Agent = "aep-mcp-bridge"

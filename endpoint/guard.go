@@ -5,8 +5,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/gorilla/websocket"
+
 	"github.com/agenteventprotocol/aep-mcp-bridge/internal/hostguard"
-	"github.com/agenteventprotocol/aep-mcp-bridge/proof"
 )
 
 // DefaultBodyTimeout bounds reading a request's body when Options.BodyTimeout
@@ -22,8 +23,11 @@ const DefaultBodyTimeout = 60 * time.Second
 //     cross-origin reads) that is neither the endpoint's own origin nor an
 //     --allow-origin.
 //
-// Allowed foreign origins get CORS headers and preflight answers. Requests
-// that are not long-lived streams get a read deadline for their body.
+// Allowed foreign origins get CORS headers and preflight answers. Every
+// request gets a read deadline for its body: only a handler that has
+// authenticated a real stream lifts it (see streamReady), so a request that
+// merely names a stream's path, without the token, with a body or without
+// the upgrade, ends with the deadline like any other.
 func (e *Endpoint) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !e.policy.HostAllowed(r) {
@@ -42,24 +46,36 @@ func (e *Endpoint) guard(next http.Handler) http.Handler {
 				return
 			}
 		}
-		if !isStream(r) {
-			// A stalled body ends at the deadline. The error is ignored for
-			// writers without deadlines (tests' recorders).
-			http.NewResponseController(w).SetReadDeadline(time.Now().Add(e.opts.BodyTimeout))
-		}
+		// A stalled body ends at the deadline. The error is ignored for
+		// writers without deadlines (tests' recorders).
+		http.NewResponseController(w).SetReadDeadline(time.Now().Add(e.opts.BodyTimeout))
 		next.ServeHTTP(w, r)
 	})
 }
 
-// isStream reports whether r opens a long-lived stream (WebSocket or SSE),
-// which no body deadline may cut.
-func isStream(r *http.Request) bool {
-	if r.Method != http.MethodGet {
+// streamReady checks that r, already authenticated (by the token, or at
+// /join by the proof to come), may open a long-lived stream, and moves its
+// read deadline from the body's to the stream's: until, the zero time for
+// none (an SSE stream), or the end of a WebSocket handshake. A stream
+// request has no body, and a WebSocket one is a real upgrade (RFC 6455
+// §4.1); anything else is answered 400 and keeps the body deadline, so it
+// cannot hold the connection open.
+func streamReady(w http.ResponseWriter, r *http.Request, websocketUpgrade bool, until time.Time) bool {
+	switch {
+	case r.ContentLength != 0:
+		writeError(w, http.StatusBadRequest, "invalid-request", "a stream request has no body; send GET without one")
+		return false
+	case websocketUpgrade && !websocket.IsWebSocketUpgrade(r):
+		writeError(w, http.StatusBadRequest, "invalid-request", "this path is a WebSocket: send a WebSocket upgrade (Connection: Upgrade, Upgrade: websocket)")
 		return false
 	}
-	switch r.URL.Path {
-	case "/socket", "/stream", proof.Path:
-		return true
-	}
-	return false
+	http.NewResponseController(w).SetReadDeadline(until)
+	return true
 }
+
+// handshakeWait bounds a WebSocket handshake, from the request to the end
+// of the token proof at /join or to hello at /socket.
+const handshakeWait = 10 * time.Second
+
+// resumeCapability is set in hello to the resume secret, see authority.go.
+const resumeCapability = "resume-secret"

@@ -1,6 +1,8 @@
 package endpoint
 
 import (
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -52,8 +54,18 @@ func overLimit(what string) string {
 
 func (s *socket) readLoop() {
 	wait := s.e.opts.pongWait
-	s.conn.SetReadDeadline(time.Now().Add(wait))
-	s.conn.SetPongHandler(func(string) error { return s.conn.SetReadDeadline(time.Now().Add(wait)) })
+	// Until hello, the handshake deadline holds: a pong does not extend
+	// it, and any other frame before hello ends the connection.
+	s.conn.SetReadDeadline(s.helloBy)
+	s.conn.SetPongHandler(func(string) error {
+		s.mu.Lock()
+		hello := s.hello
+		s.mu.Unlock()
+		if !hello {
+			return nil
+		}
+		return s.conn.SetReadDeadline(time.Now().Add(wait))
+	})
 	for {
 		kind, data, err := s.conn.ReadMessage()
 		if err != nil {
@@ -149,16 +161,62 @@ func (s *socket) handleHello(f aep.Frame) bool {
 		s.shutdown("version unsupported")
 		return false
 	}
+	caps := s.e.capabilities()
+	resume := ""
+	if f.Role == aep.RoleEmitter || f.Role == aep.RoleBoth {
+		resume = presentedSecret(f.Capabilities.Experimental)
+		if resume == "" {
+			resume = newSecret()
+		}
+		caps.Experimental = withResumeSecret(caps.Experimental, resume)
+	}
 	s.mu.Lock()
-	s.hello, s.role = true, f.Role
+	s.hello, s.role, s.resume = true, f.Role, resume
 	s.agent, s.instance, s.emits = f.Identity.Agent, f.Identity.Instance, f.Capabilities.Emits
 	if c := f.Capabilities.Control; len(c) > 0 && string(c) != "null" {
 		s.control = c
 		s.accepts = f.Capabilities.Accepts()
 	}
 	s.mu.Unlock()
-	s.send(aep.NewHello(aep.RoleBoth, aep.Identity{Agent: s.e.opts.Agent}, s.e.capabilities()))
+	s.send(aep.NewHello(aep.RoleBoth, aep.Identity{Agent: s.e.opts.Agent}, caps))
 	return true
+}
+
+// resumeSecretLen is the length of a resume secret: 32 bytes, base64url.
+var resumeSecretLen = base64.RawURLEncoding.EncodedLen(32)
+
+// presentedSecret returns the resume secret a hello's experimental
+// capabilities present, or "" when there is none or it is malformed.
+func presentedSecret(experimental json.RawMessage) string {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(experimental, &members) != nil {
+		return ""
+	}
+	var secret string
+	if json.Unmarshal(members[resumeCapability], &secret) != nil || len(secret) != resumeSecretLen {
+		return ""
+	}
+	if _, err := base64.RawURLEncoding.DecodeString(secret); err != nil {
+		return ""
+	}
+	return secret
+}
+
+// newSecret returns a fresh resume secret.
+func newSecret() string {
+	b := make([]byte, 32)
+	rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// withResumeSecret adds the resume secret to the endpoint's experimental
+// capabilities, for one connection's hello.
+func withResumeSecret(experimental json.RawMessage, secret string) json.RawMessage {
+	members := map[string]json.RawMessage{}
+	json.Unmarshal(experimental, &members)
+	members[resumeCapability], _ = json.Marshal(secret)
+	b, _ := json.Marshal(members) // raw members of valid JSON always encode
+	return b
 }
 
 // handleEvent takes an event sent on the connection: a command is routed

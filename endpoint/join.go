@@ -13,15 +13,42 @@ import (
 	"github.com/agenteventprotocol/aep-mcp-bridge/proof"
 )
 
-// joinWait bounds the whole token proof on /join.
-const joinWait = 10 * time.Second
+// maxProving bounds the connections proving the token at /join at once:
+// they are the only ones an endpoint serves before it knows who is there,
+// each for at most the handshake deadline.
+const maxProving = 64
 
 // serveJoin is GET /join: a bridge that links to this endpoint proves that
 // it knows the token, after this endpoint proved it first (package proof),
 // and the token itself never crosses the wire. Then the connection is an
 // AEP WebSocket connection like /socket's, starting with hello (AEP-0003
 // §4). A peer that fails the proof gets an error frame and nothing else.
+// The upgrade, the proof and hello complete within the handshake deadline,
+// and at most maxProving peers prove at once; more are refused with 503.
 func (e *Endpoint) serveJoin(w http.ResponseWriter, r *http.Request) {
+	deadline := time.Now().Add(e.opts.handshakeWait)
+	if !streamReady(w, r, true, deadline) {
+		return
+	}
+	e.mu.Lock()
+	switch {
+	case e.closed:
+		e.mu.Unlock()
+		writeError(w, http.StatusServiceUnavailable, "closing", "the endpoint is shutting down; join another or later")
+		return
+	case e.proving >= maxProving:
+		e.mu.Unlock()
+		writeError(w, http.StatusServiceUnavailable, "limit-exceeded", fmt.Sprintf(
+			"%d peers are proving the token at once, the most this endpoint serves; try again in a few seconds", maxProving))
+		return
+	}
+	e.proving++
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		e.proving--
+		e.mu.Unlock()
+	}()
 	conn, err := upgrader.Upgrade(w, r, nil)
 	if err != nil {
 		return // the upgrader already answered
@@ -34,7 +61,7 @@ func (e *Endpoint) serveJoin(w http.ResponseWriter, r *http.Request) {
 	}
 	e.joining[conn] = struct{}{}
 	e.mu.Unlock()
-	err = e.proveJoin(conn, r.Host)
+	err = e.proveJoin(conn, r.Host, deadline)
 	e.mu.Lock()
 	delete(e.joining, conn)
 	e.mu.Unlock()
@@ -49,16 +76,14 @@ func (e *Endpoint) serveJoin(w http.ResponseWriter, r *http.Request) {
 		conn.Close()
 		return
 	}
-	conn.SetReadDeadline(time.Time{})
 	conn.SetWriteDeadline(time.Time{})
-	e.runSocket(conn, true)
+	e.runSocket(conn, true, deadline)
 }
 
 // proveJoin runs the hub's side of the token proof on conn, whose request
-// named host.
-func (e *Endpoint) proveJoin(conn *websocket.Conn, host string) error {
+// named host, by deadline.
+func (e *Endpoint) proveJoin(conn *websocket.Conn, host string, deadline time.Time) error {
 	conn.SetReadLimit(proof.MaxFrame)
-	deadline := time.Now().Add(joinWait)
 	conn.SetReadDeadline(deadline)
 	conn.SetWriteDeadline(deadline)
 	hub, err := proof.NewHub(e.opts.Token, host, rand.Reader)

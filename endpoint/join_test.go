@@ -47,6 +47,14 @@ func readUntilClosed(t *testing.T, c *websocket.Conn) []string {
 // does, and says hello as the emitter agent/instance.
 func joinConn(t *testing.T, srv *httptest.Server, instance string) *wsClient {
 	t.Helper()
+	c, _ := joinResuming(t, srv, instance, "")
+	return c
+}
+
+// joinResuming is joinConn presenting the resume secret secret unless it
+// is ""; it also returns the resume secret the endpoint gave it.
+func joinResuming(t *testing.T, srv *httptest.Server, instance, secret string) (*wsClient, string) {
+	t.Helper()
 	c := dialJoin(t, srv.URL)
 	b, challenge, err := proof.NewBridge(testToken, strings.TrimPrefix(srv.URL, "http://"), rand.Reader)
 	if err != nil {
@@ -62,12 +70,14 @@ func joinConn(t *testing.T, srv *httptest.Server, instance string) *wsClient {
 		t.Fatalf("the endpoint's proof: %v", err)
 	}
 	c.WriteMessage(websocket.TextMessage, finish)
-	c.WriteMessage(websocket.TextMessage, []byte(`{"type":"hello","versions":["0.1"],"role":"emitter","identity":{"agent":"b","instance":"`+instance+`"},"capabilities":{"control":{"accepts":["control.attention.respond"]}}}`))
+	c.WriteMessage(websocket.TextMessage, []byte(emitterHello("b", instance, secret)))
 	_, hello, err := c.ReadMessage()
 	if err != nil || !strings.Contains(string(hello), `"type":"hello"`) || !strings.Contains(string(hello), proof.Capability) {
 		t.Fatalf("got %s, %v; want the endpoint's hello advertising %s", hello, err, proof.Capability)
 	}
-	return &wsClient{t, c}
+	var f map[string]any
+	json.Unmarshal(hello, &f)
+	return &wsClient{t, c}, resumeSecretOf(t, f)
 }
 
 // TestJoinAdmitsAProvenBridge: once both proved the token, the connection

@@ -56,6 +56,8 @@ type socket struct {
 	fwg       sync.WaitGroup // the forwarders alone
 	closeOnce sync.Once
 
+	// helloBy is when hello is due: the handshake deadline.
+	helloBy time.Time
 	// flood and warned belong to the reader goroutine.
 	flood  bucket
 	warned time.Time
@@ -74,6 +76,7 @@ type socket struct {
 	role     string
 	agent    string
 	instance string
+	resume   string // the resume secret (authority.go); never logged
 	accepts  []string
 	control  json.RawMessage
 	emits    []string
@@ -84,19 +87,24 @@ type socket struct {
 }
 
 func (e *Endpoint) serveSocket(w http.ResponseWriter, r *http.Request) {
+	helloBy := time.Now().Add(e.opts.handshakeWait)
+	if !streamReady(w, r, true, helloBy) {
+		return
+	}
 	conn, err := upgrader.Upgrade(w, r, nil)
 	if err != nil {
 		return // the upgrader already answered
 	}
-	e.runSocket(conn, false)
+	e.runSocket(conn, false, helloBy)
 }
 
-// runSocket serves an upgraded connection, from its hello to its close:
-// one from /socket, or one from /join whose peer proved the token (joined).
-func (e *Endpoint) runSocket(conn *websocket.Conn, joined bool) {
+// runSocket serves an upgraded connection, from its hello, due by helloBy,
+// to its close: one from /socket, or one from /join whose peer proved the
+// token (joined).
+func (e *Endpoint) runSocket(conn *websocket.Conn, joined bool, helloBy time.Time) {
 	conn.SetReadLimit(e.opts.MaxEvent)
 	s := &socket{e: e, conn: conn, ctrl: make(chan []byte, e.opts.queue), out: make(chan []byte, e.opts.queue),
-		bye: make(chan string, 1), done: make(chan struct{}), subs: map[string]*socketSub{}, joined: joined}
+		bye: make(chan string, 1), done: make(chan struct{}), subs: map[string]*socketSub{}, joined: joined, helloBy: helloBy}
 	if joined {
 		s.sessions = map[string]bool{}
 	}

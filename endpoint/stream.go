@@ -31,6 +31,11 @@ func (e *Endpoint) serveStream(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "internal", "streaming unsupported")
 		return
 	}
+	// Authenticated and bodiless: the stream is long-lived, with no read
+	// deadline; its writes have theirs.
+	if !streamReady(w, r, false, time.Time{}) {
+		return
+	}
 	if !e.enter() {
 		writeError(w, http.StatusServiceUnavailable, "closing", "the endpoint is shutting down; reconnect to another or later")
 		return

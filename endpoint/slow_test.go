@@ -1,0 +1,125 @@
+package endpoint
+
+import (
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
+	"github.com/agenteventprotocol/aep-mcp-bridge/proof"
+)
+
+// failAfter bounds every wait for the server to close a connection. It is
+// a failure guard, not a measure: the deadlines under test are far shorter.
+const failAfter = 20 * time.Second
+
+// slowEndpoint serves an endpoint whose body and handshake deadlines are
+// short, on a real loopback listener; it returns the listen address.
+func slowEndpoint(t *testing.T) string {
+	t.Helper()
+	f := newFixture(t, bus.HubOptions{}, Options{BodyTimeout: 50 * time.Millisecond, handshakeWait: 50 * time.Millisecond})
+	return f.srv.Listener.Addr().String()
+}
+
+// closedByServer reads c until the server closes it and returns what it
+// sent; it fails t when the connection is still open after failAfter.
+func closedByServer(t *testing.T, c net.Conn) string {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(failAfter))
+	b, err := io.ReadAll(c)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("the server kept the connection open for %v; got %q", failAfter, b)
+	}
+	return string(b)
+}
+
+func rawDial(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestStalledBodiesEndOnEveryPath replays slowloris against the stream
+// paths: a request that is not an authenticated WebSocket upgrade or an
+// authenticated SSE stream keeps the body deadline, so a body that never
+// comes ends the connection, with or without the token.
+func TestStalledBodiesEndOnEveryPath(t *testing.T) {
+	addr := slowEndpoint(t)
+	const token = "Authorization: Bearer " + testToken + "\r\n"
+	const upgrade = "Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+	for _, tc := range []struct{ name, path, headers string }{
+		{name: "socket without token", path: "/socket"},
+		{name: "stream without token", path: "/stream"},
+		{name: "join without upgrade", path: proof.Path},
+		{name: "socket with token, no upgrade", path: "/socket", headers: token},
+		{name: "stream with token", path: "/stream", headers: token},
+		{name: "socket upgrade without token", path: "/socket", headers: upgrade},
+		{name: "socket upgrade with token and a body", path: "/socket", headers: token + upgrade},
+		{name: "join upgrade with a body", path: proof.Path, headers: upgrade},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := rawDial(t, addr)
+			io.WriteString(c, "GET "+tc.path+" HTTP/1.1\r\nHost: "+addr+"\r\n"+tc.headers+"Content-Length: 100000\r\n\r\n{")
+			if got := closedByServer(t, c); strings.Contains(got, "101 Switching") {
+				t.Fatalf("a request with a body was upgraded: %q", got)
+			}
+		})
+	}
+}
+
+// TestHandshakesEndAtTheirDeadline: a WebSocket upgraded at /join must
+// complete the token proof, and one at /socket must say hello, within the
+// handshake deadline; a peer that upgrades and goes silent is closed.
+func TestHandshakesEndAtTheirDeadline(t *testing.T) {
+	addr := slowEndpoint(t)
+	for _, tc := range []struct {
+		name, path string
+		hdr        http.Header
+	}{
+		{name: "join", path: proof.Path},
+		{name: "socket", path: "/socket", hdr: http.Header{"Authorization": {"Bearer " + testToken}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _, err := websocket.DefaultDialer.Dial("ws://"+addr+tc.path, tc.hdr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.SetReadDeadline(time.Now().Add(failAfter))
+			for {
+				if _, _, err := c.ReadMessage(); err != nil {
+					if ne, ok := err.(net.Error); ok && ne.Timeout() {
+						t.Fatalf("the endpoint kept a silent %s handshake open for %v", tc.path, failAfter)
+					}
+					return
+				}
+			}
+		})
+	}
+}
+
+// TestProvingPeersAreBounded: the peers an endpoint serves before it knows
+// who they are (proving the token at /join) are bounded; one more is
+// refused at once with 503, not queued.
+func TestProvingPeersAreBounded(t *testing.T) {
+	f := newFixture(t, bus.HubOptions{}, Options{})
+	for range maxProving {
+		dialJoin(t, f.srv.URL) // each holds its slot until the proof or its deadline
+	}
+	_, resp, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(f.srv.URL, "http")+proof.Path, nil)
+	if err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("peer %d at /join: %v %v; want 503", maxProving+1, resp, err)
+	}
+	resp.Body.Close()
+}
