@@ -72,6 +72,13 @@ type ReplayCaps struct {
 	All    bool `json:"all"`
 }
 
+// ResumeSecretCapability names the member of a hello's experimental
+// capabilities that carries an emitter's resume secret: an endpoint gives
+// one to each emitter connection, and an emitter that presents it again
+// on a later connection takes back the sources it left with questions
+// open. Only the connection it was given on ever carries it.
+const ResumeSecretCapability = "resume-secret"
+
 // Capabilities is the capability set of hello and of the discovery document
 // (AEP-0003 §3.4, §4). Control stays raw: a roster relays a claimant's
 // declaration verbatim (AEP-0003 §4.1 rule 4). Unknown keys are ignored on

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/internal/hostguard"
 )
 
@@ -78,4 +79,4 @@ func streamReady(w http.ResponseWriter, r *http.Request, websocketUpgrade bool, 
 const handshakeWait = 10 * time.Second
 
 // resumeCapability is set in hello to the resume secret, see authority.go.
-const resumeCapability = "resume-secret"
+const resumeCapability = aep.ResumeSecretCapability

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -98,7 +99,8 @@ type Link struct {
 
 	// mu guards the fields below.
 	mu        sync.Mutex
-	proven    bool // the peer proved the token once: never send it in clear
+	proven    bool   // the peer proved the token once: never send it in clear
+	resume    string // the resume secret the relay gave; never logged
 	target    Target
 	queue     outbox
 	open      []openRequest
@@ -340,8 +342,12 @@ func (l *Link) handshake(ctx context.Context) (*websocket.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	l.mu.Lock()
+	resume := l.resume
+	l.mu.Unlock()
 	hello := aep.EncodeFrame(aep.NewHello(aep.RoleEmitter, aep.Identity{Agent: l.opts.Agent, Instance: l.opts.Instance},
-		&aep.Capabilities{Emits: []string{"session", "attention", "control", "error"}, Control: aep.NewControlCaps(l.opts.Accepts).Raw()}))
+		&aep.Capabilities{Emits: []string{"session", "attention", "control", "error"}, Control: aep.NewControlCaps(l.opts.Accepts).Raw(),
+			Experimental: resumeCaps(resume)}))
 	conn.SetWriteDeadline(time.Now().Add(writeWait))
 	if err := conn.WriteMessage(websocket.TextMessage, hello); err != nil {
 		conn.Close()
@@ -353,12 +359,42 @@ func (l *Link) handshake(ctx context.Context) (*websocket.Conn, error) {
 		conn.Close()
 		return nil, fmt.Errorf("waiting for the relay's hello: %w", err)
 	}
-	if reply, err := aep.DecodeFrame(b); err != nil || reply.Type != aep.FrameHello {
+	reply, err := aep.DecodeFrame(b)
+	if err != nil || reply.Type != aep.FrameHello {
 		conn.Close()
 		return nil, fmt.Errorf("the relay answered hello with %s", shorten(strings.TrimSpace(string(b))))
 	}
+	if secret := resumeSecretOf(reply.Capabilities); secret != "" {
+		l.mu.Lock()
+		l.resume = secret
+		l.mu.Unlock()
+	}
 	conn.SetReadDeadline(time.Time{})
 	return conn, nil
+}
+
+// resumeCaps is the experimental capabilities of the link's hello: the
+// resume secret the relay gave on an earlier connection, if any, so the
+// sessions this link left with questions open come back to it.
+func resumeCaps(secret string) json.RawMessage {
+	if secret == "" {
+		return nil
+	}
+	b, _ := json.Marshal(map[string]string{aep.ResumeSecretCapability: secret}) // a string map always encodes
+	return b
+}
+
+// resumeSecretOf returns the resume secret a relay's hello gives, or "".
+func resumeSecretOf(c aep.Capabilities) string {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(c.Experimental, &members) != nil {
+		return ""
+	}
+	var secret string
+	if json.Unmarshal(members[aep.ResumeSecretCapability], &secret) != nil || len(secret) > 256 {
+		return ""
+	}
+	return secret
 }
 
 // linkWriter serializes frames to the relay, each with its own deadline.

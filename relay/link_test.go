@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -403,4 +405,65 @@ func TestConnectPlainRemoteNeedsPlainRemote(t *testing.T) {
 		t.Fatalf("Connect with PlainRemote: %v", err)
 	}
 	conn.Close()
+}
+
+// TestALinkTakesBackItsQuestionsAfterADrop: the relay holds the source of
+// a link that dropped with a question open for whoever presents the resume
+// secret the relay gave it; the link keeps that secret, so on reconnecting
+// it re-announces and settles its own question.
+func TestALinkTakesBackItsQuestionsAfterADrop(t *testing.T) {
+	real := startReal(t, "127.0.0.1:0", token)
+	sub := real.hub.Subscribe(func(ev *aep.Event) bool { return ev.Session == "s" }, 16)
+	defer sub.Close()
+	conns := make(chan net.Conn, 16)
+	dial := func(ctx context.Context, network, _ string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, real.addr)
+		if err == nil {
+			conns <- c
+		}
+		return c, err
+	}
+	l, logs := newLink(t, LinkOptions{URL: "ws://" + real.addr + "/socket", Dial: dial})
+	lifecycle := func(id, typ, subject string, seq int64, data string) (aep.Event, []byte) {
+		ev := aep.Event{AEP: aep.Version, ID: id, Type: typ, Subject: subject, Time: "2026-01-01T00:00:00Z",
+			Source: "aep://h/agent/b/session/s", Agent: "b", Session: "s", Seq: aep.Int64(seq), Severity: aep.SeverityNotice,
+			Capture: aep.CaptureMetadata, Data: json.RawMessage(data)}
+		raw, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev, raw
+	}
+	l.Write(event(t, "E1"))
+	l.Write(lifecycle("Q", "attention.requested", "srv", 1, `{"kind":"input","prompt":"p"}`))
+	runLink(t, l)
+	awaitIDs(t, sub, logs, "E1", "Q") // the question may come first: re-announced on connecting
+	for len(conns) > 0 {              // drop the link: every connection it opened so far
+		(<-conns).Close()
+	}
+	logs.waitFor(t, "relay link up", 2)
+	l.Write(lifecycle("R", "attention.resolved", "Q", 2, `{"resolution":"answered"}`))
+	awaitIDs(t, sub, logs, "R")
+	if n := real.hub.Stats().Open; n != 0 {
+		t.Fatalf("%d questions open after the link settled its own; want 0", n)
+	}
+}
+
+// awaitIDs waits until sub has received every one of ids, in any order,
+// among other events.
+func awaitIDs(t *testing.T, sub *bus.Subscription, logs *syncBuffer, ids ...string) {
+	t.Helper()
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	deadline := time.After(waitLimit)
+	for len(want) > 0 {
+		select {
+		case d := <-sub.C:
+			delete(want, d.Event.ID)
+		case <-deadline:
+			t.Fatalf("the relay never received %v:\n%s", slices.Sorted(maps.Keys(want)), logs)
+		}
+	}
 }
