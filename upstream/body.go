@@ -127,8 +127,7 @@ func (c *Conn) WriteStream(write func(w io.Writer) error) error {
 			return err
 		}
 		if b.sc != nil {
-			c.fail(b.sc.Envelope().ID, fmt.Sprintf("the message is %d bytes, over the %d-byte limit of a message the bridge reads whole to post to an MCP 2026-07-28 server (its request headers mirror the body); send a smaller one", b.n, b.max))
-			return nil
+			return c.refuseWhole(b.sc.Envelope(), b.n, b.max)
 		}
 		return c.WriteMessage(b.buf.Bytes())
 	}
@@ -159,6 +158,27 @@ func (c *Conn) sendStream(lg *legacy, body *io.PipeReader, tee *envTee, acked ch
 		return
 	}
 	c.send(body, tee.outbound, nil, acked)
+}
+
+// refuseWhole answers a client message over the limit of what WriteStream
+// reads whole, which is not posted. A request gets an error naming the
+// limit; a response to one of the server's requests is replaced, for the
+// server, by an error response with its id, so the server does not wait
+// for it forever (and the client never gets an answer from the server's id
+// space); a notification is dropped with a warning. Only sizes are logged.
+func (c *Conn) refuseWhole(env *jsonrpc.Envelope, n, limit int) error {
+	msg := fmt.Sprintf("the message is %d bytes, over the %d-byte limit of a message the bridge reads whole to post to an MCP 2026-07-28 server (its request headers mirror the body); send a smaller one", n, limit)
+	switch {
+	case env.Method != "":
+		c.fail(env.ID, msg)
+		return nil
+	case jsonrpc.HasID(env.ID):
+		c.log.Warn("the client's response to a server request is over the limit of a message read whole; the server gets an error in its place", "bytes", n, "limit", limit)
+		return c.WriteMessage(jsonrpc.ErrorResponse(env.ID, jsonrpc.CodeInternal, "the client's response "+msg[len("the message "):]))
+	default:
+		c.log.Warn("dropped a client message over the limit of a message read whole: it is neither a request nor a response", "bytes", n, "limit", limit)
+		return nil
+	}
 }
 
 // wholeBuffer holds a message up to max bytes. Past max it drops what it

@@ -197,3 +197,59 @@ func TestModernMessageOverTheLimit(t *testing.T) {
 		t.Errorf("sizes of the POSTed bodies (-want +got):\n%s", diff)
 	}
 }
+
+// TestModernResponseOverTheLimit checks that a client's response to a
+// server request, over MaxWholeMessage, reaches the server as an error
+// response with the same id (so it does not wait forever), and that the
+// client is not handed an error under the server's request id: the next
+// thing it reads is the answer to its own next request.
+func TestModernResponseOverTheLimit(t *testing.T) {
+	bodies := make(chan string, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != "POST" {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		b, _ := io.ReadAll(r.Body)
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		json.Unmarshal(b, &m)
+		if m.Method == "" {
+			bodies <- string(b)
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{}}`, m.ID)
+	}))
+	t.Cleanup(srv.Close)
+	const limit = 64 << 10
+	c := dial(t, Options{URL: srv.URL, MaxWholeMessage: limit})
+	resp := `{"jsonrpc":"2.0","result":{"action":"accept","content":{"note":"` + strings.Repeat("n", limit) + `"}},"id":"srv-7"}`
+	if err := c.WriteStream(func(w io.Writer) error { _, err := io.WriteString(w, resp); return err }); err != nil {
+		t.Fatalf("WriteStream: %v", err)
+	}
+	var got rpcMessage
+	select {
+	case b := <-bodies:
+		if err := json.Unmarshal([]byte(b), &got); err != nil {
+			t.Fatalf("the server got %q: %v", b, err)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("the server got nothing in place of the oversized response")
+	}
+	if string(got.ID) != `"srv-7"` || got.Error == nil || !strings.Contains(got.Error.Message, fmt.Sprintf("over the %d-byte limit", limit)) {
+		t.Fatalf("the server got %+v; want an error response for srv-7 naming the limit", got)
+	}
+	if strings.Contains(got.Error.Message, "nnnn") {
+		t.Fatal("the error carries the response's content")
+	}
+	if err := c.WriteMessage([]byte(modernCall(9, 10))); err != nil {
+		t.Fatal(err)
+	}
+	if m := decode(t, next(t, c)); string(m.ID) != "9" || m.Error != nil {
+		t.Fatalf("the client read %+v first; want the result of its request 9", m)
+	}
+}
