@@ -2,7 +2,7 @@
 // prints tables. It is a program, not a test: nothing here asserts a time.
 //
 //	go run ./bench proxy    # tools/call round trip: direct, raw pump, bridge
-//	go run ./bench pending  # 1,000 questions pending at once, a late operator, then answered
+//	go run ./bench pending  # 1,000 questions pending at once over sessions of 200, a late operator, then answered
 //	go run ./bench fanout   # one session fanned out to 100 WS + 100 SSE subscribers
 //	go run ./bench http     # tools/call to a streamable-HTTP server: direct vs bridge
 //	go run ./bench ingest   # 400 × ~1 MiB ingested, 64 from:"all" subscribers: the endpoint's RSS
