@@ -3,6 +3,7 @@ package endpoint
 import (
 	"crypto/subtle"
 	"fmt"
+	"slices"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 )
@@ -130,27 +131,32 @@ func (e *Endpoint) authorize(conn *socket, ev *aep.Event) string {
 		return fmt.Sprintf("session %q belongs to a bridge joined to this hub, under source %q; no connection may write into it under another source", ev.Session, js.source)
 	case js != nil && !joined:
 		return fmt.Sprintf("session %q belongs to a bridge joined to this hub; only a bridge that proved the token at /join may write into it", ev.Session)
-	case joined && js == nil && ev.Session != "" && e.claimedByOtherLocked(conn, ev.Session):
-		return fmt.Sprintf("session %q is already written by another connection; a bridge joined to this hub writes only sessions of its own", ev.Session)
 	case joined && ev.Session != "" && !conn.sessions[ev.Session] && len(conn.sessions) >= maxSourcesPerConn:
 		return fmt.Sprintf("this connection already writes %d sessions, the most one connection may", maxSourcesPerConn)
 	}
 	why := e.holdSourceLocked(conn, ev.Source, agent, instance, resume)
 	if why == "" && joined && ev.Session != "" {
+		if js == nil {
+			e.evictUnjoinedLocked(conn, ev.Session)
+		}
 		e.joinSessionLocked(conn, ev.Session, ev.Source)
 	}
 	return why
 }
 
-// claimedByOtherLocked reports whether a connection other than conn
-// claims session. Callers hold e.mu.
-func (e *Endpoint) claimedByOtherLocked(conn *socket, session string) bool {
-	for _, c := range e.claims {
-		if c.owner != nil && c.owner != conn && c.Session == session {
-			return true
-		}
+// evictUnjoinedLocked drops the claims that /socket connections hold on a
+// session a joined bridge starts writing: a bridge's session is its own,
+// and one that wrote it first (after the hub changed hands, before the
+// bridge joined again, say) would make every command to it ambiguous.
+// They may not write it again (authorize). Callers hold e.mu.
+func (e *Endpoint) evictUnjoinedLocked(conn *socket, session string) {
+	n := len(e.claims)
+	e.claims = slices.DeleteFunc(e.claims, func(c Claim) bool {
+		return c.owner != nil && c.owner != conn && !c.owner.joined && c.Session == session
+	})
+	if n != len(e.claims) {
+		e.log.Warn("a bridge joined with a session that /socket connections wrote first; their claims on it are dropped", "session", session, "dropped", n-len(e.claims))
 	}
-	return false
 }
 
 // holdSourceLocked decides whether conn, whose hello named agent,

@@ -488,3 +488,34 @@ func TestAJoinedBridgesHeldSourceGoesBackOnlyToIt(t *testing.T) {
 		t.Fatalf("%d open; want B's resolution to settle its question", n)
 	}
 }
+
+// TestAJoinedBridgeTakesItsSessionFromASquatter: a /socket emitter that
+// writes a bridge's session name before the bridge joins (after the hub
+// changed hands, say) loses its claim when the bridge writes it, so
+// operators' commands reach the bridge instead of being refused as
+// ambiguous, and it may not write the session again.
+func TestAJoinedBridgeTakesItsSessionFromASquatter(t *testing.T) {
+	f := newFixture(t, bus.HubOptions{}, Options{})
+	srv := f.srv
+	squatter := emitterConn(t, srv, "evil")
+	if fr := squatter.sendEvent(remoteEvent("aep://evil/agent/e", "SB", "X0", "session.started", "", 0)); fr != nil {
+		t.Fatalf("the squatter's first event: %v", fr)
+	}
+	bridge := joinConn(t, srv, "host-b/1")
+	for i, typ := range []string{"session.started", "attention.requested"} {
+		if fr := bridge.sendEvent(remoteEvent("aep://vm/agent/b/session/SB", "SB", fmt.Sprintf("B%d", i), typ, "srv", i)); fr != nil {
+			t.Fatalf("the bridge's %s in its own session: %v; want it accepted", typ, fr)
+		}
+	}
+	if fr := squatter.sendEvent(remoteEvent("aep://evil/agent/e", "SB", "X1", "progress.status", "", 1)); fr == nil || fr["code"] != "unauthorized" {
+		t.Fatalf("the squatter after the bridge joined: %v; want unauthorized", fr)
+	}
+	op := dial(t, srv)
+	op.hello()
+	if fr := op.sendEvent(`{"aep":"0.1","id":"C1","type":"control.attention.respond","subject":"B1","time":"2026-01-01T00:00:00Z","source":"aep://op/agent/op","agent":"op","session":"SB","data":{"answer":{"option":"decline"}}}`); fr != nil {
+		t.Fatalf("an operator's answer to the bridge's question: %v; want it routed to the bridge", fr)
+	}
+	if cmd := bridge.read(); cmd["id"] != "C1" {
+		t.Fatalf("the bridge got %v; want the command C1", cmd)
+	}
+}
