@@ -17,6 +17,8 @@ type hubConn struct {
 	t      *testing.T
 	c      *websocket.Conn
 	frames chan []byte
+	// last is the frame until returned last, as received.
+	last []byte
 }
 
 // dialHub opens a consumer connection to the endpoint at addr, says hello,
@@ -76,6 +78,7 @@ func (h *hubConn) until(pred func(m map[string]any) bool) map[string]any {
 			var m map[string]any
 			json.Unmarshal(b, &m)
 			if pred(m) {
+				h.last = b
 				return m
 			}
 		case <-guard:
@@ -185,5 +188,46 @@ func TestJoinedSessionEventsReachHubSubscribersOnce(t *testing.T) {
 	}
 	if acks == 0 {
 		t.Fatal("the passive subscriber saw no event of the joined session")
+	}
+}
+
+// TestARetriedCommandToAJoinedSessionIsAnsweredAgain: a command sent
+// again with its id (a sender whose ack was lost) reaches the joined
+// bridge's session through the hub, and the session's recorded ack reaches
+// the sender again, byte-identically (AEP-0004 §3). The hub's live fan-out
+// forwards that redelivery (AEP-0003 §5): one reply per delivery.
+func TestARetriedCommandToAJoinedSessionIsAnsweredAgain(t *testing.T) {
+	a := newTestHost(t, HostOptions{Listen: "127.0.0.1:0", Token: "hub-token", Agent: "hub"})
+	b := newTestHost(t, HostOptions{Listen: a.Addr(), Token: "hub-token", Agent: "joined"})
+	s := startSession(t, sessionConfig{host: b})
+	sb := s.b.Session()
+	watch := connectOperatorWith(t, a.Addr(), "hub-token")
+	call := s.call("ask", map[string]any{"schema": "pinned"}, nil)
+	q := watch.question(func(m map[string]any) bool { return m["session"] == sb })
+
+	cmdr := dialHub(t, a.Addr(), "hub-token", `{"type":"subscribe","id":"c","filter":{"type":["control.*"]}}`)
+	cmd := command(sb, q.ID, aep.Answer{Option: "cancel"})
+	answered := func(m map[string]any) bool { return m["cause"] == cmd.ID && (isAck(m) || m["type"] == aep.FrameError) }
+	cmdr.command(cmd)
+	if m := cmdr.until(answered); m["type"] != "control.accepted" {
+		t.Fatalf("the command got %v; want control.accepted", m)
+	}
+	first := cmdr.last
+	if got := elicitResult(t, s.result(call)); got["action"] != "cancel" {
+		t.Fatalf("server got %v; want cancel", got)
+	}
+	cmdr.command(cmd) // the retry: same source, same id
+	cmdr.until(answered)
+	if string(cmdr.last) != string(first) {
+		t.Fatalf("the retry got\n%s\nwant the recorded ack again, byte-identically:\n%s", cmdr.last, first)
+	}
+
+	// A sentinel bounds the wait for a third reply: the session handles
+	// it after the retry, and its ack follows whatever the retry caused.
+	sentinel := command(sb, q.ID, aep.Answer{Option: "cancel"})
+	dialHub(t, a.Addr(), "hub-token", "").command(sentinel)
+	m := cmdr.until(func(m map[string]any) bool { return answered(m) || m["cause"] == sentinel.ID })
+	if m["cause"] == cmd.ID {
+		t.Fatalf("the command, delivered twice, got a third reply: %v", m)
 	}
 }
