@@ -77,8 +77,9 @@ type LinkOptions struct {
 }
 
 // Link connects this bridge to an AEP relay as an emitter (AEP-0003 §4):
-// every event goes out on it, commands come back on it, and it survives
-// restarts on either side.
+// every event the sessions emit goes out on it (the commands they record
+// stay home), commands come back on it, and it survives restarts on
+// either side.
 //   - Events queue in a bounded outbox until the hello exchange completes;
 //     when it is full, debug/info telemetry is dropped, oldest first; events
 //     that must reach the relay (bus.MustDeliver) are kept within a byte
@@ -191,9 +192,10 @@ func (l *Link) Dropped() int {
 }
 
 // Write queues an event for the relay and tracks pending questions. An
-// event larger than the peer takes is skipped (see LinkOptions.MaxEvent).
+// event larger than the peer takes is skipped (see LinkOptions.MaxEvent),
+// and so is a command (see sendable).
 func (l *Link) Write(ev aep.Event, raw []byte) error {
-	if l.tooLarge(&ev, raw) {
+	if !l.sendable(&ev, raw) {
 		return nil
 	}
 	l.mu.Lock()
@@ -216,7 +218,7 @@ func (l *Link) Write(ev aep.Event, raw []byte) error {
 
 // Redeliver queues a re-sent event (a recorded ack) for the relay.
 func (l *Link) Redeliver(ev aep.Event, raw []byte) error {
-	if l.tooLarge(&ev, raw) {
+	if !l.sendable(&ev, raw) {
 		return nil
 	}
 	l.mu.Lock()
@@ -224,6 +226,23 @@ func (l *Link) Redeliver(ev aep.Event, raw []byte) error {
 	l.mu.Unlock()
 	l.signal()
 	return nil
+}
+
+// sendable reports whether an event of the session goes to the relay.
+//
+// A command never does. The session records each command it receives, so
+// its history shows who commanded what, and that record reaches every
+// sink; but a command on an emitter's connection is, to the relay, a
+// command to route (AEP-0004 §4), and the session it addresses is claimed
+// by this link. Sent up, the record came straight back as a redelivery of
+// the command, which the session answers by re-emitting its recorded ack
+// (AEP-0004 §3): every subscriber of the relay got each ack twice, and the
+// record counted against this connection's command rate. The relay that
+// routed the command is the one that keeps it in the history it serves
+// (AEP-0004 §4.4); and the command's source is its sender's, not this
+// emitter's.
+func (l *Link) sendable(ev *aep.Event, raw []byte) bool {
+	return !aep.IsCommand(ev.Type) && !l.tooLarge(ev, raw)
 }
 
 // tooLarge reports whether raw is larger than the peer takes, and logs
