@@ -56,8 +56,9 @@ type round struct {
 	// clientCopy: the client also got the input_required (it declared
 	// elicitation, route both); the first to answer wins.
 	clientCopy bool
-	// final is the final result once the bridge's retry got it, and
-	// retryIDs the client retries waiting for it.
+	// final is the final response (its id aside) once the bridge's
+	// retry got it, or the error once the exchange failed; clientRt are
+	// the ids of the client retries waiting for it.
 	final    json.RawMessage
 	clientRt []json.RawMessage
 	done     bool
@@ -423,11 +424,25 @@ func (p *Proxy) failRound(rd *round, msg string) {
 		return
 	}
 	rd.failed = true
+	var final json.RawMessage
+	var waiting []json.RawMessage
+	if rd.clientCopy {
+		// The client got the input_required: its own retry is its
+		// request now. A retry that waits for the bridge's (the operators
+		// won), now or later, gets this error under its own id.
+		final = errorResponse(nil, codeInvalidParams, msg)
+		rd.final = final
+		waiting, rd.clientRt = rd.clientRt, nil
+	}
 	p.mu.Unlock()
 	p.dismissRound(rd)
 	p.settleID(rd.clientID)
 	if !rd.clientCopy {
 		p.writeClient(errorResponse(rd.clientID, codeInvalidParams, msg))
+		return
+	}
+	for _, id := range waiting {
+		p.answerClientRetry(final, id)
 	}
 }
 
