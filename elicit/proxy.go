@@ -160,6 +160,10 @@ type Proxy struct {
 	// abandonedOrder lists them, oldest first.
 	abandoned      map[string]struct{}
 	abandonedOrder []string
+	// goneRequests and goneQuestions are the tombstones of client
+	// requests and server questions the tables above forgot, whose late
+	// responses are stale (stale.go).
+	goneRequests, goneQuestions tombstones
 	// progress is the highest progress value sent per progressToken key,
 	// for the tokens of the requests in inflight only.
 	progress map[string]float64
