@@ -86,3 +86,23 @@ func TestClientRetryOfAFailedExchange(t *testing.T) {
 		})
 	}
 }
+
+// TestClientRetryWaitingAtTheEnd: a client's retry that waits for the
+// bridge's retry when the session ends gets the end's error, as the
+// client's requests awaiting the server do.
+func TestClientRetryWaitingAtTheEnd(t *testing.T) {
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}}}`
+	cl, sv := newMemConn(), newMemConn()
+	life := &fakeLifecycle{}
+	p := New(Options{Client: cl, Server: sv, Manager: life, Route: RouteBoth})
+	p.fromClient([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x",` + meta + `}}`))
+	p.fromServer([]byte(inputRequiredFor("1", "s1", "a")))
+	life.raised[0].Deliver(attention.Resolution{Outcome: attention.TimedOut})
+	p.fromClient([]byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x","inputResponses":{"a":{"action":"decline"}},"requestState":"s1",` + meta + `}}`))
+	written(cl)
+	p.FailInflight("the MCP server is gone")
+	want := []string{`{"jsonrpc":"2.0","id":2,"error":{"code":-32000,"message":"the MCP server is gone"}}`}
+	if diff := cmp.Diff(want, written(cl)); diff != "" {
+		t.Errorf("the client received (-want +got):\n%s", diff)
+	}
+}
