@@ -13,18 +13,23 @@ const defaultMaxTracked = 1024
 // longer holds are dropped from order as it grows, so order stays within
 // twice max. The caller holds the lock that guards m.
 func admit[V any](m map[string]V, order *[]string, k string, max int) []V {
+	var gone []V
+	admitFunc(m, order, k, max, func(_ string, v V) { gone = append(gone, v) })
+	return gone
+}
+
+// admitFunc is admit, calling forget with each entry it forgets instead.
+func admitFunc[V any](m map[string]V, order *[]string, k string, max int, forget func(k string, v V)) {
 	*order = append(*order, k)
 	if len(*order) > 2*max {
 		*order = slices.DeleteFunc(*order, func(k string) bool { _, ok := m[k]; return !ok })
 	}
-	var gone []V
 	for len(m) > max && len(*order) > 0 {
 		old := (*order)[0]
 		*order = (*order)[1:]
 		if v, ok := m[old]; ok {
 			delete(m, old)
-			gone = append(gone, v)
+			forget(old, v)
 		}
 	}
-	return gone
 }

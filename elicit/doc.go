@@ -49,6 +49,25 @@
 // otherwise the server gets an error that names the limit. Such refusals
 // are logged sparsely, so a peer cannot flood the log.
 //
+// A response is relayed only when the proxy can place its id, never as a
+// second answer to a request that already got one: the client's late
+// answer to a question withdrawn from it, the server's late response to a
+// request the bridge stopped waiting for (whose client got an error), a
+// response to a retry of the bridge's own it no longer tracks. Those are
+// dropped, logged without content. Forgetting a table entry would make its
+// late response look like one to a request the proxy never tracked, which
+// it relays (sampling, roots and ping pass untracked). So the ids of the
+// forgotten entries are kept as tombstones, with a far larger bound (64
+// times, 65536 ids a direction): 8 bytes each, a 64-bit hash of the id
+// under a per-proxy random seed, so a peer can neither make one large nor
+// choose ids that collide with a live one. A peer that sends a new request
+// under a tombstoned id revives it. Renaming every server request under
+// ids of the bridge's own would place every response without a bound,
+// but only by tracking every server request and rewriting every response
+// the client sends, where the proxy otherwise relays both byte for byte;
+// the bridge's own retries carry recognisable ids, so a stale response to
+// one is known without a tombstone.
+//
 // It is the first stage of the outbound flow (elicit → translate →
 // attention → bus) and the last of the return flow. It reaches the
 // attention lifecycle only through [Lifecycle], two small role interfaces
@@ -78,6 +97,7 @@
 //     client's own copy of one;
 //   - keepalive.go: progress while questions wait;
 //   - bounded.go: the bound on the per-request tables;
+//   - stale.go: late responses to what the tables forgot (tombstones);
 //   - refused.go: questions refused at the lifecycle's limits;
 //   - lifecycle.go: the seam to the attention lifecycle;
 //   - conn.go: Conn, FrameReader and StreamWriter, and the

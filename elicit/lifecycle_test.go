@@ -211,3 +211,57 @@ func TestRequestEndsWhileTheQuestionIsRaised(t *testing.T) {
 		t.Errorf("the client received %q; want nothing", got)
 	}
 }
+
+// TestRoundEndsWhileItsQuestionIsRaised: the client cancels a multi
+// round-trip request after the first question of its input_required round
+// reached the bus and before the proxy learnt its id. That question is
+// still dismissed, the round's later questions are never raised, nothing
+// is retried, and the client is not shown the input_required of a request
+// it gave up.
+func TestRoundEndsWhileItsQuestionIsRaised(t *testing.T) {
+	const (
+		inputRequired = `{"jsonrpc":"2.0","id":7,"result":{"resultType":"input_required","inputRequests":{` +
+			`"a":{"method":"elicitation/create","params":{"message":"a?","requestedSchema":{"type":"object","properties":{"ok":{"type":"boolean"}}}}},` +
+			`"b":{"method":"elicitation/create","params":{"message":"b?","requestedSchema":{"type":"object","properties":{"ok":{"type":"boolean"}}}}}},"requestState":"s1"}}`
+		cancel = `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`
+	)
+	tests := []struct {
+		name  string
+		route Route
+		// clientCaps are the client's per-request capabilities.
+		clientCaps string
+	}{
+		{name: "the bridge answers the round alone", route: RouteRemote, clientCaps: `{}`},
+		{name: "the client races the operators", route: RouteBoth, clientCaps: `{"elicitation":{"form":{}}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cl, sv := newMemConn(), newMemConn()
+			life := &fakeLifecycle{}
+			p := New(Options{Client: cl, Server: sv, Manager: life, Route: tt.route})
+			p.fromClient([]byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"ask","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + tt.clientCaps + `}}}`))
+			written(sv)
+			life.duringRaise = func() {
+				p.fromClient([]byte(cancel))
+				life.duringRaise = nil
+			}
+			p.fromServer([]byte(inputRequired))
+			if got := len(life.raised); got != 1 {
+				t.Errorf("%d questions raised; want 1: the round's later questions are not raised once it is abandoned", got)
+			}
+			if diff := cmp.Diff([]string{"dismiss q1"}, life.calls); diff != "" {
+				t.Fatalf("lifecycle calls (-want +got):\n%s", diff)
+			}
+			life.raised[0].Deliver(attention.Resolution{Outcome: attention.Dismissed})
+			if diff := cmp.Diff([]string{cancel}, written(sv)); diff != "" {
+				t.Errorf("the server received (-want +got):\n%s", diff)
+			}
+			if got := written(cl); len(got) != 0 {
+				t.Errorf("the client received %q; want nothing", got)
+			}
+			if got := trackedBy(p); got != (tracked{}) {
+				t.Errorf("tracked %+v after the exchange was abandoned; want nothing", got)
+			}
+		})
+	}
+}

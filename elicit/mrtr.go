@@ -50,11 +50,15 @@ type round struct {
 	results  map[string]json.RawMessage
 	waiting  int
 	failed   bool
+	// abandoned: the client's request ended (abandonRound); failed is
+	// set too.
+	abandoned bool
 	// clientCopy: the client also got the input_required (it declared
 	// elicitation, route both); the first to answer wins.
 	clientCopy bool
-	// final is the final result once the bridge's retry got it, and
-	// retryIDs the client retries waiting for it.
+	// final is the final response (its id aside) once the bridge's
+	// retry got it, or the error once the exchange failed; clientRt are
+	// the ids of the client retries waiting for it.
 	final    json.RawMessage
 	clientRt []json.RawMessage
 	done     bool
@@ -94,19 +98,47 @@ func (p *Proxy) inputRequired(m *message, raw []byte) ([]byte, bool) {
 		}
 	}
 	rd := &round{clientID: r.id, method: r.method, params: r.params, clientCopy: r.clientElicit && route == RouteBoth}
-	if rd.clientCopy {
-		p.mu.Lock()
-		p.keepState(res.RequestState, rd)
-		p.mu.Unlock()
-		p.startRound(rd, res.InputRequests, res.RequestState)
-		p.settle(m)
-		return raw, true // the client races the operators
-	}
+	k := idKey(r.id)
 	p.mu.Lock()
-	p.byClient[idKey(r.id)] = rd // the bridge answers this exchange alone
+	// The bridge answers this exchange alone, or, when the client gets a
+	// copy, until the input_required passes on: while its questions are
+	// raised, the end of the client's request abandons it (endRequest).
+	p.byClient[k] = rd
+	if rd.clientCopy {
+		p.keepState(res.RequestState, rd)
+	}
 	p.mu.Unlock()
 	p.startRound(rd, res.InputRequests, res.RequestState)
-	return nil, true
+	if !rd.clientCopy {
+		return nil, true
+	}
+	p.mu.Lock()
+	if p.byClient[k] == rd {
+		delete(p.byClient, k)
+	}
+	abandoned := rd.abandoned
+	if abandoned {
+		p.forgetStateLocked(res.RequestState, rd)
+	}
+	p.mu.Unlock()
+	if abandoned {
+		// The client's request ended while the questions were raised: it
+		// was cancelled, or the bridge stopped waiting for it and said so.
+		// The client expects no response to it, let alone a second one.
+		p.log.Debug("multi round-trip: the client's request ended while its input_required was handled; it is dropped")
+		return nil, true
+	}
+	p.settle(m)
+	return raw, true // the client races the operators
+}
+
+// forgetStateLocked forgets rd under requestState state; p.mu is held.
+func (p *Proxy) forgetStateLocked(state string, rd *round) {
+	if p.states[state] != rd {
+		return
+	}
+	delete(p.states, state)
+	p.stateOrder = slices.DeleteFunc(p.stateOrder, func(s string) bool { return s == state })
 }
 
 // maxStates bounds the exchanges whose input_required the client also got
@@ -141,6 +173,12 @@ func (p *Proxy) startRound(rd *round, requests map[string]json.RawMessage, state
 	// In key order, so the questions of a round are raised (and their
 	// events numbered) the same way every time.
 	for _, key := range slices.Sorted(maps.Keys(requests)) {
+		p.mu.Lock()
+		stopped := rd.failed || rd.done
+		p.mu.Unlock()
+		if stopped {
+			return // abandoned or failed meanwhile: raise no more
+		}
 		req := requests[key]
 		var ir struct {
 			Params elicitParams `json:"params"`
@@ -187,9 +225,20 @@ func (p *Proxy) startRound(rd *round, requests map[string]json.RawMessage, state
 			p.failRound(rd, "the bridge could not publish the question: "+err.Error())
 			return
 		}
+		// The id is recorded and the round's state read under one lock:
+		// if the exchange was abandoned while the question was being
+		// raised, dismissRound ran without this id, so it is dismissed
+		// here; otherwise dismissRound sees it.
 		p.mu.Lock()
 		rd.qids[key] = qid
+		stopped = rd.failed || rd.done
 		p.mu.Unlock()
+		if stopped {
+			if p.mgr.Dismiss(qid) {
+				p.log.Info("multi round-trip: the exchange ended while its question was raised; the question is dismissed", "question", qid)
+			}
+			return
+		}
 	}
 	p.mu.Lock()
 	if rd.clientCopy && rd.clientQids == nil {
@@ -375,11 +424,25 @@ func (p *Proxy) failRound(rd *round, msg string) {
 		return
 	}
 	rd.failed = true
+	var final json.RawMessage
+	var waiting []json.RawMessage
+	if rd.clientCopy {
+		// The client got the input_required: its own retry is its
+		// request now. A retry that waits for the bridge's (the operators
+		// won), now or later, gets this error under its own id.
+		final = errorResponse(nil, codeInvalidParams, msg)
+		rd.final = final
+		waiting, rd.clientRt = rd.clientRt, nil
+	}
 	p.mu.Unlock()
 	p.dismissRound(rd)
 	p.settleID(rd.clientID)
 	if !rd.clientCopy {
 		p.writeClient(errorResponse(rd.clientID, codeInvalidParams, msg))
+		return
+	}
+	for _, id := range waiting {
+		p.answerClientRetry(final, id)
 	}
 }
 

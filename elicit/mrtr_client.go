@@ -27,8 +27,7 @@ func (p *Proxy) clientRetry(m *message, raw []byte) ([]byte, bool) {
 	p.mu.Lock()
 	rd, ok := p.states[params.RequestState]
 	if ok {
-		delete(p.states, params.RequestState)
-		p.stateOrder = slices.DeleteFunc(p.stateOrder, func(s string) bool { return s == params.RequestState })
+		p.forgetStateLocked(params.RequestState, rd)
 	}
 	operatorsWon := ok && (rd.done || rd.n > 0)
 	var final json.RawMessage

@@ -160,6 +160,10 @@ type Proxy struct {
 	// abandonedOrder lists them, oldest first.
 	abandoned      map[string]struct{}
 	abandonedOrder []string
+	// goneRequests and goneQuestions are the tombstones of client
+	// requests and server questions the tables above forgot, whose late
+	// responses are stale (stale.go).
+	goneRequests, goneQuestions tombstones
 	// progress is the highest progress value sent per progressToken key,
 	// for the tokens of the requests in inflight only.
 	progress map[string]float64
@@ -538,13 +542,20 @@ func (p *Proxy) refuseLate(fr jsonrpc.Frame, fromClient bool) {
 func (p *Proxy) FailInflight(reason string) {
 	p.mu.Lock()
 	p.endReason = reason // requests that arrive later get it too
-	reqs := make([]*inflight, 0, len(p.inflight))
+	var ids []json.RawMessage
 	for _, k := range slices.Sorted(maps.Keys(p.inflight)) {
-		reqs = append(reqs, p.untrackLocked(k))
+		ids = append(ids, p.untrackLocked(k).id)
+	}
+	// The client's retries that wait for a retry of the bridge's
+	// (clientRetry) await the server too.
+	for _, k := range slices.Sorted(maps.Keys(p.rounds)) {
+		rd := p.rounds[k]
+		ids = append(ids, rd.clientRt...)
+		rd.clientRt = nil
 	}
 	p.mu.Unlock()
-	for _, r := range reqs {
-		p.writeClient(errorResponse(r.id, codeConnectionClosed, reason))
+	for _, id := range ids {
+		p.writeClient(errorResponse(id, codeConnectionClosed, reason))
 	}
 }
 

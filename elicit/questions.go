@@ -167,9 +167,15 @@ func (p *Proxy) deliver(q *question, r attention.Resolution) {
 	withdraw := q.toClient && (r.Outcome != attention.Dismissed || ended)
 	if withdraw {
 		p.withdrawn[k] = q.qid
-		if n := len(admit(p.withdrawn, &p.withdrawnOrder, k, p.maxTracked)); n > 0 {
+		n := 0
+		admitFunc(p.withdrawn, &p.withdrawnOrder, k, p.maxTracked, func(k, _ string) {
 			// The server has its answer already; the client's late
-			// answer to the forgotten one is no longer recorded.
+			// answer to the forgotten one is no longer recorded, and is
+			// still stale.
+			p.goneQuestions.add(k)
+			n++
+		})
+		if n > 0 {
 			p.log.Warn("forgot the oldest questions withdrawn from the client: too many unanswered", "forgotten", n, "limit", p.maxTracked)
 		}
 	}
@@ -268,6 +274,7 @@ func (p *Proxy) clientAnswer(m *message, raw []byte) ([]byte, bool) {
 	p.mu.Lock()
 	if qid, ok := p.withdrawn[k]; ok {
 		delete(p.withdrawn, k)
+		p.goneQuestions.add(k) // a second answer is stale too
 		p.mu.Unlock()
 		// Too late: the bus records that the client's answer lost, and
 		// it reaches nobody.
@@ -278,7 +285,12 @@ func (p *Proxy) clientAnswer(m *message, raw []byte) ([]byte, bool) {
 		return nil, true
 	}
 	q, ok := p.questions[k]
+	stale := !ok && p.goneQuestions.has(k)
 	p.mu.Unlock()
+	if stale {
+		p.log.Debug("dropped the client's late answer to a question the bridge stopped tracking")
+		return nil, true
+	}
 	if !ok {
 		return nil, false
 	}

@@ -87,7 +87,7 @@ func (p *Proxy) abandonRound(rd *round) {
 		p.mu.Unlock()
 		return
 	}
-	rd.failed = true
+	rd.failed, rd.abandoned = true, true
 	delete(p.byClient, idKey(rd.clientID))
 	var retry json.RawMessage
 	for _, k := range slices.Sorted(maps.Keys(p.rounds)) {

@@ -167,8 +167,11 @@ func (p *Proxy) serverMessage(m *message, raw []byte) []byte {
 		if p.roundResponse(m) {
 			return nil // the answer to one of the bridge's own retries
 		}
-		if p.dropAbandoned(m) {
-			return nil // the client already got an error for it
+		if p.staleResult(m.ID) {
+			// The client already got a response (the bridge's error),
+			// or the request is a retry of the bridge's it forgot.
+			p.log.Debug("dropped the server's late response to a request the bridge stopped waiting for")
+			return nil
 		}
 		if out, handled := p.inputRequired(m, raw); handled {
 			return out
@@ -178,6 +181,7 @@ func (p *Proxy) serverMessage(m *message, raw []byte) []byte {
 			p.urlRequired(m)
 		}
 	case m.isRequest():
+		p.reviveQuestionID(m.ID)
 		if m.Method == string(mcp.MethodElicitationCreate) {
 			return p.elicit(m, raw)
 		}
@@ -217,7 +221,9 @@ func (p *Proxy) track(m *message) {
 	tk := ""
 	p.mu.Lock()
 	p.inflight[k] = r
-	delete(p.abandoned, k) // the client reused the id: it is live again
+	// The client reused the id: it is live again.
+	delete(p.abandoned, k)
+	p.goneRequests.remove(k)
 	if r.token != nil {
 		// Only the tokens of tracked requests have a high-water mark:
 		// noteProgress ignores any other, so a peer cannot grow progress
@@ -232,7 +238,9 @@ func (p *Proxy) track(m *message) {
 			delete(p.progress, idKey(f.token))
 		}
 		p.abandoned[idKey(f.id)] = struct{}{}
-		admit(p.abandoned, &p.abandonedOrder, idKey(f.id), p.maxTracked)
+		admitFunc(p.abandoned, &p.abandonedOrder, idKey(f.id), p.maxTracked, func(k string, _ struct{}) {
+			p.goneRequests.add(k) // its late response is still stale
+		})
 	}
 	p.mu.Unlock()
 	for _, f := range forgotten {
@@ -294,19 +302,4 @@ func (p *Proxy) settle(m *message) {
 	if r != nil {
 		p.endRequest(k)
 	}
-}
-
-// dropAbandoned reports whether m answers a client request the bridge
-// stopped waiting for (forgetRequest), and forgets that request for good.
-func (p *Proxy) dropAbandoned(m *message) bool {
-	if !m.hasID() {
-		return false
-	}
-	p.mu.Lock()
-	_, ok := take(p.abandoned, idKey(m.ID))
-	p.mu.Unlock()
-	if ok {
-		p.log.Debug("dropped the server's late response to a request the bridge stopped waiting for")
-	}
-	return ok
 }

@@ -70,6 +70,11 @@ func (p *Proxy) relayStream(head []byte, rest io.Reader, fromClient bool) {
 		drain(head, rest)
 		return
 	}
+	if env.IsResponse() && rd == nil && (fromClient && p.staleAnswer(env.ID) || !fromClient && p.staleResult(env.ID)) {
+		p.log.Debug("dropped a large late response to a request the bridge stopped tracking", "from_client", fromClient)
+		drain(head, rest)
+		return
+	}
 	p.passStream(head, rest, fromClient, rd)
 }
 
@@ -178,6 +183,9 @@ func (p *Proxy) streamed(env *jsonrpc.Envelope, err error, fromClient bool, rd *
 		p.log.Warn("relayed a batch too large to read whole without reading its messages")
 	}
 	m := &message{ID: env.ID, Method: env.Method}
+	if !fromClient && env.IsRequest() {
+		p.reviveQuestionID(env.ID)
+	}
 	switch {
 	case fromClient && env.IsRequest():
 		p.startSession(m)
