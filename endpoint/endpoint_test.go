@@ -48,7 +48,7 @@ type fixture struct {
 // (Token and Hub are filled in).
 func newFixture(t *testing.T, hubOpts bus.HubOptions, o Options) *fixture {
 	t.Helper()
-	f := &fixture{hub: bus.NewHubWith(hubOpts), tg: &recordingTarget{}, released: make(chan struct{}, 64)}
+	f := &fixture{hub: bus.NewHubWith(hubOpts), tg: &recordingTarget{}, released: make(chan struct{}, 256)}
 	em, err := bus.NewEmitter(bus.EmitterOptions{Agent: "bridge", Session: "s1", Host: "h", Sinks: []bus.Sink{f.hub}, AttentionCapture: aep.CaptureRedacted})
 	if err != nil {
 		t.Fatal(err)

@@ -42,20 +42,22 @@ func (e *Endpoint) serveJoin(w http.ResponseWriter, r *http.Request) {
 			"%d peers are proving the token at once, the most this endpoint serves; try again in a few seconds", maxProving))
 		return
 	}
-	e.proving++
+	e.proving++ // counts the peers proving now, not the bridges joined
 	e.mu.Unlock()
-	defer func() {
+	proved := func() {
 		e.mu.Lock()
 		e.proving--
 		e.mu.Unlock()
-	}()
+	}
 	conn, err := upgrader.Upgrade(w, r, nil)
 	if err != nil {
+		proved()
 		return // the upgrader already answered
 	}
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
+		proved()
 		conn.Close()
 		return
 	}
@@ -64,6 +66,7 @@ func (e *Endpoint) serveJoin(w http.ResponseWriter, r *http.Request) {
 	err = e.proveJoin(conn, r.Host, deadline)
 	e.mu.Lock()
 	delete(e.joining, conn)
+	e.proving--
 	e.mu.Unlock()
 	if err != nil {
 		e.log.Warn("a peer on /join did not prove it knows the token; closing", "remote", r.RemoteAddr, "err", err)

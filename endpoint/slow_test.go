@@ -2,6 +2,7 @@ package endpoint
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -122,4 +123,13 @@ func TestProvingPeersAreBounded(t *testing.T) {
 		t.Fatalf("peer %d at /join: %v %v; want 503", maxProving+1, resp, err)
 	}
 	resp.Body.Close()
+}
+
+// TestJoinedBridgesDoNotHoldProvingSlots: a bridge that proved the token
+// gives its slot back, so more bridges than maxProving stay joined at once.
+func TestJoinedBridgesDoNotHoldProvingSlots(t *testing.T) {
+	f := newFixture(t, bus.HubOptions{}, Options{})
+	for i := range maxProving + 2 {
+		joinConn(t, f.srv, fmt.Sprintf("host-%d", i)) // fails the test if refused
+	}
 }
