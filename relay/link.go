@@ -485,6 +485,10 @@ func (l *Link) readLoop(conn *websocket.Conn, write func([]byte) error) error {
 			write(aep.EncodeFrame(aep.Ping{Type: aep.FramePong, T: f.T}))
 		case f.Type == aep.FrameClosing:
 			return fmt.Errorf("the relay is closing")
+		case f.Type == aep.FrameError:
+			// The relay refused something this link sent: say so, or a
+			// refused question would be lost without a word.
+			l.log.Warn("the relay refused an event of this bridge", "event", shorten(f.Cause), "code", shorten(f.Code), "detail", shorten(f.Detail))
 		case aep.IsEventType(f.Type):
 			ev, err := aep.Parse(b)
 			if err != nil || !aep.IsCommand(ev.Type) {

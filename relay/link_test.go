@@ -467,3 +467,23 @@ func awaitIDs(t *testing.T, sub *bus.Subscription, logs *syncBuffer, ids ...stri
 		}
 	}
 }
+
+// TestARefusalFromTheRelayIsLogged: an event the relay refuses (here, one
+// under a source another live connection writes) is logged with its id
+// and the relay's reason, not lost without a word.
+func TestARefusalFromTheRelayIsLogged(t *testing.T) {
+	real := startReal(t, "127.0.0.1:0", token)
+	sub := real.hub.Subscribe(func(ev *aep.Event) bool { return ev.Session == "s" }, 8)
+	defer sub.Close()
+	first, firstLogs := newLink(t, LinkOptions{URL: "ws://" + real.addr + "/socket"})
+	first.Write(event(t, "E1"))
+	runLink(t, first)
+	awaitEvent(t, sub, "E1", firstLogs)
+	second, logs := newLink(t, LinkOptions{URL: "ws://" + real.addr + "/socket"})
+	second.Write(event(t, "E2")) // the same source, written by the first link
+	runLink(t, second)
+	logs.waitFor(t, "the relay refused an event of this bridge", 1)
+	if got := logs.String(); !strings.Contains(got, `\"E2\"`) || !strings.Contains(got, "unauthorized") {
+		t.Fatalf("the log does not name the refused event and the reason:\n%s", got)
+	}
+}
