@@ -20,12 +20,14 @@ import (
 //     instance are public (roster), so they prove nothing: the emitter
 //     proves it is the same one with its resume secret (below);
 //   - a session that a bridge joined to this hub (its connection proved
-//     the token at /join) is bound to the source that first wrote it:
-//     no connection, joined or not, and no POST may write into it under
-//     another source, and only joined connections may write it at all,
-//     while the bridge is linked and, among the most recent retiredJoined
-//     ones, after it left (its link reconnects and re-announces its
-//     questions);
+//     the token at /join) is bound to the source that first wrote it and
+//     to that connection's resume secret: no connection and no POST may
+//     write into it under another source, and only a /join connection
+//     presenting that secret may write it at all, while the bridge is
+//     linked and, among the most recent retiredJoined ones, after it left
+//     (its link reconnects and re-announces its questions). Its source is
+//     held for the bridge as long, open questions or not: nobody else
+//     writes it in any session while the link is down;
 //   - a connection that said hello as a consumer sends commands, never
 //     events;
 //   - a question's lifecycle comes only from its owner (bus.Hub.Ingest).
@@ -66,7 +68,10 @@ const retiredJoined = 4096
 
 // joinedSession is a session that a bridge joined to this hub writes.
 type joinedSession struct {
-	source  string // the source it is bound to: the first a joined connection wrote it under
+	source string // the source it is bound to: the first a joined connection wrote it under
+	// resume is the resume secret of the connection that first wrote it:
+	// only a /join connection presenting it writes the session.
+	resume  string
 	live    int    // joined connections writing it now
 	retired uint64 // the retirement that reserves it once live is 0
 }
@@ -79,6 +84,10 @@ type sourceHolder struct {
 	// through /join: what a connection must match to take the source back.
 	resume string
 	joined bool
+	// sessions counts the joined sessions bound to this source that are
+	// remembered (joinedSessions): while there is one, the source stays
+	// held for its bridge, open questions or not.
+	sessions int
 }
 
 // reserveLocal marks a session of this process (and its source, when
@@ -131,6 +140,9 @@ func (e *Endpoint) authorize(conn *socket, ev *aep.Event) string {
 		return fmt.Sprintf("session %q belongs to a bridge joined to this hub, under source %q; no connection may write into it under another source", ev.Session, js.source)
 	case js != nil && !joined:
 		return fmt.Sprintf("session %q belongs to a bridge joined to this hub; only a bridge that proved the token at /join may write into it", ev.Session)
+	case js != nil && !sameSecret(resume, js.resume):
+		return fmt.Sprintf("session %q belongs to a bridge joined to this hub; only that bridge may write into it: a connection through /join whose hello presents the resume secret the endpoint gave it (capabilities.experimental[%q])",
+			ev.Session, resumeCapability)
 	case joined && ev.Session != "" && !conn.sessions[ev.Session] && len(conn.sessions) >= maxSourcesPerConn:
 		return fmt.Sprintf("this connection already writes %d sessions, the most one connection may", maxSourcesPerConn)
 	}
@@ -139,7 +151,7 @@ func (e *Endpoint) authorize(conn *socket, ev *aep.Event) string {
 		if js == nil {
 			e.evictUnjoinedLocked(conn, ev.Session)
 		}
-		e.joinSessionLocked(conn, ev.Session, ev.Source)
+		e.joinSessionLocked(conn, ev.Session, ev.Source, resume)
 	}
 	return why
 }
@@ -182,6 +194,7 @@ func (e *Endpoint) holdSourceLocked(conn *socket, source, agent, instance, resum
 		// The emitter is back: it proved it with its secret, and a
 		// joined bridge came back through /join.
 		h.conn, h.agent, h.instance = conn, agent, instance
+		h.joined = h.joined || conn.joined
 		conn.sources++
 		return ""
 	}
@@ -189,7 +202,11 @@ func (e *Endpoint) holdSourceLocked(conn *socket, source, agent, instance, resum
 	if h.joined {
 		how += ", through /join"
 	}
-	return fmt.Sprintf("source %q belongs to an emitter (agent %q, instance %q) that left questions open; only it may write it when it reconnects: %s (capabilities.experimental[%q])",
+	left := "an emitter (agent %q, instance %q) that left questions open"
+	if h.sessions > 0 {
+		left = "a bridge joined to this hub (agent %q, instance %q) whose link is down"
+	}
+	return fmt.Sprintf("source %q belongs to "+left+"; only it may write it when it reconnects: %s (capabilities.experimental[%q])",
 		source, h.agent, h.instance, how, resumeCapability)
 }
 
@@ -199,17 +216,19 @@ func sameSecret(got, want string) bool {
 	return want != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
 }
 
-// joinSessionLocked records that the joined connection conn writes
-// session, under source. Callers hold e.mu.
-func (e *Endpoint) joinSessionLocked(conn *socket, session, source string) {
+// joinSessionLocked records that the joined connection conn, whose hello
+// presented the resume secret resume, writes session, under source, which
+// it holds. A session new to the hub is bound to both. Callers hold e.mu.
+func (e *Endpoint) joinSessionLocked(conn *socket, session, source, resume string) {
 	if conn.sessions[session] {
 		return
 	}
 	conn.sessions[session] = true
 	js := e.joinedSessions[session]
 	if js == nil {
-		js = &joinedSession{source: source}
+		js = &joinedSession{source: source, resume: resume}
 		e.joinedSessions[session] = js
+		e.sources[source].sessions++
 	}
 	js.live++
 }
@@ -219,25 +238,40 @@ func (e *Endpoint) joinSessionLocked(conn *socket, session, source string) {
 // recent retiredJoined. Callers hold e.mu.
 func (e *Endpoint) leaveSessionsLocked(conn *socket) {
 	for session := range conn.sessions {
-		js := e.joinedSessions[session]
-		if js == nil {
-			continue
-		}
-		if js.live--; js.live > 0 {
-			continue
-		}
-		e.retirements++
-		js.retired = e.retirements
-		e.joinedRetired = append(e.joinedRetired, retiredSession{session: session, n: e.retirements})
-		if len(e.joinedRetired) > retiredJoined {
-			old := e.joinedRetired[0]
-			e.joinedRetired = e.joinedRetired[1:]
-			if js := e.joinedSessions[old.session]; js != nil && js.live == 0 && js.retired == old.n {
-				delete(e.joinedSessions, old.session)
+		e.leaveSessionLocked(session)
+	}
+	conn.sessions = nil
+}
+
+// leaveSessionLocked records that one joined connection stopped writing
+// session; once none does, the session stays reserved among the most
+// recent retiredJoined, and the oldest reservation goes. Callers hold
+// e.mu.
+func (e *Endpoint) leaveSessionLocked(session string) {
+	js := e.joinedSessions[session]
+	if js == nil {
+		return
+	}
+	if js.live--; js.live > 0 {
+		return
+	}
+	e.retirements++
+	js.retired = e.retirements
+	e.joinedRetired = append(e.joinedRetired, retiredSession{session: session, n: e.retirements})
+	if len(e.joinedRetired) <= retiredJoined {
+		return
+	}
+	old := e.joinedRetired[0]
+	e.joinedRetired = e.joinedRetired[1:]
+	if js := e.joinedSessions[old.session]; js != nil && js.live == 0 && js.retired == old.n {
+		delete(e.joinedSessions, old.session)
+		if h := e.sources[js.source]; h != nil {
+			h.sessions--
+			if h.conn == nil {
+				e.releaseHolderLocked(js.source, h)
 			}
 		}
 	}
-	conn.sessions = nil
 }
 
 // retiredSession is a joined session's retirement, oldest first.
@@ -248,7 +282,7 @@ type retiredSession struct {
 
 // releaseSources forgets what a connection wrote once it can send nothing
 // more. A source with open questions stays reserved for its emitter, and a
-// joined bridge's sessions stay reserved for joined bridges.
+// joined bridge's sessions, and their sources, stay reserved for it.
 func (e *Endpoint) releaseSources(conn *socket) {
 	if e.opts.afterRelease != nil {
 		defer e.opts.afterRelease()
@@ -257,13 +291,19 @@ func (e *Endpoint) releaseSources(conn *socket) {
 	defer e.mu.Unlock()
 	e.leaveSessionsLocked(conn)
 	for src, h := range e.sources {
-		if h.conn != conn {
-			continue
+		if h.conn == conn {
+			e.releaseHolderLocked(src, h)
 		}
-		if e.opts.Hub.OpenFrom(src) > 0 {
-			h.conn = nil
-		} else {
-			delete(e.sources, src)
-		}
+	}
+}
+
+// releaseHolderLocked lets go of src, whose writer left: it stays held for
+// the same emitter (its resume secret) while it has open questions or a
+// joined session bound to it is remembered, and is forgotten otherwise.
+// Callers hold e.mu.
+func (e *Endpoint) releaseHolderLocked(src string, h *sourceHolder) {
+	h.conn = nil
+	if h.sessions <= 0 && e.opts.Hub.OpenFrom(src) == 0 {
+		delete(e.sources, src)
 	}
 }
