@@ -35,9 +35,13 @@ import (
 // Two /socket emitters with different sources that name the same session
 // are both legitimate: commands to that session are refused as ambiguous
 // (AEP-0004 §4.5), never delivered to either. A joined bridge's session is
-// not shared: a joined connection may not start writing a session another
-// connection already writes, and nobody may write it under another source
-// once it did, so its commands are never made ambiguous by someone else.
+// not shared, and a joined bridge beats /socket: when it first writes a
+// session that /socket connections (or POSTs) wrote before it (after the
+// hub changed hands, or to squat a public source), it takes the session's
+// source from them, their claims on the session go, and what they left
+// open in it is no longer listed (takeSessionLocked); nobody may write it
+// under another source after that, so its commands are never made
+// ambiguous by someone else.
 //
 // The resume secret. Every emitter connection gets one in the endpoint's
 // hello, under capabilities.experimental["resume-secret"]: 32 random bytes,
@@ -146,14 +150,61 @@ func (e *Endpoint) authorize(conn *socket, ev *aep.Event) string {
 	case joined && ev.Session != "" && !conn.sessions[ev.Session] && len(conn.sessions) >= maxSourcesPerConn:
 		return fmt.Sprintf("this connection already writes %d sessions, the most one connection may", maxSourcesPerConn)
 	}
-	why := e.holdSourceLocked(conn, ev.Source, agent, instance, resume)
+	var why string
+	if joined && js == nil && ev.Session != "" {
+		why = e.takeSessionLocked(conn, ev.Session, ev.Source, agent, instance, resume)
+	} else {
+		why = e.holdSourceLocked(conn, ev.Source, agent, instance, resume)
+	}
 	if why == "" && joined && ev.Session != "" {
-		if js == nil {
-			e.evictUnjoinedLocked(conn, ev.Session)
-		}
 		e.joinSessionLocked(conn, ev.Session, ev.Source, resume)
 	}
 	return why
+}
+
+// takeSessionLocked decides whether the joined connection conn, whose
+// hello named agent, instance and the resume secret resume, may write
+// source as it starts writing session, which no joined bridge writes yet.
+// A bridge's session is its own, and a joined bridge beats /socket: what
+// other emitters put in the session first gives way. When a /socket
+// emitter (another one: it does not present conn's secret) wrote source
+// first, conn takes the source from it, live or away; the claims of
+// /socket connections on the session are dropped; and the questions that
+// anyone but a joined bridge or this emitter left open in the session are
+// dropped from the hub's open set: they were never the bridge's, and
+// nobody else may settle them any more. Callers hold e.mu.
+func (e *Endpoint) takeSessionLocked(conn *socket, session, source, agent, instance, resume string) string {
+	// theirs reports whether what src asked in the session so far was
+	// another emitter's, and so is not the bridge's to keep.
+	theirs := func(h *sourceHolder) bool { return h == nil || (!h.joined && !sameSecret(resume, h.resume)) }
+	h := e.sources[source]
+	taken := h != nil && theirs(h)
+	if taken {
+		if conn.sources >= maxSourcesPerConn {
+			return fmt.Sprintf("this connection already writes %d sources, the most one connection may", maxSourcesPerConn)
+		}
+		if h.conn != nil {
+			h.conn.sources--
+		}
+		h.conn, h.agent, h.instance, h.resume, h.joined = conn, agent, instance, resume, true
+		conn.sources++
+		e.log.Warn("a bridge joined with a session whose source a /socket connection wrote first; the source is the bridge's now", "session", session)
+	}
+	sourceWasTheirs := h == nil || taken
+	if why := e.holdSourceLocked(conn, source, agent, instance, resume); why != "" {
+		return why
+	}
+	e.evictUnjoinedLocked(conn, session)
+	dropped := e.opts.Hub.DropOpen(session, func(src string) bool {
+		if src == source {
+			return sourceWasTheirs
+		}
+		return theirs(e.sources[src])
+	})
+	if dropped > 0 {
+		e.log.Warn("a bridge joined with a session in which others left questions open; they are no longer listed as open", "session", session, "dropped", dropped)
+	}
+	return ""
 }
 
 // evictUnjoinedLocked drops the claims that /socket connections hold on a

@@ -3,6 +3,7 @@ package endpoint
 import (
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -15,6 +16,22 @@ func refusedFor(t *testing.T, what string, fr map[string]any, id, want string) {
 	t.Helper()
 	if fr == nil || fr["code"] != "unauthorized" || fr["cause"] != id || !strings.Contains(fr["detail"].(string), want) {
 		t.Fatalf("%s: %v; want unauthorized for %s saying %q", what, fr, id, want)
+	}
+}
+
+// answerReaches sends an operator's answer to question in session, as
+// command id, and fails the test unless it is routed to emitter.
+func answerReaches(t *testing.T, srv *httptest.Server, emitter *wsClient, session, question, id string) {
+	t.Helper()
+	op := dial(t, srv)
+	op.hello()
+	cmd := fmt.Sprintf(`{"aep":"0.1","id":%q,"type":"control.attention.respond","subject":%q,"time":"2026-01-01T00:00:00Z","source":"aep://op/agent/op","agent":"op","session":%q,"data":{"answer":{"option":"decline"}}}`,
+		id, question, session)
+	if fr := op.sendEvent(cmd); fr != nil {
+		t.Fatalf("an operator's answer to %s: %v; want it routed", question, fr)
+	}
+	if got := emitter.read(); got["id"] != id {
+		t.Fatalf("the emitter got %v; want the command %s", got, id)
 	}
 }
 
@@ -59,14 +76,7 @@ func TestAJoinedBridgesSessionWaitsForItWithNothingOpen(t *testing.T) {
 	if n := hub.Stats().Open; n != 1 {
 		t.Fatalf("%d open; want the bridge's question", n)
 	}
-	op := dial(t, srv)
-	op.hello()
-	if fr := op.sendEvent(`{"aep":"0.1","id":"C1","type":"control.attention.respond","subject":"Q","time":"2026-01-01T00:00:00Z","source":"aep://op/agent/op","agent":"op","session":"SB","data":{"answer":{"option":"decline"}}}`); fr != nil {
-		t.Fatalf("an operator's answer: %v; want it routed to the bridge", fr)
-	}
-	if cmd := back.read(); cmd["id"] != "C1" {
-		t.Fatalf("the bridge got %v; want the command C1", cmd)
-	}
+	answerReaches(t, srv, back, "SB", "Q", "C1")
 }
 
 // TestAJoinedBridgesHoldIsBounded: what a joined bridge's source is held
@@ -100,5 +110,68 @@ func TestAJoinedBridgesHoldIsBounded(t *testing.T) {
 	// The retired sessions' sources and the live one.
 	if n, m := len(f.ep.joinedSessions), len(f.ep.sources); n != retiredJoined+1 || m != retiredJoined+1 {
 		t.Fatalf("%d joined sessions and %d sources remembered; want %d of each", n, m, retiredJoined+1)
+	}
+}
+
+// openIDs lists the ids of the questions the hub holds open.
+func openIDs(t *testing.T, hub *bus.Hub) []string {
+	t.Helper()
+	sub, _ := hub.SubscribeFrom(nil, bus.From{}, 1)
+	defer sub.Close()
+	var ids []string
+	for d := range sub.Backlog() {
+		ids = append(ids, d.Event.ID)
+	}
+	return ids
+}
+
+// TestAJoinedBridgeTakesItsSourceFromASocketSquatter: a /socket token
+// holder that writes a bridge's (public) source and session before the
+// bridge joins, and leaves questions there, live or gone, neither keeps
+// the bridge out nor keeps the source: the bridge's first event takes the
+// session and its source (a joined bridge beats /socket), what the
+// squatter left open there is no longer listed, operators' commands reach
+// the bridge, and the squatter may not write the source or the session
+// again, even presenting its own secret.
+func TestAJoinedBridgeTakesItsSourceFromASocketSquatter(t *testing.T) {
+	tests := []struct {
+		name  string
+		leave bool // the squatter disconnects before the bridge joins
+	}{
+		{"squatter still connected", false},
+		{"squatter gone with its questions open", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, bus.HubOptions{}, Options{})
+			srv, hub := f.srv, f.hub
+			const src = "aep://vm/agent/b/session/SB"
+			squatter, secret := emitterResuming(t, srv, "evil", "")
+			for _, ev := range []string{
+				remoteEvent(src, "SB", "X0", "attention.requested", "srv", 0),
+				remoteEvent("aep://evil/agent/e", "SB", "X1", "attention.requested", "srv", 0),
+			} {
+				if fr := squatter.sendEvent(ev); fr != nil {
+					t.Fatalf("the squatter's question: %v", fr)
+				}
+			}
+			if tt.leave {
+				squatter.c.Close()
+				<-f.released
+				squatter, _ = emitterResuming(t, srv, "evil", secret)
+			}
+			bridge := joinConn(t, srv, "host-b/1")
+			if fr := bridge.sendEvent(remoteEvent(src, "SB", "B0", "attention.requested", "srv", 1)); fr != nil {
+				t.Fatalf("the bridge's question in its own session: %v; want it accepted", fr)
+			}
+			if got := openIDs(t, hub); len(got) != 1 || got[0] != "B0" {
+				t.Fatalf("open %q; want the bridge's question only", got)
+			}
+			refusedFor(t, "the squatter in the bridge's session under its source",
+				squatter.sendEvent(remoteEvent(src, "SB", "X2", "attention.resolved", "X0", 2)), "X2", "joined to this hub")
+			refusedFor(t, "the squatter under the bridge's source in another session",
+				squatter.sendEvent(remoteEvent(src, "SZ", "X3", "attention.requested", "srv", 0)), "X3", "another live connection")
+			answerReaches(t, srv, bridge, "SB", "B0", "C1")
+		})
 	}
 }
