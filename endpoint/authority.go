@@ -14,11 +14,12 @@ import (
 //     written only by their bridge: no connection may write their session
 //     name or their source, and no claim on them is accepted;
 //   - a source that a live WebSocket connection writes belongs to that
-//     connection: no other connection, and no POST, may write it; when the
-//     connection goes while the source still has open questions, the source
-//     waits for the same emitter to reconnect and settle them. Agent and
-//     instance are public (roster), so they prove nothing: the emitter
-//     proves it is the same one with its resume secret (below);
+//     connection: no other connection, and no POST, may write it, unless
+//     it is the same emitter reconnected (below); when the connection goes
+//     while the source still has open questions, the source waits for the
+//     same emitter to reconnect and settle them. Agent and instance are
+//     public (roster), so they prove nothing: the emitter proves it is the
+//     same one with its resume secret (below);
 //   - a session that a bridge joined to this hub (its connection proved
 //     the token at /join) is bound to the source that first wrote it and
 //     to that connection's resume secret: no connection and no POST may
@@ -49,9 +50,13 @@ import (
 // questions open goes back only to a connection whose hello presents the
 // secret of the connection that wrote it (compared in constant time), and,
 // for a joined bridge's source, only through /join, after the token proof.
-// The secret travels only on the connection it was given on, so holding
-// the token, or knowing the agent and instance, is not enough to take over
-// another emitter's questions. A connection that presents a well-formed
+// Such a connection also takes the source over from a connection that
+// still looks live: the emitter reconnected before this endpoint noticed
+// that its old connection died (a half-open TCP connection looks live for
+// up to pongWait); everything the old one wrote moves to the new one, and
+// the old one is closed (replaceLocked). The secret travels only on the
+// connection it was given on, so holding the token, or knowing the agent
+// and instance, is not enough to take over another emitter's questions. A connection that presents a well-formed
 // secret keeps it (the endpoint's hello echoes it), so an emitter keeps one
 // secret across its reconnects; any other gets a fresh one. An emitter
 // that does not keep its secret cannot take a held source back: it writes
@@ -238,6 +243,14 @@ func (e *Endpoint) holdSourceLocked(conn *socket, source, agent, instance, resum
 		return ""
 	case conn != nil && h.conn == conn:
 		return ""
+	case conn != nil && h.conn != nil && sameSecret(resume, h.resume) && (conn.joined || !h.joined):
+		// The same emitter reconnected before this endpoint noticed that
+		// its old connection died.
+		e.replaceLocked(h.conn, conn, agent, instance)
+		if h.conn == conn {
+			return ""
+		}
+		return fmt.Sprintf("this connection already writes %d sources, the most one connection may", maxSourcesPerConn)
 	case h.conn != nil:
 		return fmt.Sprintf("source %q is written by another live connection (agent %q, instance %q); only that connection may write it",
 			source, h.agent, h.instance)
@@ -259,6 +272,44 @@ func (e *Endpoint) holdSourceLocked(conn *socket, source, agent, instance, resum
 	}
 	return fmt.Sprintf("source %q belongs to "+left+"; only it may write it when it reconnects: %s (capabilities.experimental[%q])",
 		source, h.agent, h.instance, how, resumeCapability)
+}
+
+// replaceLocked hands what the live connection old writes to conn, whose
+// hello, as agent and instance, presented old's resume secret: the same
+// emitter reconnected before this endpoint noticed that old died (a
+// half-open TCP connection looks live for up to pongWait). old's sources,
+// its joined sessions and its claims become conn's, up to conn's bounds
+// (beyond them, a source is released as if old had left), and old is
+// closed; its teardown (dropClaims, releaseSources) then finds nothing of
+// its own left. Callers hold e.mu.
+func (e *Endpoint) replaceLocked(old, conn *socket, agent, instance string) {
+	for src, h := range e.sources {
+		if h.conn != old {
+			continue
+		}
+		old.sources--
+		if conn.sources >= maxSourcesPerConn {
+			e.releaseHolderLocked(src, h)
+			continue
+		}
+		h.conn, h.agent, h.instance = conn, agent, instance
+		h.joined = h.joined || conn.joined
+		conn.sources++
+	}
+	for session := range old.sessions {
+		if conn.sessions == nil || conn.sessions[session] || len(conn.sessions) >= maxSourcesPerConn {
+			e.leaveSessionLocked(session)
+			continue
+		}
+		conn.sessions[session] = true
+	}
+	if old.sessions != nil {
+		old.sessions = map[string]bool{}
+	}
+	e.moveClaimsLocked(old, conn)
+	old.shutdown("another connection presenting this emitter's resume secret took over what this one wrote")
+	e.log.Info("an emitter reconnected before its old connection was noticed gone; what the old one wrote moves to the new one, and the old one is closed",
+		"agent", agent, "instance", instance)
 }
 
 // sameSecret compares resume secrets in constant time; an empty one

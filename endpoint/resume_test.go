@@ -175,3 +175,97 @@ func TestAJoinedBridgeTakesItsSourceFromASocketSquatter(t *testing.T) {
 		})
 	}
 }
+
+// TestAnEmitterTakesOverFromItsOldConnectionStillLive: an emitter whose
+// link reconnects before the hub noticed that the old connection died
+// (half-open TCP: it looks live for up to pongWait) presents its resume
+// secret and writes on at once: its re-announced question, a new one and
+// a resolution are accepted; what the old connection wrote (sources,
+// sessions, claims, in sessions the new one has not written yet too) is
+// the new one's; the old connection is closed, and its teardown leaves the
+// new one's state alone. A /socket connection presenting a joined
+// bridge's secret takes nothing.
+func TestAnEmitterTakesOverFromItsOldConnectionStillLive(t *testing.T) {
+	tests := []struct {
+		name    string
+		connect func(t *testing.T, srv *httptest.Server, instance, secret string) (*wsClient, string)
+		joined  bool
+	}{
+		{"a bridge through /join", joinResuming, true},
+		{"an emitter through /socket", emitterResuming, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, bus.HubOptions{}, Options{})
+			srv, hub := f.srv, f.hub
+			const srcB, srcC = "aep://vm/agent/b/session/SB", "aep://vm/agent/b/session/SC"
+			old, secret := tt.connect(t, srv, "host-b/1", "")
+			for _, ev := range []string{
+				remoteEvent(srcB, "SB", "Q", "attention.requested", "srv", 0),
+				remoteEvent(srcC, "SC", "S", "session.started", "", 0),
+			} {
+				if fr := old.sendEvent(ev); fr != nil {
+					t.Fatalf("the old connection's event: %v", fr)
+				}
+			}
+			if tt.joined {
+				sock, _ := emitterResuming(t, srv, "host-b/1", secret)
+				refusedFor(t, "the bridge's secret through /socket", sock.sendEvent(remoteEvent(srcB, "SB", "X1", "progress.status", "", 1)), "X1", "joined to this hub")
+				if fr := old.sendEvent(remoteEvent(srcB, "SB", "P", "progress.status", "", 1)); fr != nil {
+					t.Fatalf("the bridge after its secret was tried through /socket: %v; want it still writing", fr)
+				}
+			}
+
+			back, kept := tt.connect(t, srv, "host-b/1", secret)
+			if kept != secret {
+				t.Fatal("the endpoint gave the reconnecting emitter a new secret; want the one it presented kept")
+			}
+			for _, ev := range []string{
+				remoteEvent(srcB, "SB", "Q", "attention.requested", "srv", 0),
+				remoteEvent(srcB, "SB", "Q2", "attention.requested", "srv", 2),
+				remoteEvent(srcB, "SB", "R", "attention.resolved", "Q", 3),
+			} {
+				if fr := back.sendEvent(ev); fr != nil {
+					t.Fatalf("the reconnected emitter's event while its old connection looks live: %v; want it accepted", fr)
+				}
+			}
+			if got := openIDs(t, hub); len(got) != 1 || got[0] != "Q2" {
+				t.Fatalf("open %q; want Q settled and Q2 open", got)
+			}
+
+			closing := false
+			old.c.SetReadDeadline(deadline())
+			for {
+				_, b, err := old.c.ReadMessage()
+				if err != nil {
+					break
+				}
+				closing = closing || strings.Contains(string(b), `"type":"closing"`)
+			}
+			if !closing {
+				t.Fatal("the old connection ended without a closing frame; want it closed in order")
+			}
+			<-f.released // the old connection's teardown
+
+			answerReaches(t, srv, back, "SC", "S", "C1")
+			answerReaches(t, srv, back, "SB", "Q2", "C2")
+			if fr := back.sendEvent(remoteEvent(srcC, "SC", "S2", "progress.status", "", 1)); fr != nil {
+				t.Fatalf("the new connection under the old one's other source: %v; want it accepted", fr)
+			}
+			other, _ := tt.connect(t, srv, "host-b/1", "")
+			if fr := other.sendEvent(remoteEvent(srcC, "SZ", "X2", "progress.status", "", 0)); fr == nil || fr["code"] != "unauthorized" {
+				t.Fatalf("another connection under the emitter's source after the old one's teardown: %v; want unauthorized", fr)
+			}
+
+			back.c.Close()
+			<-f.released
+			again, _ := tt.connect(t, srv, "host-b/1", secret)
+			if fr := again.sendEvent(remoteEvent(srcB, "SB", "R2", "attention.resolved", "Q2", 4)); fr != nil {
+				t.Fatalf("the emitter back once more: %v; want its resolution accepted", fr)
+			}
+			if n := hub.Stats().Open; n != 0 {
+				t.Fatalf("%d open; want none", n)
+			}
+		})
+	}
+}
