@@ -232,3 +232,33 @@ func (o *openSet) snapshot(f Filter) []*Delivery {
 	}
 	return out
 }
+
+// DropOpen removes from the open set the open questions asked in session
+// under a source for which drop reports true, and returns how many it
+// removed. It is for questions that were never the session's owner's to
+// settle: those another connection left in a session before the bridge
+// that owns it joined the hub. Nothing is published, since nobody settled
+// them: the history keeps them, and subscriptions start without them from
+// then on. Their ids stay their askers' among the recently settled
+// (DefaultSettledOwners). drop runs with the hub locked: it must not call
+// the hub.
+func (h *Hub) DropOpen(session string, drop func(source string) bool) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.open.dropSession(session, drop)
+}
+
+// dropSession removes the open questions of session whose source drop
+// reports true for, and returns how many.
+func (o *openSet) dropSession(session string, drop func(source string) bool) int {
+	n := 0
+	for e := o.order.Front(); e != nil; {
+		next := e.Next()
+		if q := e.Value.(*openQuestion); q.d.Event.Session == session && drop(q.d.Event.Source) {
+			o.remove(q)
+			n++
+		}
+		e = next
+	}
+	return n
+}

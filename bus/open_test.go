@@ -350,3 +350,48 @@ func TestDismissedIsALifecycleEvent(t *testing.T) {
 		t.Fatal("attention.dismissed of another emitter's open question: accepted; want unauthorized")
 	}
 }
+
+// TestDropOpenRemovesOnlyWhatItSelects: DropOpen takes out of the open set
+// the questions of one session under the sources it selects, and nothing
+// else: the session's other questions, the same sources' questions in
+// other sessions and the history stay; a dropped question's id stays its
+// asker's.
+func TestDropOpenRemovesOnlyWhatItSelects(t *testing.T) {
+	h := NewHub()
+	bridge := &emitter{source: "aep://vm/agent/b/session/S", session: "S"}
+	squatter := &emitter{source: "aep://evil/agent/e", session: "S"}
+	elsewhere := &emitter{source: "aep://evil/agent/e", session: "T"}
+	bridge.write(h, "B1", "attention.requested", "srv")
+	squatter.write(h, "X1", "attention.requested", "srv")
+	squatter.write(h, "X2", "attention.requested", "srv")
+	elsewhere.write(h, "X3", "attention.requested", "srv")
+	bytesBefore := h.Stats().OpenBytes
+
+	if n := h.DropOpen("S", func(source string) bool { return source == squatter.source }); n != 2 {
+		t.Fatalf("dropped %d; want the squatter's 2 questions in S", n)
+	}
+	sub, _ := h.SubscribeFrom(nil, From{}, 8)
+	defer sub.Close()
+	if diff := cmp.Diff([]string{"B1", "X3"}, ids(sub)); diff != "" {
+		t.Fatalf("open set after the drop (-want +got):\n%s", diff)
+	}
+	if st := h.Stats(); st.Open != 2 || st.OpenBytes >= bytesBefore || st.OpenBytes <= 0 {
+		t.Fatalf("stats %+v (open bytes %d before); want 2 open and fewer bytes", st, bytesBefore)
+	}
+	if n := h.OpenFrom(squatter.source); n != 1 {
+		t.Fatalf("OpenFrom(squatter) = %d; want its question in T only", n)
+	}
+	all, _ := h.SubscribeFrom(func(ev *aep.Event) bool { return ev.Session == "S" }, From{All: true}, 8)
+	defer all.Close()
+	if diff := cmp.Diff([]string{"B1", "X1", "X2"}, ids(all)); diff != "" {
+		t.Fatalf("history of S after the drop (-want +got):\n%s", diff)
+	}
+	ev, raw := bridge.event("X1", "attention.requested", "srv", nil)
+	var ie *IngestError
+	if err := h.Ingest([]*aep.Event{&ev}, [][]byte{raw}); !errors.As(err, &ie) || ie.Code != "unauthorized" {
+		t.Fatalf("another owner reusing a dropped question's id: %v; want unauthorized", err)
+	}
+	if n := h.DropOpen("S", func(string) bool { return false }); n != 0 {
+		t.Fatalf("dropped %d with a selector that selects nothing", n)
+	}
+}

@@ -73,20 +73,49 @@ func (e *Endpoint) RemoveClaim(session string) {
 	})
 }
 
-// claimFor registers a remote emitter's claim on a session once.
-func (e *Endpoint) claimFor(s *socket, session string) {
+// claimFor registers, once, the claim of the emitter connection s on
+// session, which it just wrote under source, unless s no longer writes
+// source: another connection took it over since (authority.go), and s's
+// claims went with it.
+func (e *Endpoint) claimFor(s *socket, source, session string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if h := e.sources[source]; h == nil || h.conn != s {
+		return
+	}
 	for _, c := range e.claims {
 		if c.owner == s && c.Session == session {
 			return
 		}
 	}
+	e.claims = append(e.claims, remoteClaim(s, session))
+}
+
+// remoteClaim is the claim of the emitter connection s on session, as its
+// hello declared it.
+func remoteClaim(s *socket, session string) Claim {
 	s.mu.Lock()
-	c := Claim{Session: session, Agent: s.agent, Instance: s.instance, Accepts: s.accepts, Control: s.control,
+	defer s.mu.Unlock()
+	return Claim{Session: session, Agent: s.agent, Instance: s.instance, Accepts: s.accepts, Control: s.control,
 		Emits: s.emits, Target: socketTarget{s}, owner: s}
-	s.mu.Unlock()
-	e.claims = append(e.claims, c)
+}
+
+// moveClaimsLocked gives the claims of the connection old to conn, which
+// took over what old writes: a session both claim stays claimed once, by
+// conn. Callers hold e.mu.
+func (e *Endpoint) moveClaimsLocked(old, conn *socket) {
+	has := map[string]bool{}
+	for _, c := range e.claims {
+		if c.owner == conn {
+			has[c.Session] = true
+		}
+	}
+	e.claims = slices.DeleteFunc(e.claims, func(c Claim) bool { return c.owner == old && has[c.Session] })
+	for i, c := range e.claims {
+		if c.owner == old {
+			e.claims[i] = remoteClaim(conn, c.Session)
+		}
+	}
 }
 
 // dropClaims forgets every claim of a connection that went away.

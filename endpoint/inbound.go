@@ -251,7 +251,7 @@ func (s *socket) handleEvent(data []byte) {
 	if ev.Session != "" && ev.Seq != nil {
 		// An emitter owns the sessions it sequences: commands for them
 		// are routed to this connection.
-		s.e.claimFor(s, ev.Session)
+		s.e.claimFor(s, ev.Source, ev.Session)
 	}
 }
 
