@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -148,5 +149,36 @@ func TestInboxShowsURLsAsText(t *testing.T) {
 	}
 	if got := text(t, ctx, ids[1]+" .url code"); got != "javascript://example.com/%0aalert(document.domain)" {
 		t.Errorf("javascript: question's address: %q", got)
+	}
+}
+
+// TestInboxSetsAbandonedQuestionsAside: a question more than
+// bus.ExpiredGrace past its expires_at, whose asker never timed it out
+// (a process killed), is not counted as open: the hub no longer holds it,
+// and the inbox, reading it from the history, shows it as abandoned, while
+// one that has not expired stays open.
+func TestInboxSetsAbandonedQuestionsAside(t *testing.T) {
+	_, url, ctx := inboxSession(t)
+	base := strings.TrimSuffix(url, "/#token=inbox-token")
+	ask := func(prompt string, expires time.Time) aep.Draft {
+		return aep.Draft{Type: "attention.requested", Subject: "gone-server", Capture: aep.CaptureRedacted,
+			Data: aep.AttentionRequested{Kind: "form", Prompt: prompt, RespondVia: []string{"control"}, ExpiresAt: aep.FormatTime(expires),
+				Fields: []aep.FieldSpec{{ID: "ok", Type: "boolean", Label: "OK"}}}}
+	}
+	now := time.Now()
+	lines := emitted(t, "crashed", ask("asked by a process that was killed", now.Add(-bus.ExpiredGrace-time.Minute)),
+		ask("still waiting", now.Add(time.Hour)))
+	ingest(t, base, "inbox-token", lines)
+	abandoned, err := aep.Parse(lines[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	card := `#history article[data-qid="` + abandoned.ID + `"]`
+	do(t, ctx, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS(card)))
+	if got := text(t, ctx, card+" .outcome"); !strings.HasPrefix(got, "Abandoned") {
+		t.Errorf("the abandoned question's card says %q", got)
+	}
+	if got := text(t, ctx, "#count"); got != "1 open question" {
+		t.Errorf("the header says %q; want the one question still waiting", got)
 	}
 }

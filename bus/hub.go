@@ -138,6 +138,7 @@ type Stats struct {
 func (h *Hub) Stats() Stats {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.open.dropExpired()
 	return Stats{ReplayEvents: h.heldEvents, ReplaySessions: len(h.rings), ReplayBytes: h.heldBytes,
 		Open: h.open.order.Len(), OpenBytes: h.open.bytes}
 }
@@ -203,6 +204,9 @@ func (h *Hub) Ingest(evs []*aep.Event, raws [][]byte) error {
 		}
 		asked[id] = ev
 		adding += deliverySize(&Delivery{Event: *ev, Raw: raws[i]})
+		if limited64(h.opts.OpenBytes, h.open.bytes+adding) {
+			h.open.dropExpired() // questions nobody can answer any more make room
+		}
 		if limited64(h.opts.OpenBytes, h.open.bytes+adding) {
 			return &IngestError{Index: i, Code: "limit-exceeded", Detail: fmt.Sprintf(
 				"the open questions held would exceed %d bytes (%d held); no question is dropped to make room, so this one is refused until others are settled",

@@ -2,6 +2,8 @@ package bus
 
 import (
 	"container/list"
+	"encoding/json"
+	"time"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 )
@@ -28,6 +30,13 @@ func IsLifecycle(t string) bool {
 	return t == typeAnswered || t == typeResolved || t == typeTimeout || t == typeDismissed
 }
 
+// ExpiredGrace is how long past its expires_at a question stays open. An
+// owner that is alive times its question out at expires_at (the bridge
+// does); one still open a minute later belongs to an emitter that is gone
+// without a word (a process killed, a host lost), and nobody can answer it
+// any more, so it leaves the open set. The history keeps it.
+const ExpiredGrace = time.Minute
+
 // DefaultSettledOwners is how many settled questions keep their owner, so
 // that their lifecycle stays the owner's after they leave the open set.
 const DefaultSettledOwners = 4096
@@ -40,6 +49,8 @@ type openQuestion struct {
 	sess string // sessionKey of the owner
 	size int64
 	elem *list.Element // in openSet.order
+	// expires is the question's expires_at; zero when it has none.
+	expires time.Time
 }
 
 // openSet is the state of every open question the hub serves, in the order
@@ -68,6 +79,8 @@ type openSet struct {
 	order      *list.List // of *openQuestion, oldest first
 	perSession map[string]int
 	bytes      int64
+	// now is the clock expiry is judged by; tests set it.
+	now func() time.Time
 }
 
 // settledOwner is who asked a settled question. Only the identity is
@@ -78,7 +91,38 @@ type settledOwner struct {
 
 func newOpenSet() *openSet {
 	return &openSet{byKey: map[string]*openQuestion{}, byID: map[string]*openQuestion{},
-		order: list.New(), perSession: map[string]int{}, settled: map[string]settledOwner{}}
+		order: list.New(), perSession: map[string]int{}, settled: map[string]settledOwner{}, now: time.Now}
+}
+
+// expiresAt reads the expires_at of an attention.requested's data; zero
+// when it has none or it does not parse.
+func expiresAt(data json.RawMessage) time.Time {
+	var d struct {
+		ExpiresAt string `json:"expires_at"`
+	}
+	if json.Unmarshal(data, &d) != nil || d.ExpiresAt == "" {
+		return time.Time{}
+	}
+	t, err := time.Parse(time.RFC3339Nano, d.ExpiresAt)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+// dropExpired removes the questions more than ExpiredGrace past their
+// expires_at (see ExpiredGrace), and returns how many.
+func (o *openSet) dropExpired() int {
+	now, n := o.now(), 0
+	for e := o.order.Front(); e != nil; {
+		next := e.Next()
+		if q := e.Value.(*openQuestion); !q.expires.IsZero() && now.Sub(q.expires) > ExpiredGrace {
+			o.remove(q)
+			n++
+		}
+		e = next
+	}
+	return n
 }
 
 func questionKey(source, id string) string { return source + "\x00" + id }
@@ -116,7 +160,7 @@ func (o *openSet) apply(d *Delivery) change {
 		if _, dup := o.byKey[key]; dup {
 			return reannounced
 		}
-		q := &openQuestion{d: d, key: key, sess: sessionKey(ev), size: deliverySize(d)}
+		q := &openQuestion{d: d, key: key, sess: sessionKey(ev), size: deliverySize(d), expires: expiresAt(ev.Data)}
 		q.elem = o.order.PushBack(q)
 		o.byKey[key] = q
 		if _, taken := o.byID[ev.ID]; !taken {
@@ -221,8 +265,10 @@ func (o *openSet) rememberSettled(id string, s settledOwner) {
 	}
 }
 
-// snapshot returns the open questions f selects, oldest first.
+// snapshot returns the open questions f selects, oldest first, after
+// dropping the expired ones.
 func (o *openSet) snapshot(f Filter) []*Delivery {
+	o.dropExpired()
 	out := make([]*Delivery, 0, o.order.Len())
 	for e := o.order.Front(); e != nil; e = e.Next() {
 		d := e.Value.(*openQuestion).d

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -393,5 +395,50 @@ func TestDropOpenRemovesOnlyWhatItSelects(t *testing.T) {
 	}
 	if n := h.DropOpen("S", func(string) bool { return false }); n != 0 {
 		t.Fatalf("dropped %d with a selector that selects nothing", n)
+	}
+}
+
+// TestExpiredQuestionsLeaveTheOpenSet: a question more than ExpiredGrace
+// past its expires_at (its emitter gone without timing it out) leaves the
+// open set, freeing its bytes; one within the grace, one without
+// expires_at and one not yet expired stay; the history keeps them all,
+// and the expired question's id stays its asker's.
+func TestExpiredQuestionsLeaveTheOpenSet(t *testing.T) {
+	h := NewHub()
+	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	h.mu.Lock()
+	h.open.now = func() time.Time { return now }
+	h.mu.Unlock()
+	gone := &emitter{source: "aep://vm/agent/b/session/S", session: "S"}
+	ask := func(id string, expires time.Time) {
+		data := map[string]any{"kind": "input", "prompt": "p"}
+		if !expires.IsZero() {
+			data["expires_at"] = expires.Format(time.RFC3339Nano)
+		}
+		ev, raw := gone.event(id, "attention.requested", "srv", data)
+		h.Write(ev, raw)
+	}
+	ask("LONG-AGO", now.Add(-ExpiredGrace-time.Second))
+	ask("IN-GRACE", now.Add(-ExpiredGrace+time.Second))
+	ask("NO-EXPIRY", time.Time{})
+	ask("LATER", now.Add(time.Hour))
+	sub, _ := h.SubscribeFrom(nil, From{}, 8)
+	defer sub.Close()
+	if diff := cmp.Diff([]string{"IN-GRACE", "NO-EXPIRY", "LATER"}, ids(sub)); diff != "" {
+		t.Fatalf("open set (-want +got):\n%s", diff)
+	}
+	if st := h.Stats(); st.Open != 3 {
+		t.Fatalf("stats %+v; want 3 open", st)
+	}
+	all, _ := h.SubscribeFrom(nil, From{All: true}, 8)
+	defer all.Close()
+	if got := ids(all); !slices.Contains(got, "LONG-AGO") {
+		t.Fatalf("history %v; want the expired question kept in it", got)
+	}
+	other := &emitter{source: "aep://evil/agent/e", session: "S"}
+	ev, raw := other.event("X", "attention.resolved", "LONG-AGO", nil)
+	var ie *IngestError
+	if err := h.Ingest([]*aep.Event{&ev}, [][]byte{raw}); !errors.As(err, &ie) || ie.Code != "unauthorized" {
+		t.Fatalf("another emitter settling the expired question: %v; want unauthorized", err)
 	}
 }

@@ -323,6 +323,7 @@
     } else if (q.state === "timeout") outcome = "Timed out: nobody answered, the server got cancel";
     else if (q.state === "dismissed") outcome = "Withdrawn: the server cancelled it, or its session ended";
     else if (q.state === "auto") outcome = "Completed by the server";
+    else if (q.state === "abandoned") outcome = "Abandoned: it expired and its asker went away without timing it out; nobody can answer it";
     else outcome = "Settled (" + q.state + ")";
     const t = (a && a.time) || q.endTime;
     const values = a && a.answer && a.answer.values ? Object.entries(a.answer.values) : [];
@@ -334,8 +335,30 @@
       el("blockquote", { class: "untrusted" }, el("span", { class: "untrusted-label", text: "The server asked" }), document.createTextNode(q.data.prompt || "")));
   }
 
+  // A question more than this past its expires_at belongs to an asker that
+  // went away without timing it out (bus.ExpiredGrace): nobody can answer
+  // it any more, and the hub no longer holds it open.
+  const EXPIRED_GRACE = 60 * 1000;
+
+  function dropAbandoned(now) {
+    const gone = open.filter((id) => {
+      const e = Date.parse(questions.get(id).data.expires_at || "");
+      return e && now - e > EXPIRED_GRACE;
+    });
+    if (!gone.length) return;
+    for (const id of gone) {
+      const q = questions.get(id);
+      q.state = "abandoned";
+      q.endTime = q.data.expires_at;
+      history.unshift(id);
+    }
+    open = open.filter((id) => questions.get(id).state === "pending");
+    schedule();
+  }
+
   function tick() {
     const now = Date.now();
+    dropAbandoned(now);
     for (const s of document.querySelectorAll(".age")) s.textContent = "asked " + ago(now - Date.parse(s.dataset.time)) + " ago";
     for (const s of document.querySelectorAll(".countdown")) {
       const left = Date.parse(s.dataset.expires) - now;
