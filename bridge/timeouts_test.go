@@ -13,32 +13,18 @@ import (
 	"time"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/testenv"
 )
 
 // short is every timeout of the host under test: short, so the test runs
 // fast; each check waits for the server's own close, never for a sleep.
 const short = 100 * time.Millisecond
 
-// closedByServer reads conn until the server closes it and returns what it
-// sent; it fails t when the connection is still open after waitLimit.
+// closedByServer reads conn until the server closes it; see
+// testenv.ClosedByServer.
 func closedByServer(t *testing.T, conn net.Conn) string {
 	t.Helper()
-	conn.SetReadDeadline(time.Now().Add(waitLimit))
-	b, err := io.ReadAll(conn)
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Fatalf("the server kept the connection open for %v; got %q", waitLimit, b)
-	}
-	return string(b)
-}
-
-func rawConn(t *testing.T, addr string) net.Conn {
-	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
+	return testenv.ClosedByServer(t, conn, waitLimit)
 }
 
 // TestStalledAndIdleConnectionsEnd: a stalled header, a stalled body and an
@@ -56,12 +42,12 @@ func TestStalledAndIdleConnectionsEnd(t *testing.T) {
 	defer resp.Body.Close()
 
 	t.Run("stalled header", func(t *testing.T) {
-		c := rawConn(t, addr)
+		c := testenv.RawDial(t, addr)
 		io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: "+addr+"\r\n")
 		closedByServer(t, c)
 	})
 	t.Run("stalled body", func(t *testing.T) {
-		c := rawConn(t, addr)
+		c := testenv.RawDial(t, addr)
 		io.WriteString(c, "POST /events HTTP/1.1\r\nHost: "+addr+"\r\nAuthorization: Bearer "+trustToken+
 			"\r\nAEP-Version: 0.1\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{")
 		if got := closedByServer(t, c); got != "" && !strings.Contains(got, "timeout") {
@@ -69,7 +55,7 @@ func TestStalledAndIdleConnectionsEnd(t *testing.T) {
 		}
 	})
 	t.Run("idle keep-alive", func(t *testing.T) {
-		c := rawConn(t, addr)
+		c := testenv.RawDial(t, addr)
 		io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: "+addr+"\r\n\r\n")
 		r := bufio.NewReader(c)
 		first, err := http.ReadResponse(r, nil)

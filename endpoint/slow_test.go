@@ -1,12 +1,10 @@
 package endpoint
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +12,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/testenv"
 	"github.com/agenteventprotocol/aep-mcp-bridge/proof"
 )
 
@@ -29,26 +28,11 @@ func slowEndpoint(t *testing.T) string {
 	return f.srv.Listener.Addr().String()
 }
 
-// closedByServer reads c until the server closes it and returns what it
-// sent; it fails t when the connection is still open after failAfter.
+// closedByServer reads c until the server closes it; see
+// testenv.ClosedByServer.
 func closedByServer(t *testing.T, c net.Conn) string {
 	t.Helper()
-	c.SetReadDeadline(time.Now().Add(failAfter))
-	b, err := io.ReadAll(c)
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Fatalf("the server kept the connection open for %v; got %q", failAfter, b)
-	}
-	return string(b)
-}
-
-func rawDial(t *testing.T, addr string) net.Conn {
-	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
+	return testenv.ClosedByServer(t, c, failAfter)
 }
 
 // TestStalledBodiesEndOnEveryPath replays slowloris against the stream
@@ -70,7 +54,7 @@ func TestStalledBodiesEndOnEveryPath(t *testing.T) {
 		{name: "join upgrade with a body", path: proof.Path, headers: upgrade},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := rawDial(t, addr)
+			c := testenv.RawDial(t, addr)
 			io.WriteString(c, "GET "+tc.path+" HTTP/1.1\r\nHost: "+addr+"\r\n"+tc.headers+"Content-Length: 100000\r\n\r\n{")
 			if got := closedByServer(t, c); strings.Contains(got, "101 Switching") {
 				t.Fatalf("a request with a body was upgraded: %q", got)

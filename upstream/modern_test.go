@@ -154,28 +154,14 @@ func TestModernRequestHeaders(t *testing.T) {
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	c := dial(t, Options{URL: srv.URL, Transport: "streamable"})
-	send := func(msg string) string {
-		t.Helper()
-		c.WriteMessage([]byte(msg))
-		return next(t, c)
-	}
+	send := sender(t, c)
 	send(`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{` + modernMeta + `}}`)
 	list := send(`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{` + modernMeta + `}}`)
 	send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"sql","arguments":{"region":"eu-west-1","q":"select 1"},` + modernMeta + `}}`)
 	send(`{"jsonrpc":"2.0","id":4,"method":"resources/read","params":{"uri":"file:///tmp/ünï.txt",` + modernMeta + `}}`)
 	send(`{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{}}`) // a 2025 message: no modern headers of its own
 
-	var tools struct {
-		Result struct {
-			Tools []struct{ Name string } `json:"tools"`
-		} `json:"result"`
-	}
-	json.Unmarshal([]byte(list), &tools)
-	var names []string
-	for _, tl := range tools.Result.Tools {
-		names = append(names, tl.Name)
-	}
-	if diff := cmp.Diff([]string{"sql", "plain"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"sql", "plain"}, toolNames(list)); diff != "" {
 		t.Errorf("tools/list through the transport (-want +got):\n%s", diff)
 	}
 	tests := []struct {
@@ -266,11 +252,7 @@ func TestLargeModernToolsListIsStillChecked(t *testing.T) {
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	c := dial(t, Options{URL: srv.URL, Transport: "streamable", MaxWholeMessage: DefaultMaxMessage + 2<<20})
-	send := func(msg string) string {
-		t.Helper()
-		c.WriteMessage([]byte(msg))
-		return next(t, c)
-	}
+	send := sender(t, c)
 	send(`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{` + modernMeta + `}}`)
 	list := send(`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{` + modernMeta + `}}`)
 	if strings.Contains(list, `"bad"`) || !strings.Contains(list, `"sql"`) || !strings.Contains(list, `"plain"`) {
@@ -306,4 +288,14 @@ func toolNames(resp string) []string {
 		names = append(names, tl.Name)
 	}
 	return names
+}
+
+// sender returns a function that writes one message to c and returns the
+// next message c reads.
+func sender(t *testing.T, c *Conn) func(msg string) string {
+	return func(msg string) string {
+		t.Helper()
+		c.WriteMessage([]byte(msg))
+		return next(t, c)
+	}
 }
