@@ -117,9 +117,9 @@ func globRegexp(pattern string) (*regexp.Regexp, bool) {
 						return nil, false
 					}
 				}
-				class.WriteString(regexp.QuoteMeta(string(lo)))
+				class.WriteString(classChar(lo))
 				if hi != lo {
-					class.WriteString("-" + regexp.QuoteMeta(string(hi)))
+					class.WriteString("-" + classChar(hi))
 				}
 				n++
 			}
@@ -127,9 +127,9 @@ func globRegexp(pattern string) (*regexp.Regexp, bool) {
 				return nil, false
 			}
 			if neg {
-				b.WriteString("[^" + escapeClass(class.String()) + "]")
+				b.WriteString("[^" + class.String() + "]")
 			} else {
-				b.WriteString("[" + escapeClass(class.String()) + "]")
+				b.WriteString("[" + class.String() + "]")
 			}
 		default:
 			b.WriteString(regexp.QuoteMeta(string(c)))
@@ -140,10 +140,13 @@ func globRegexp(pattern string) (*regexp.Regexp, bool) {
 	return re, err == nil
 }
 
-// escapeClass makes the characters QuoteMeta leaves alone safe in a
-// character class.
-func escapeClass(s string) string {
-	return strings.NewReplacer("^", `\^`).Replace(s)
+// classChar writes one character for a regexp character class: QuoteMeta
+// escapes all but '-'.
+func classChar(r rune) string {
+	if r == '-' {
+		return `\-`
+	}
+	return regexp.QuoteMeta(string(r))
 }
 
 func TestGlobAgainstRegexp(t *testing.T) {
