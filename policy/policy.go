@@ -229,7 +229,8 @@ func (p *Policy) Decide(c Call) Decision {
 	var fault string
 	for i := range p.rules {
 		r := &p.rules[i]
-		if !r.servers.match(c.Server) || !r.tools.match(c.Tool) || !r.clients.match(c.Client) {
+		// The tool first: it tells rules apart most often.
+		if !r.tools.match(c.Tool) || !r.servers.match(c.Server) || !r.clients.match(c.Client) {
 			continue
 		}
 		if r.cond != nil {

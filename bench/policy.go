@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/policy"
+)
+
+// policyShape is one column of the policy table: how many of a policy's
+// rules evaluate a condition for the measured call.
+type policyShape struct {
+	name string
+	// every: one rule in every matches the call by its patterns and
+	// evaluates its (false) condition; 0 means no rule has a condition.
+	every int
+}
+
+var policyShapes = []policyShape{
+	{"patterns only", 0},
+	{"1 rule in 10 evaluates CEL", 10},
+	{"every rule evaluates CEL", 1},
+}
+
+// runPolicy measures policy.Decide for an allowed tools/call against
+// policies of 10, 100 and 1,000 rules: in each round every configuration
+// decides the same call calls times, back to back, and the table shows
+// the medians over rounds of the time per decision, with the allocations
+// per decision. The call matches no rule, so every rule is tried before
+// the default allows it: the most a policy of that size costs an allowed
+// call.
+func runPolicy(_ context.Context, args []string) error {
+	fs := flag.NewFlagSet("policy", flag.ContinueOnError)
+	calls := fs.Int("calls", 20_000, "decisions per configuration and round")
+	rounds := fs.Int("rounds", 7, "paired rounds")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	sizes := []int{10, 100, 1000}
+	call := policy.Call{Server: "app", Tool: "read_file", Client: "claude-code",
+		Arguments: []byte(`{"environment":"production","replicas":3,"image":"registry.example/app:1.2.3","path":"/srv/app/config.yaml"}`)}
+	type key struct{ size, shape int }
+	pols := map[key]*policy.Policy{}
+	allocs := map[key]float64{}
+	for _, n := range sizes {
+		for si, s := range policyShapes {
+			p, err := policy.Parse([]byte(syntheticPolicy(n, s.every)))
+			if err != nil {
+				return fmt.Errorf("the %d-rule policy (%s): %w", n, s.name, err)
+			}
+			if d := p.Decide(call); d.Action != policy.Allow || d.Rule != "" || d.Fault != "" {
+				return fmt.Errorf("the %d-rule policy (%s) decides the call %s by %q (%q); want the default allow", n, s.name, d.Action, d.Rule, d.Fault)
+			}
+			k := key{n, si}
+			pols[k] = p
+			allocs[k] = testing.AllocsPerRun(100, func() { p.Decide(call) })
+		}
+	}
+	per := map[key][]time.Duration{}
+	for range *rounds {
+		for _, n := range sizes {
+			for si := range policyShapes {
+				k := key{n, si}
+				p := pols[k]
+				start := time.Now()
+				for range *calls {
+					p.Decide(call)
+				}
+				per[k] = append(per[k], time.Since(start)/time.Duration(*calls))
+			}
+		}
+	}
+	digest := testing.Benchmark(func(b *testing.B) {
+		for b.Loop() {
+			policy.ArgsDigest(call.Arguments)
+		}
+	})
+	fmt.Printf("policy.Decide for an allowed tools/call that no rule matches (every rule is tried); %d decisions per cell and round, %d rounds; medians of the rounds\n\n", *calls, *rounds)
+	head := "| rules |"
+	sep := "|---|"
+	for _, s := range policyShapes {
+		head += " " + s.name + " |"
+		sep += "---|"
+	}
+	fmt.Println(head + " every rule CEL vs patterns only |")
+	fmt.Println(sep + "---|")
+	for _, n := range sizes {
+		row := fmt.Sprintf("| %d |", n)
+		for si := range policyShapes {
+			k := key{n, si}
+			row += fmt.Sprintf(" %s µs (%.0f allocs) |", us(median(per[k])), allocs[k])
+		}
+		ratio := float64(median(per[key{n, 2}])) / float64(median(per[key{n, 0}]))
+		fmt.Printf("%s %.1f× |\n", row, ratio)
+	}
+	fmt.Printf("\nargs_digest of the call's %d-byte arguments: %s µs (%d allocs)\n", len(call.Arguments),
+		us(time.Duration(digest.NsPerOp())), digest.AllocsPerOp())
+	return nil
+}
+
+// syntheticPolicy writes n rules that the bench call matches none of. Its
+// server and tool patterns mix every kind the matcher has (literal,
+// prefix, suffix, general); with every > 0 each rule has a condition on
+// the arguments, and one rule in every matches the call's tool, so its
+// condition is evaluated, and is false.
+func syntheticPolicy(n, every int) string {
+	var b strings.Builder
+	b.WriteString("groups:\n  oncall: [alice, bob, carol]\nrules:\n")
+	for i := range n {
+		var tool string
+		switch {
+		case every > 0 && i%every == 0:
+			tool = "read_*"
+		case i%4 == 0:
+			tool = fmt.Sprintf("tool_%d", i)
+		case i%4 == 1:
+			tool = fmt.Sprintf("tool_%d_*", i)
+		case i%4 == 2:
+			tool = fmt.Sprintf("*_%d", i)
+		default:
+			tool = fmt.Sprintf("t?ol_[0-9]*_%d", i)
+		}
+		fmt.Fprintf(&b, "  - id: r%d\n    server: ['srv-%d', 'app*']\n    tool: '%s'\n", i, i%7, tool)
+		if every > 0 {
+			fmt.Fprintf(&b, "    when: 'args.environment == \"production\" && args.replicas > %d'\n", 10+i)
+		}
+		b.WriteString([]string{
+			"    action: deny\n    reason: not from an agent\n",
+			"    action: ask\n    approvers: [group:oncall]\n    approvals: 2\n",
+			"    action: allow\n",
+		}[i%3])
+	}
+	return b.String()
+}
