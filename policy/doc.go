@@ -21,7 +21,9 @@
 // The package is pure: no I/O and no goroutines. Parse reads bytes handed
 // to it; a Hold is driven by the time its owner passes in; the Reloader
 // keeps the last good policy when new bytes do not load. So every part is
-// tested by table or message script, without a clock or a network.
+// tested by table or message script, without a clock or a network. The
+// file itself (loading at start, reloading on change and on SIGHUP) is
+// package policyfile's.
 //
 // Fail-safe rules, in one place:
 //   - a document with any problem does not load at all (*ParseError lists
