@@ -44,6 +44,8 @@ func main() {
 		err = fanoutServer()
 	case "ingest":
 		err = runIngest(ctx, os.Args[2:])
+	case "policy":
+		err = runPolicy(ctx, os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown mode %q", os.Args[1])
 	}
