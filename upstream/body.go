@@ -43,18 +43,21 @@ func (c *Conn) ReadFrame() (jsonrpc.Frame, error) {
 
 // deliverStream hands a large message to the reader as head and the
 // rest of body, with the id of the request whose response stream carried
-// it (related; nil for none), and returns once the reader is through it
-// (or Close).
-func (c *Conn) deliverStream(head []byte, body io.Reader, related json.RawMessage) {
+// it (related; nil for none), and returns once the reader is through it,
+// reporting true, or at Close, reporting false: the reader may then still
+// be reading body.
+func (c *Conn) deliverStream(head []byte, body io.Reader, related json.RawMessage) bool {
 	done := make(chan struct{})
 	select {
 	case c.in <- inbound{msg: head, rest: &doneReader{r: body, done: done}, related: related}:
 	case <-c.ctx.Done():
-		return
+		return false
 	}
 	select {
 	case <-done:
+		return true
 	case <-c.ctx.Done():
+		return false
 	}
 }
 

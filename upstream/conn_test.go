@@ -304,3 +304,43 @@ func TestGetStreamStopsOn405(t *testing.T) {
 		})
 	}
 }
+
+// TestCloseDuringALargeEvent closes the Conn while the proxy reads the
+// Rest of a large event: the reader gets an error or the end, and Close
+// returns.
+func TestCloseDuringALargeEvent(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, `data: {"jsonrpc":"2.0","id":2,"result":{"text":"`)
+		chunk := strings.Repeat("x", 1<<20)
+		for range 64 {
+			if _, err := io.WriteString(w, chunk); err != nil {
+				return
+			}
+		}
+		io.WriteString(w, "\"}}\n\n")
+	}))
+	t.Cleanup(srv.Close) // after the Conn's Close, which dial registers later
+	c := dial(t, Options{URL: srv.URL, Transport: "streamable"})
+	c.WriteMessage([]byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{}}`))
+	f, _, err := c.ReadRelatedFrame()
+	if err != nil || f.Rest == nil {
+		t.Fatalf("got a frame with Rest %v, %v; want a streamed event", f.Rest != nil, err)
+	}
+	if _, err := io.CopyN(io.Discard, f.Rest, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan struct{})
+	go func() { c.Close(); close(closed) }()
+	buf := make([]byte, 512) // small reads, so the reading overlaps Close
+	for {
+		if _, err := f.Rest.Read(buf); err != nil {
+			break // the end of the stream, however Close cut it
+		}
+	}
+	select {
+	case <-closed:
+	case <-time.After(waitLimit):
+		t.Fatal("Close did not return while a large event was being read")
+	}
+}

@@ -50,6 +50,11 @@ func (c *Conn) readEvents(body io.Reader, lastID *string, above int, fn func(sse
 		if !fn(ev) {
 			return nil
 		}
+		if ev.Rest != nil && c.ctx.Err() != nil {
+			// Close cut the relay of a streamed event short: the proxy
+			// may still be reading its Rest, so r is no longer ours.
+			return nil
+		}
 	}
 }
 
@@ -57,7 +62,8 @@ func (c *Conn) readEvents(body io.Reader, lastID *string, above int, fn func(sse
 // with the id of the request whose response stream carried it (related;
 // nil for none), and reads the message's envelope into env when env is
 // not nil. It reports false for an event that carries none: a priming
-// event (no data), or data that is not JSON, which is logged and skipped.
+// event (no data), or data that is not JSON, which is logged and skipped;
+// and for a streamed event whose relay Close cut short.
 // An event handed over as a stream (sse.Event.Rest) is relayed as one, as
 // a large JSON body is (deliverStream): its head must begin a JSON value,
 // and its envelope is read as its bytes pass on to the proxy. Either way
@@ -88,7 +94,9 @@ func (c *Conn) relayEvent(ev sse.Event, related json.RawMessage, env *envelope) 
 	if env != nil {
 		rest = io.TeeReader(rest, sc)
 	}
-	c.deliverStream(oneLine(ev.Data), rest, related)
+	if !c.deliverStream(oneLine(ev.Data), rest, related) {
+		return false // Close: the proxy may still be writing to sc
+	}
 	if env != nil {
 		e := sc.Envelope()
 		*env = envelope{ID: e.ID, Method: e.Method}
