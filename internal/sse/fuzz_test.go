@@ -269,5 +269,18 @@ func FuzzToValidUTF8(f *testing.F) {
 		if len(out) > 3*len(in) {
 			t.Fatalf("%q -> %q: grew more than threefold", in, out)
 		}
+		// Decoding in pieces cut where completeUTF8 says, as the Reader
+		// streams data, decodes as the whole does, wherever the input
+		// breaks off.
+		for i := range len(in) + 1 {
+			n := completeUTF8(in[:i])
+			if n > i || i-n >= utf8.UTFMax {
+				t.Fatalf("completeUTF8(%q) = %d: it may hold back at most 3 bytes", in[:i], n)
+			}
+			pieces := string(toValidUTF8(append([]byte(nil), in[:n]...))) + string(toValidUTF8(append([]byte(nil), in[n:]...)))
+			if pieces != string(out) {
+				t.Fatalf("%q cut at %d (of %d) decodes to %q; whole, %q", in, n, i, pieces, out)
+			}
+		}
 	})
 }
