@@ -344,3 +344,43 @@ func TestCloseDuringALargeEvent(t *testing.T) {
 		t.Fatal("Close did not return while a large event was being read")
 	}
 }
+
+// TestLegacyLargeMessage: a message event of the HTTP+SSE transport over
+// the size read whole reaches the proxy as a stream, byte for byte.
+func TestLegacyLargeMessage(t *testing.T) {
+	answer := `{"jsonrpc":"2.0","id":1,"result":{"text":"` + strings.Repeat("y", 5<<20) + `"}}`
+	answered := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case "GET":
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, "event: endpoint\ndata: /messages\n\n")
+			w.(http.Flusher).Flush()
+			select {
+			case <-answered:
+				io.WriteString(w, "event: message\ndata: "+answer+"\n\n")
+				w.(http.Flusher).Flush()
+			case <-r.Context().Done():
+				return
+			}
+			<-r.Context().Done()
+		case "POST":
+			w.WriteHeader(http.StatusAccepted)
+			close(answered)
+		}
+	}))
+	t.Cleanup(srv.Close) // after the Conn's Close, which dial registers later
+	c := dial(t, Options{URL: srv.URL + "/sse", Transport: "sse"})
+	c.WriteMessage([]byte(initialize))
+	f, err := c.ReadFrame()
+	if err != nil || f.Rest == nil {
+		t.Fatalf("got a frame with Rest %v, %v; want the message streamed", f.Rest != nil, err)
+	}
+	rest, err := io.ReadAll(f.Rest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(f.Head) + string(rest); got != answer {
+		t.Fatalf("got %d bytes that differ from the %d-byte answer", len(got), len(answer))
+	}
+}
