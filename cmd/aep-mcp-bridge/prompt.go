@@ -2,19 +2,18 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/url"
 	"os"
 	"regexp"
-	"strconv"
 	"strings"
 
 	"golang.org/x/term"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/fieldinput"
 	"github.com/agenteventprotocol/aep-mcp-bridge/operator"
 )
 
@@ -147,7 +146,7 @@ func (t *terminal) askOption(ctx context.Context, opts []aep.Choice) (aep.Answer
 		if err != nil {
 			return aep.Answer{}, err
 		}
-		if id, ok := pickChoice(strings.TrimSpace(s), opts); ok {
+		if id, ok := fieldinput.PickChoice(strings.TrimSpace(s), opts); ok {
 			return aep.Answer{Option: id}, nil
 		}
 		fmt.Fprintf(t.out, "  ✗ choose one of 1 to %d, or an id\n", len(opts))
@@ -159,7 +158,7 @@ func (t *terminal) askOption(ctx context.Context, opts []aep.Choice) (aep.Answer
 func (t *terminal) askForm(ctx context.Context, fields []aep.FieldSpec) (aep.Answer, error) {
 	values := map[string]any{}
 	for i, f := range fields {
-		rules := newFieldRules(f)
+		rules := fieldinput.NewRules(f)
 		req := ""
 		if f.Required {
 			req = " (required)"
@@ -170,7 +169,7 @@ func (t *terminal) askForm(ctx context.Context, fields []aep.FieldSpec) (aep.Ans
 				fmt.Fprintf(t.out, "      %s\n", l)
 			}
 		}
-		for _, l := range describeField(f) {
+		for _, l := range fieldinput.Describe(f) {
 			fmt.Fprintf(t.out, "      %s\n", printable(l, false))
 		}
 		for {
@@ -179,8 +178,8 @@ func (t *terminal) askForm(ctx context.Context, fields []aep.FieldSpec) (aep.Ans
 			if err != nil {
 				return aep.Answer{}, err
 			}
-			v, given := parseTyped(f, s)
-			if msg := rules.check(v, given); msg != "" {
+			v, given := fieldinput.Parse(f, s)
+			if msg := rules.Check(v, given); msg != "" {
 				fmt.Fprintf(t.out, "  ✗ %s\n", printable(msg, false))
 				continue
 			}
@@ -191,74 +190,4 @@ func (t *terminal) askForm(ctx context.Context, fields []aep.FieldSpec) (aep.Ans
 		}
 	}
 	return aep.Answer{Values: values}, nil
-}
-
-// parseTyped reads a typed line as a field's value. An empty line takes
-// the default, or gives no value (a required multi-select gets the empty
-// list, which is a value). What cannot be read as the field's type is
-// passed on as typed, so the bridge's rules name the problem.
-func parseTyped(f aep.FieldSpec, s string) (any, bool) {
-	trimmed := strings.TrimSpace(s)
-	if trimmed == "" {
-		switch {
-		case f.Default != nil && !f.Secret && !redactedDefault(f):
-			return defaultValue(f.Default), true
-		case f.Type == "select" && f.Multi && f.Required:
-			return []any{}, true
-		}
-		return nil, false
-	}
-	switch f.Type {
-	case "number":
-		return json.Number(trimmed), true
-	case "boolean":
-		switch strings.ToLower(trimmed) {
-		case "y", "yes", "true":
-			return true, true
-		case "n", "no", "false":
-			return false, true
-		}
-		return trimmed, true
-	case "select":
-		if !f.Multi {
-			if id, ok := pickChoice(trimmed, f.Choices); ok {
-				return id, true
-			}
-			return trimmed, true
-		}
-		var ids []any
-		for _, part := range strings.Split(trimmed, ",") {
-			part = strings.TrimSpace(part)
-			if id, ok := pickChoice(part, f.Choices); ok {
-				ids = append(ids, id)
-			} else {
-				ids = append(ids, part)
-			}
-		}
-		return ids, true
-	}
-	return s, true
-}
-
-// defaultValue turns a default decoded from JSON into an answer value:
-// numbers travel as json.Number.
-func defaultValue(v any) any {
-	if f, ok := v.(float64); ok {
-		return json.Number(strconv.FormatFloat(f, 'g', -1, 64))
-	}
-	return v
-}
-
-// pickChoice reads a choice by its id or, failing that, its 1-based
-// number.
-func pickChoice(s string, choices []aep.Choice) (string, bool) {
-	for _, c := range choices {
-		if c.ID == s {
-			return c.ID, true
-		}
-	}
-	if n, err := strconv.Atoi(s); err == nil && n >= 1 && n <= len(choices) {
-		return choices[n-1].ID, true
-	}
-	return "", false
 }

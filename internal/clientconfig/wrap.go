@@ -1,4 +1,4 @@
-package main
+package clientconfig
 
 import (
 	"bytes"
@@ -7,13 +7,15 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/jsonc"
 )
 
 // serverEntry is one MCP server of a config file: where it sits (the
 // section and the server's key) and its object.
 type serverEntry struct {
 	section, name string
-	obj           *jnode
+	obj           *jsonc.Node
 }
 
 func (e serverEntry) label() string {
@@ -29,39 +31,39 @@ func (e serverEntry) label() string {
 //   - projects.<path>.mcpServers (~/.claude.json's per-project servers);
 //   - servers at the top (VS Code's .vscode/mcp.json) and mcp.servers (its
 //     user settings.json).
-func findServers(root *jnode) ([]serverEntry, error) {
-	if root.kind != '{' {
+func findServers(root *jsonc.Node) ([]serverEntry, error) {
+	if root.Kind != '{' {
 		return nil, fmt.Errorf("the file is not a JSON object")
 	}
 	var out []serverEntry
-	add := func(section string, m *jmember) {
-		if m == nil || m.val.kind != '{' {
+	add := func(section string, m *jsonc.Member) {
+		if m == nil || m.Val.Kind != '{' {
 			return
 		}
-		for _, s := range m.val.members {
-			if s.val.kind == '{' {
-				out = append(out, serverEntry{section: section, name: s.key, obj: s.val})
+		for _, s := range m.Val.Members {
+			if s.Val.Kind == '{' {
+				out = append(out, serverEntry{section: section, name: s.Key, obj: s.Val})
 			}
 		}
 	}
 	found := false
 	for _, name := range []string{"mcpServers", "servers"} {
-		if m := root.member(name); m != nil {
+		if m := root.Member(name); m != nil {
 			found = true
 			add(name, m)
 		}
 	}
-	if m := root.member("mcp"); m != nil {
-		if s := m.val.member("servers"); s != nil {
+	if m := root.Member("mcp"); m != nil {
+		if s := m.Val.Member("servers"); s != nil {
 			found = true
 			add("mcp.servers", s)
 		}
 	}
-	if m := root.member("projects"); m != nil && m.val.kind == '{' {
-		for _, p := range m.val.members {
-			if s := p.val.member("mcpServers"); s != nil {
+	if m := root.Member("projects"); m != nil && m.Val.Kind == '{' {
+		for _, p := range m.Val.Members {
+			if s := p.Val.Member("mcpServers"); s != nil {
 				found = true
-				add("projects."+p.key, s)
+				add("projects."+p.Key, s)
 			}
 		}
 	}
@@ -71,13 +73,15 @@ func findServers(root *jnode) ([]serverEntry, error) {
 	return out, nil
 }
 
-// bridgeName is the binary's name; a command with this base name is a
+// BridgeName is the binary's name; a command with this base name is a
 // wrapped server.
-const bridgeName = "aep-mcp-bridge"
+const BridgeName = "aep-mcp-bridge"
 
-func isBridge(cmd string) bool {
+// IsBridge reports whether the command cmd (a path or a name, Unix or
+// Windows) runs the bridge.
+func IsBridge(cmd string) bool {
 	base := strings.TrimSuffix(filepath.Base(strings.ReplaceAll(cmd, `\`, "/")), ".exe")
-	return base == bridgeName
+	return base == BridgeName
 }
 
 // headerEnvPrefix names the environment variables that carry a wrapped
@@ -142,19 +146,19 @@ func fileStyle(src []byte) style {
 }
 
 // colonOf returns the text between a member's name and its value.
-func colonOf(src []byte, m *jmember) string {
-	return string(src[m.keyEnd:m.val.start])
+func colonOf(src []byte, m *jsonc.Member) string {
+	return string(src[m.KeyEnd:m.Val.Start])
 }
 
 // itemSep returns what follows each comma of an array: the space before
 // its second item, or before its first when that is a line break, or the
 // file's style.
-func itemSep(src []byte, arr *jnode, st style) string {
-	if len(arr.elems) >= 2 {
-		return spaceBefore(src, arr.elems[1].start)
+func itemSep(src []byte, arr *jsonc.Node, st style) string {
+	if len(arr.Elems) >= 2 {
+		return spaceBefore(src, arr.Elems[1].Start)
 	}
-	if len(arr.elems) == 1 {
-		if ws := spaceBefore(src, arr.elems[0].start); strings.Contains(ws, "\n") {
+	if len(arr.Elems) == 1 {
+		if ws := spaceBefore(src, arr.Elems[0].Start); strings.Contains(ws, "\n") {
 			return ws
 		}
 	}
@@ -162,41 +166,31 @@ func itemSep(src []byte, arr *jnode, st style) string {
 }
 
 // removeMember is the edit that removes member m of obj with its comma.
-func removeMember(obj *jnode, idx int) splice {
-	m := obj.members[idx]
+func removeMember(obj *jsonc.Node, idx int) splice {
+	m := obj.Members[idx]
 	if idx > 0 {
-		return splice{obj.members[idx-1].val.end, m.val.end, ""}
+		return splice{obj.Members[idx-1].Val.End, m.Val.End, ""}
 	}
-	if len(obj.members) > 1 {
-		return splice{m.keyStart, obj.members[1].keyStart, ""}
+	if len(obj.Members) > 1 {
+		return splice{m.KeyStart, obj.Members[1].KeyStart, ""}
 	}
-	return splice{m.keyStart, m.val.end, ""}
-}
-
-// memberIndex returns the index of key in obj, or -1.
-func memberIndex(obj *jnode, key string) int {
-	for i, m := range obj.members {
-		if m.key == key {
-			return i
-		}
-	}
-	return -1
+	return splice{m.KeyStart, m.Val.End, ""}
 }
 
 // wrapEntry returns the entry's object rewritten to run through the
 // bridge, or a reason it is left alone ("" text).
 func wrapEntry(src []byte, e serverEntry, bridge string) (text, skip string) {
 	obj := e.obj
-	if c := obj.member("command"); c != nil {
-		if c.val.kind != '"' {
+	if c := obj.Member("command"); c != nil {
+		if c.Val.Kind != '"' {
 			return "", "its command is not a string"
 		}
-		if isBridge(c.val.str) {
+		if IsBridge(c.Val.Str) {
 			return "", "already runs through the bridge"
 		}
 		return wrapStdio(src, e, bridge)
 	}
-	if u := obj.member("url"); u != nil && u.val.kind == '"' {
+	if u := obj.Member("url"); u != nil && u.Val.Kind == '"' {
 		return wrapURL(src, e, bridge)
 	}
 	return "", "it has neither a command nor a url"
@@ -207,63 +201,63 @@ func wrapEntry(src []byte, e serverEntry, bridge string) (text, skip string) {
 // removes exactly what was inserted.
 func wrapStdio(src []byte, e serverEntry, bridge string) (string, string) {
 	obj := e.obj
-	cmd := obj.member("command")
+	cmd := obj.Member("command")
 	st := fileStyle(src)
-	prefix := []string{jsonText("--name"), jsonText(e.name), jsonText("--"), string(src[cmd.val.start:cmd.val.end])}
-	edits := []splice{{cmd.val.start, cmd.val.end, jsonText(bridge)}}
-	switch args := obj.member("args"); {
+	prefix := []string{jsonText("--name"), jsonText(e.name), jsonText("--"), string(src[cmd.Val.Start:cmd.Val.End])}
+	edits := []splice{{cmd.Val.Start, cmd.Val.End, jsonText(bridge)}}
+	switch args := obj.Member("args"); {
 	case args == nil:
-		text := "," + spaceBefore(src, cmd.keyStart) + `"args"` + colonOf(src, cmd) + "[" + strings.Join(prefix, ","+st.item) + "]"
-		edits = append(edits, splice{cmd.val.end, cmd.val.end, text})
-	case args.val.kind != '[':
+		text := "," + spaceBefore(src, cmd.KeyStart) + `"args"` + colonOf(src, cmd) + "[" + strings.Join(prefix, ","+st.item) + "]"
+		edits = append(edits, splice{cmd.Val.End, cmd.Val.End, text})
+	case args.Val.Kind != '[':
 		return "", "its args are not a list"
-	case len(args.val.elems) == 0:
-		edits = append(edits, splice{args.val.start + 1, args.val.start + 1, strings.Join(prefix, ","+st.item)})
+	case len(args.Val.Elems) == 0:
+		edits = append(edits, splice{args.Val.Start + 1, args.Val.Start + 1, strings.Join(prefix, ","+st.item)})
 	default:
-		sep := itemSep(src, args.val, st)
-		edits = append(edits, splice{args.val.elems[0].start, args.val.elems[0].start, strings.Join(prefix, ","+sep) + "," + sep})
+		sep := itemSep(src, args.Val, st)
+		edits = append(edits, splice{args.Val.Elems[0].Start, args.Val.Elems[0].Start, strings.Join(prefix, ","+sep) + "," + sep})
 	}
-	return applySplices(src, obj.start, obj.end, edits), ""
+	return applySplices(src, obj.Start, obj.End, edits), ""
 }
 
 // wrapURL makes a remote server entry into a bridge command with --url;
 // its headers move to the entry's environment.
 func wrapURL(src []byte, e serverEntry, bridge string) (string, string) {
 	obj := e.obj
-	if obj.member("env") != nil {
+	if obj.Member("env") != nil {
 		return "", "a url entry with env is not a shape wrap knows"
 	}
-	u := obj.member("url")
-	args := []string{"--name", e.name, "--url", u.val.str}
+	u := obj.Member("url")
+	args := []string{"--name", e.name, "--url", u.Val.Str}
 	var edits []splice
-	if i := memberIndex(obj, "type"); i >= 0 {
-		t := obj.members[i].val
-		switch t.str {
+	if i := obj.MemberIndex("type"); i >= 0 {
+		t := obj.Members[i].Val
+		switch t.Str {
 		case "http":
 		case "streamable-http":
 			args = append(args, "--transport", "streamable")
 		case "sse":
 			args = append(args, "--transport", "sse")
 		default:
-			return "", fmt.Sprintf("its type %s is not one wrap knows", string(src[t.start:t.end]))
+			return "", fmt.Sprintf("its type %s is not one wrap knows", string(src[t.Start:t.End]))
 		}
-		edits = append(edits, splice{t.start, t.end, jsonText("stdio")})
+		edits = append(edits, splice{t.Start, t.End, jsonText("stdio")})
 	}
 	st := fileStyle(src)
 	colon := colonOf(src, u)
 	var env []string
-	if i := memberIndex(obj, "headers"); i >= 0 {
-		h := obj.members[i].val
-		if h.kind != '{' {
+	if i := obj.MemberIndex("headers"); i >= 0 {
+		h := obj.Members[i].Val
+		if h.Kind != '{' {
 			return "", "its headers are not an object"
 		}
-		for k, m := range h.members {
-			if m.val.kind != '"' {
-				return "", fmt.Sprintf("its header %q is not a string", m.key)
+		for k, m := range h.Members {
+			if m.Val.Kind != '"' {
+				return "", fmt.Sprintf("its header %q is not a string", m.Key)
 			}
 			name := fmt.Sprintf("%s%d", headerEnvPrefix, k+1)
 			args = append(args, "--header-env", name)
-			env = append(env, jsonText(name)+colon+jsonText(m.key+": "+m.val.str))
+			env = append(env, jsonText(name)+colon+jsonText(m.Key+": "+m.Val.Str))
 		}
 		edits = append(edits, removeMember(obj, i))
 	}
@@ -271,11 +265,11 @@ func wrapURL(src []byte, e serverEntry, bridge string) (string, string) {
 	for i, a := range args {
 		quoted[i] = jsonText(a)
 	}
-	ws := spaceBefore(src, u.keyStart)
+	ws := spaceBefore(src, u.KeyStart)
 	text := `"command"` + colon + jsonText(bridge) + "," + ws + `"args"` + colon + "[" + strings.Join(quoted, ","+st.item) + "]"
 	if len(env) > 0 {
 		text += "," + ws + `"env"` + colon + "{" + strings.Join(env, ","+st.item) + "}"
 	}
-	edits = append(edits, splice{u.keyStart, u.val.end, text})
-	return applySplices(src, obj.start, obj.end, edits), ""
+	edits = append(edits, splice{u.KeyStart, u.Val.End, text})
+	return applySplices(src, obj.Start, obj.End, edits), ""
 }
