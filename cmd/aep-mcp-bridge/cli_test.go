@@ -23,7 +23,7 @@ import (
 // demo spawns os.Executable() with the demo-server subcommand.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "demo-server" {
-		if err := runDemoServer(); err != nil {
+		if err := serveDemo(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -39,7 +38,16 @@ const demoSchema = `{"type":"object","properties":{
 
 // runDemoServer is the built-in demo MCP server (hidden subcommand): its
 // deploy tool asks for a deployment plan and returns the ElicitResult.
-func runDemoServer() error {
+func runDemoServer(_ context.Context, args []string, s stdio) error {
+	fs := newFlagSet("demo-server", "demo-server", "The demo's MCP server on stdio (aep-mcp-bridge demo starts it).")
+	if err := parseArgs(fs, args, s); err != nil {
+		return err
+	}
+	return serveDemo()
+}
+
+// serveDemo serves the demo's MCP server on the process's stdio.
+func serveDemo() error {
 	s := server.NewMCPServer("aep-mcp-bridge-demo", "1.0.0",
 		server.WithElicitation(),
 		//lint:ignore SA1019 the demo shows the 2025 flow, where the server sends elicitation/create; its client pins 2025-11-25
@@ -65,25 +73,34 @@ type demoConfig struct {
 	insecureToken                bool
 }
 
-func parseDemoFlags(args []string, stderr io.Writer) (demoConfig, error) {
+func parseDemoFlags(args []string, s stdio) (demoConfig, error) {
 	var c demoConfig
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("demo", "demo [--timeout D] [--listen ADDR]",
+		"Runs the whole loop in one command: a built-in MCP server asks a question through the bridge,\n"+
+			"and you answer it in the inbox or with respond from another terminal.")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "how long the question waits; unanswered, the server gets cancel")
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:8787", "the endpoint address; a busy port falls back to a free one")
 	fs.StringVar(&c.token, "token", "", "bearer token (default: AEP_TOKEN, else the stored one)")
 	fs.StringVar(&c.state, "state-dir", "", "where the token is stored")
 	fs.StringVar(&c.logDir, "log-dir", "~/.aep/logs", "JSONL session logs; off disables them")
 	fs.BoolVar(&c.insecureToken, "insecure-token", false, "accept a --token or AEP_TOKEN shorter than 32 characters")
-	if fs.Parse(args) != nil || fs.NArg() != 0 || c.timeout <= 0 {
+	if err := parseArgs(fs, args, s); err != nil {
+		return demoConfig{}, err
+	}
+	switch {
+	case fs.NArg() != 0:
+		return demoConfig{}, noArguments(fs, s)
+	case c.timeout <= 0:
+		fmt.Fprintln(s.err, "aep-mcp-bridge demo: --timeout must be positive")
 		return demoConfig{}, errUsage
 	}
 	return c, nil
 }
 
 // runDemo is `aep-mcp-bridge demo`: the whole loop in one command.
-func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c, err := parseDemoFlags(args, stderr)
+func runDemo(ctx context.Context, args []string, s stdio) error {
+	stdout, stderr := s.out, s.err
+	c, err := parseDemoFlags(args, s)
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"html"
-	"io"
 	"net/url"
 	"os"
 	"os/exec"
@@ -22,12 +21,18 @@ import (
 // there. The token is never put on a command line (other users can read
 // those in the process list): the browser is pointed at a small page in
 // the private state folder that forwards to the link.
-func runInbox(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := subcommandFlags("inbox", "inbox [--no-open] [--endpoint URL] [--token T] [--state-dir DIR]", stderr)
+func runInbox(ctx context.Context, args []string, s stdio) error {
+	stdout, stderr := s.out, s.err
+	fs := newFlagSet("inbox", "inbox [--no-open] [--endpoint URL] [--token T] [--state-dir DIR]",
+		"Prints the operator inbox's link, with the token, once the endpoint has proved it knows the token,\n"+
+			"and opens it in a browser when there is a desktop.\n"+operatorExits)
 	ca := clientFlags(fs)
 	noOpen := fs.Bool("no-open", false, "print the link only; do not open a browser")
-	if fs.Parse(args) != nil || fs.NArg() != 0 {
-		return errUsage
+	if err := parseArgs(fs, args, s); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return noArguments(fs, s)
 	}
 	base, err := url.Parse(strings.TrimRight(ca.endpoint, "/"))
 	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {

@@ -6,21 +6,22 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/operator"
 )
 
-const respondUsage = "respond ID [--values JSON | --accept | --decline | --cancel | --text S] [--wait D] [--endpoint URL] [--token T]\n\n" +
-	"With no answer flag, respond asks field by field in the terminal.\n" +
+const respondSynopsis = "respond ID [--values JSON | --accept | --decline | --cancel | --text S] [--wait D] [--endpoint URL] [--token T]"
+
+const respondAbout = "Answers the open question ID. With no answer flag, respond asks field by field in the terminal.\n" +
 	"Exit status: 0 accepted, 2 usage error, 3 rejected (or not open), 4 no ack within --wait,\n" +
 	"5 endpoint unreachable (nothing sent), 1 anything else."
 
 // runRespond is `aep-mcp-bridge respond ID [answer flag]`.
-func runRespond(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	r, err := parseRespond(args, stderr)
+func runRespond(ctx context.Context, args []string, s stdio) error {
+	stdin, stdout, stderr := s.in, s.out, s.err
+	r, err := parseRespond(args, s)
 	if err != nil {
 		return err
 	}
@@ -103,8 +104,9 @@ type respondArgs struct {
 }
 
 // parseRespond reads respond's command line; flags may follow the ID.
-func parseRespond(args []string, stderr io.Writer) (respondArgs, error) {
-	fs := subcommandFlags("respond", respondUsage, stderr)
+func parseRespond(args []string, s stdio) (respondArgs, error) {
+	stderr := s.err
+	fs := newFlagSet("respond", respondSynopsis, respondAbout)
 	ca := clientFlags(fs)
 	values := fs.String("values", "", `answer values as a JSON object, e.g. '{"replicas":3}'`)
 	accept := fs.Bool("accept", false, "consent to a URL question (after opening its page yourself)")
@@ -114,8 +116,8 @@ func parseRespond(args []string, stderr io.Writer) (respondArgs, error) {
 	window := fs.Duration("wait", 10*time.Second, "how long to wait for the ack")
 	var id string
 	for rest := args; len(rest) > 0; {
-		if err := fs.Parse(rest); err != nil {
-			return respondArgs{}, errUsage
+		if err := parseArgs(fs, rest, s); err != nil {
+			return respondArgs{}, err
 		}
 		if fs.NArg() == 0 {
 			break

@@ -1,8 +1,8 @@
 package main
 
 import (
+	"context"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 
@@ -10,20 +10,33 @@ import (
 	"github.com/agenteventprotocol/aep-mcp-bridge/internal/textdiff"
 )
 
-// runWrap is `aep-mcp-bridge wrap CONFIG` and, with undo, `unwrap CONFIG`.
-func runWrap(args []string, stdout, stderr io.Writer, undo bool) error {
+// runWrap is `aep-mcp-bridge wrap CONFIG`.
+func runWrap(_ context.Context, args []string, s stdio) error {
+	return rewriteConfig(args, s, false)
+}
+
+// runUnwrap is `aep-mcp-bridge unwrap CONFIG`.
+func runUnwrap(_ context.Context, args []string, s stdio) error {
+	return rewriteConfig(args, s, true)
+}
+
+// rewriteConfig is wrap and, with undo, unwrap.
+func rewriteConfig(args []string, s stdio, undo bool) error {
+	stdout, stderr := s.out, s.err
 	name, verb := "wrap", "wrap"
+	about := "Rewrites an MCP client's config (Claude Code, Claude Desktop, Cursor, VS Code) so that every server runs through the bridge."
 	if undo {
 		name, verb = "unwrap", "unwrap"
+		about = "Undoes wrap: every server that runs through the bridge runs as it did before."
 	}
-	fs := subcommandFlags(name, name+" CONFIG [--write] [--bridge PATH]\n\n"+
-		"Shows the change as a diff; --write makes it, keeping a backup in CONFIG"+clientconfig.BackupSuffix+".", stderr)
+	fs := newFlagSet(name, name+" CONFIG [--write] [--bridge PATH]", about+"\n"+
+		"Shows the change as a diff; --write makes it, keeping a backup in CONFIG"+clientconfig.BackupSuffix+".")
 	write := fs.Bool("write", false, "change the file (keeping a backup); without it, only show the diff")
 	bridge := fs.String("bridge", "", "the bridge command written into the config (wrap; default: this program's path)")
 	var path string
 	for rest := args; len(rest) > 0; {
-		if fs.Parse(rest) != nil {
-			return errUsage
+		if err := parseArgs(fs, rest, s); err != nil {
+			return err
 		}
 		if fs.NArg() == 0 {
 			break
