@@ -201,3 +201,54 @@ func TestTailPrintsEvents(t *testing.T) {
 		t.Fatalf("tail printed:\n%s", s)
 	}
 }
+
+// TestRespondValuesFillsDefaults: a partial --values answer gets the
+// declared defaults of the fields it leaves out, as the inbox and the
+// prompt give them, and says which; --no-defaults sends it as given.
+func TestRespondValuesFillsDefaults(t *testing.T) {
+	tests := []struct {
+		name       string
+		extra      []string
+		says       string
+		server     []string // what the server must receive
+		serverNot  []string // and must not
+		saysNoFill bool
+	}{
+		{name: "defaults filled", says: "filled from the declared defaults (--no-defaults leaves them out): Replicas (replicas) = 2, Start with a canary (canary) = yes",
+			server: []string{`"service":"checkout"`, `"replicas":2`, `"canary":true`}},
+		{name: "--no-defaults", extra: []string{"--no-defaults"}, saysNoFill: true,
+			server: []string{`"service":"checkout"`}, serverNot: []string{`"replicas"`, `"canary"`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			stdout, addr, state, id, done := startDemo(t)
+			args := append([]string{"respond", id, "--values", `{"service":"checkout"}`, "--endpoint", "http://" + addr, "--state-dir", state}, tc.extra...)
+			out, errOut, code := cli(t, args...)
+			if code != 0 || strings.TrimSpace(out) != "accepted" {
+				t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+			}
+			if tc.saysNoFill == strings.Contains(errOut, "filled") || !strings.Contains(errOut, tc.says) {
+				t.Errorf("stderr %q; want it to say %q", errOut, tc.says)
+			}
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			_, received, _ := strings.Cut(stdout.String(), "The server received this ElicitResult:")
+			received, _, _ = strings.Cut(strings.TrimSpace(received), "\n")
+			for _, want := range tc.server {
+				if !strings.Contains(received, want) {
+					t.Errorf("the server did not receive %s: %s", want, received)
+				}
+			}
+			for _, not := range tc.serverNot {
+				if strings.Contains(received, not) {
+					t.Errorf("the server received %s: %s", not, received)
+				}
+			}
+		})
+	}
+	_, errOut, code := cli(t, "respond", "01ARZ3NDEKTSV4RRFFQ69G5FAV", "--decline", "--no-defaults")
+	if code != exitUsage || !strings.Contains(errOut, "--no-defaults goes with --values") {
+		t.Errorf("--no-defaults without --values: exit %d, %q", code, errOut)
+	}
+}

@@ -6,15 +6,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/fieldinput"
 	"github.com/agenteventprotocol/aep-mcp-bridge/operator"
 )
 
-const respondSynopsis = "respond ID [--values JSON | --accept | --decline | --cancel | --text S] [--wait D] [--endpoint URL] [--token T]"
+const respondSynopsis = "respond ID [--values JSON [--no-defaults] | --accept | --decline | --cancel | --text S] [--wait D] [--endpoint URL] [--token T]"
 
 const respondAbout = "Answers the open question ID. With no answer flag, respond asks field by field in the terminal.\n" +
+	"--values fills the fields it leaves out with their declared defaults, as the inbox and the prompt do,\n" +
+	"and says which it filled; --no-defaults sends the values as given.\n" +
 	"Exit status: 0 accepted, 2 usage error, 3 rejected (or not open), 4 no ack within --wait,\n" +
 	"5 endpoint unreachable (nothing sent), 1 anything else."
 
@@ -50,6 +54,10 @@ func runRespond(ctx context.Context, args []string, s stdio) error {
 		fmt.Fprintf(stderr, "aep-mcp-bridge respond: --accept consents to a URL question; %s is a %s question: answer it with --values, or with no answer flag to be asked field by field\n",
 			r.id, printable(q.Kind, false))
 		return errUsage
+	case r.answer.Values != nil && !r.noDefaults:
+		if filled := fieldinput.FillDefaults(q.Fields, r.answer.Values); len(filled) > 0 {
+			fmt.Fprintf(stderr, "aep-mcp-bridge respond: filled from the declared defaults (--no-defaults leaves them out): %s\n", describeFilled(filled))
+		}
 	}
 	ack, err := c.Respond(ctx, *q, r.answer, r.window, nil)
 	if err != nil {
@@ -60,6 +68,22 @@ func runRespond(ctx context.Context, args []string, s stdio) error {
 	}
 	fmt.Fprintln(stdout, "accepted")
 	return nil
+}
+
+// describeFilled lists fields and the defaults they were given, as
+// "Replicas (replicas) = 2, Start with a canary (canary) = yes". Only
+// declared, non-secret defaults are ever filled; the text is the
+// server's, made printable.
+func describeFilled(fields []aep.FieldSpec) string {
+	parts := make([]string, len(fields))
+	for i, f := range fields {
+		name := f.ID
+		if f.Label != "" && f.Label != f.ID {
+			name = f.Label + " (" + f.ID + ")"
+		}
+		parts[i] = oneLine(name, 60) + " = " + oneLine(fieldinput.DefaultText(f), 60)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // respondError words a failed send for the operator.
@@ -100,6 +124,7 @@ type respondArgs struct {
 	id          string
 	answer      aep.Answer
 	interactive bool
+	noDefaults  bool
 	window      time.Duration
 }
 
@@ -113,6 +138,7 @@ func parseRespond(args []string, s stdio) (respondArgs, error) {
 	decline := fs.Bool("decline", false, "decline the question")
 	cancelQ := fs.Bool("cancel", false, "cancel the question")
 	text := fs.String("text", "", "answer with text (AEP-0008): \"decline\" or \"cancel\" for a form, \"accept\" too for a URL question")
+	noDefaults := fs.Bool("no-defaults", false, "with --values: send only the fields given, without the declared defaults of the others")
 	window := fs.Duration("wait", 10*time.Second, "how long to wait for the ack")
 	var id string
 	for rest := args; len(rest) > 0; {
@@ -139,11 +165,15 @@ func parseRespond(args []string, s stdio) (respondArgs, error) {
 		fs.Usage()
 		return respondArgs{}, errUsage
 	}
+	if *noDefaults && *values == "" {
+		fmt.Fprintln(stderr, "aep-mcp-bridge respond: --no-defaults goes with --values")
+		return respondArgs{}, errUsage
+	}
 	if *window <= 0 {
 		fmt.Fprintln(stderr, "aep-mcp-bridge respond: --wait must be positive")
 		return respondArgs{}, errUsage
 	}
-	r := respondArgs{clientArgs: ca, id: id, window: *window, interactive: n == 0}
+	r := respondArgs{clientArgs: ca, id: id, window: *window, interactive: n == 0, noDefaults: *noDefaults}
 	switch {
 	case *values != "":
 		dec := json.NewDecoder(bytes.NewReader([]byte(*values)))

@@ -163,9 +163,26 @@ func Describe(s aep.FieldSpec) []string {
 	case s.Default != nil && redactedDefault(s):
 		lines = append(lines, "default: hidden by redaction on the bus; type the value")
 	case s.Default != nil:
-		lines = append(lines, "default: "+defaultText(s)+" (press Enter to take it)")
+		lines = append(lines, "default: "+DefaultText(s)+" (press Enter to take it)")
 	}
 	return lines
+}
+
+// FillDefaults adds to values the declared default of every field that
+// values leaves out, as the inbox and the field-by-field prompt offer
+// them: never a secret field's, nor a default the bus shows redacted
+// (it is not the server's value). It returns the fields it filled, in
+// declared order.
+func FillDefaults(fields []aep.FieldSpec, values map[string]any) []aep.FieldSpec {
+	var filled []aep.FieldSpec
+	for _, f := range fields {
+		if _, ok := values[f.ID]; ok || f.Default == nil || f.Secret || redactedDefault(f) {
+			continue
+		}
+		values[f.ID] = defaultValue(f.Default)
+		filled = append(filled, f)
+	}
+	return filled
 }
 
 // redactedDefault reports a default the bus shows redacted (an email at
@@ -176,8 +193,8 @@ func redactedDefault(s aep.FieldSpec) bool {
 	return ok && strings.Contains(str, "[REDACTED:")
 }
 
-// defaultText shows a field's default as an operator would type it.
-func defaultText(s aep.FieldSpec) string {
+// DefaultText shows a field's default as an operator would type it.
+func DefaultText(s aep.FieldSpec) string {
 	switch v := s.Default.(type) {
 	case bool:
 		if v {

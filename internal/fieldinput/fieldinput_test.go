@@ -106,3 +106,22 @@ func TestDescribe(t *testing.T) {
 		})
 	}
 }
+
+// TestFillDefaults fills what the answer leaves out, as the prompt offers
+// it: never over a given value, a secret, or a redacted default.
+func TestFillDefaults(t *testing.T) {
+	fields := []aep.FieldSpec{service, replicas, canary, region, password, contact}
+	values := map[string]any{"service": "checkout", "canary": false}
+	filled := FillDefaults(fields, values)
+	var ids []string
+	for _, f := range filled {
+		ids = append(ids, f.ID+"="+DefaultText(f))
+	}
+	if diff := cmp.Diff([]string{"replicas=2"}, ids); diff != "" {
+		t.Errorf("filled (-want +got):\n%s", diff)
+	}
+	want := map[string]any{"service": "checkout", "canary": false, "replicas": json.Number("2")}
+	if diff := cmp.Diff(want, values); diff != "" {
+		t.Errorf("values (-want +got):\n%s", diff)
+	}
+}
