@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"golang.org/x/term"
@@ -157,37 +158,70 @@ func (t *terminal) askOption(ctx context.Context, opts []aep.Choice) (aep.Answer
 // checks each answer as it is typed.
 func (t *terminal) askForm(ctx context.Context, fields []aep.FieldSpec) (aep.Answer, error) {
 	values := map[string]any{}
-	for i, f := range fields {
-		rules := fieldinput.NewRules(f)
-		req := ""
-		if f.Required {
-			req = " (required)"
-		}
-		fmt.Fprintf(t.out, "\n[%d/%d] %s%s\n", i+1, len(fields), printable(f.Label, false), req)
-		if f.Description != "" {
-			for _, l := range strings.Split(printable(f.Description, true), "\n") {
-				fmt.Fprintf(t.out, "      %s\n", l)
-			}
-		}
-		for _, l := range fieldinput.Describe(f) {
-			fmt.Fprintf(t.out, "      %s\n", printable(l, false))
-		}
-		for {
-			fmt.Fprint(t.out, "> ")
-			s, err := t.readLine(ctx, f.Secret)
-			if err != nil {
-				return aep.Answer{}, err
-			}
-			v, given := fieldinput.Parse(f, s)
-			if msg := rules.Check(v, given); msg != "" {
-				fmt.Fprintf(t.out, "  ✗ %s\n", printable(msg, false))
-				continue
-			}
-			if given {
-				values[f.ID] = v
-			}
-			break
+	for i := range fields {
+		if err := t.askField(ctx, fields, i, values); err != nil {
+			return aep.Answer{}, err
 		}
 	}
 	return aep.Answer{Values: values}, nil
 }
+
+// askField asks field i of fields until its value passes the checks its
+// field spec carries, and sets (or, left empty, clears) it in values.
+func (t *terminal) askField(ctx context.Context, fields []aep.FieldSpec, i int, values map[string]any) error {
+	f := fields[i]
+	rules := fieldinput.NewRules(f)
+	req := ""
+	if f.Required {
+		req = " (required)"
+	}
+	fmt.Fprintf(t.out, "\n[%d/%d] %s%s\n", i+1, len(fields), printable(f.Label, false), req)
+	if f.Description != "" {
+		for _, l := range strings.Split(printable(f.Description, true), "\n") {
+			fmt.Fprintf(t.out, "      %s\n", l)
+		}
+	}
+	for _, l := range fieldinput.Describe(f) {
+		fmt.Fprintf(t.out, "      %s\n", printable(l, false))
+	}
+	for {
+		fmt.Fprint(t.out, "> ")
+		s, err := t.readLine(ctx, f.Secret)
+		if err != nil {
+			return err
+		}
+		v, given := fieldinput.Parse(f, s)
+		if msg := rules.Check(v, given); msg != "" {
+			fmt.Fprintf(t.out, "  ✗ %s\n", printable(msg, false))
+			continue
+		}
+		delete(values, f.ID)
+		if given {
+			values[f.ID] = v
+		}
+		return nil
+	}
+}
+
+// refusedField returns the index of the field a rejection's detail names
+// ("field \"ID\": rule: reason", translate.InvalidAnswer's wording), or
+// -1. The detail comes from the endpoint: only a field of the question
+// counts.
+func refusedField(detail string, fields []aep.FieldSpec) int {
+	m := refusedFieldRe.FindStringSubmatch(detail)
+	if m == nil {
+		return -1
+	}
+	id, err := strconv.Unquote(m[1])
+	if err != nil {
+		return -1
+	}
+	for i, f := range fields {
+		if f.ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+var refusedFieldRe = regexp.MustCompile(`^field ("(?:[^"\\]|\\.)*"): `)

@@ -16,10 +16,12 @@ import (
 
 const respondSynopsis = "respond ID [--values JSON [--no-defaults] | --accept | --decline | --cancel | --text S] [--wait D] [--endpoint URL] [--token T]"
 
-const respondAbout = "Answers the open question ID. With no answer flag, respond asks field by field in the terminal.\n" +
+const respondAbout = "Answers the open question ID. With no answer flag, respond asks field by field in the terminal,\n" +
+	"checks each value as it is typed, and asks a field again if the bridge refuses it.\n" +
 	"--values fills the fields it leaves out with their declared defaults, as the inbox and the prompt do,\n" +
 	"and says which it filled; --no-defaults sends the values as given.\n" +
-	"Exit status: 0 accepted, 2 usage error, 3 rejected (or not open), 4 no ack within --wait,\n" +
+	"Once the bridge takes the answer it prints accepted, declined or cancelled.\n" +
+	"Exit status: 0 taken, 2 usage error, 3 rejected (or not open), 4 no ack within --wait,\n" +
 	"5 endpoint unreachable (nothing sent), 1 anything else."
 
 // runRespond is `aep-mcp-bridge respond ID [answer flag]`.
@@ -59,15 +61,44 @@ func runRespond(ctx context.Context, args []string, s stdio) error {
 			fmt.Fprintf(stderr, "aep-mcp-bridge respond: filled from the declared defaults (--no-defaults leaves them out): %s\n", describeFilled(filled))
 		}
 	}
-	ack, err := c.Respond(ctx, *q, r.answer, r.window, nil)
-	if err != nil {
-		return respondError(err, r.window)
+	for {
+		ack, err := c.Respond(ctx, *q, r.answer, r.window, nil)
+		if err != nil {
+			return respondError(err, r.window)
+		}
+		if ack.Accepted {
+			fmt.Fprintln(stdout, outcomeWord(r.answer))
+			return nil
+		}
+		// Asked field by field, a refusal for a rule the field spec does
+		// not carry (integer-ness, exclusive bounds, multipleOf) asks that
+		// field again and sends again, the other answers kept.
+		i := refusedField(ack.Detail, q.Fields)
+		if !r.interactive || ack.Reason != aep.ReasonInvalid || r.answer.Values == nil || i < 0 {
+			return &exitError{exitRejected, fmt.Sprintf("rejected (%s): %s", printable(ack.Reason, false), printable(ack.Detail, false))}
+		}
+		fmt.Fprintf(stderr, "\n  ✗ the bridge refused the answer: %s\n  Answer that field again; the others are kept.\n", printable(ack.Detail, false))
+		if err := tty.askField(ctx, q.Fields, i, r.answer.Values); err != nil {
+			return err
+		}
 	}
-	if !ack.Accepted {
-		return &exitError{exitRejected, fmt.Sprintf("rejected (%s): %s", printable(ack.Reason, false), printable(ack.Detail, false))}
+}
+
+// outcomeWord says what an answer the bridge took does: a decline or a
+// cancel, by option or by text (AEP-0008: trimmed, any case), or an
+// accepted answer.
+func outcomeWord(a aep.Answer) string {
+	word := a.Option
+	if word == "" && a.Values == nil {
+		word = strings.ToLower(strings.TrimSpace(a.Text))
 	}
-	fmt.Fprintln(stdout, "accepted")
-	return nil
+	switch word {
+	case "decline":
+		return "declined"
+	case "cancel":
+		return "cancelled"
+	}
+	return "accepted"
 }
 
 // describeFilled lists fields and the defaults they were given, as
