@@ -111,7 +111,8 @@ func TestDemoTimeoutShowsCancel(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if s := stdout.String(); !strings.Contains(s, `{"action":"cancel"}`) {
+	if s := stdout.String(); !strings.Contains(s, `{"action":"cancel"}`) || !strings.Contains(s, "Nobody answered within 300ms, so the server got cancel.") ||
+		strings.Contains(s, "An operator") {
 		t.Fatalf("output:\n%s", s)
 	}
 }

@@ -143,12 +143,20 @@ func writeLauncher(dir, link string) (string, error) {
 // inboxCommand is the command line that prints the inbox link of the
 // endpoint at addr, for the token from where.
 func inboxCommand(addr, where, stateFlag string) string {
-	cmd := "aep-mcp-bridge inbox"
+	return "aep-mcp-bridge inbox" + clientFlagsText(addr, where, stateFlag)
+}
+
+// clientFlagsText is the operator flags (with a leading space) that
+// reach the endpoint at addr with the token from where: --endpoint unless
+// it is the default, --state-dir when the token is the one stored there.
+// The token itself is never printed.
+func clientFlagsText(addr, where, stateFlag string) string {
+	flags := ""
 	if "http://"+addr != defaultEndpoint {
-		cmd += " --endpoint http://" + addr
+		flags += " --endpoint http://" + addr
 	}
 	if stateFlag != "" && where != "--token" && where != "AEP_TOKEN" {
-		cmd += " --state-dir " + shellQuote(stateFlag)
+		flags += " --state-dir " + shellQuote(stateFlag)
 	}
-	return cmd
+	return flags
 }
