@@ -83,7 +83,8 @@ func clientToken(token, state string) (string, error) {
 		return "", err
 	}
 	if t == "" {
-		return "", fmt.Errorf("no token: pass --token, set AEP_TOKEN, or run a bridge once so it stores one in %s", dir)
+		return "", fmt.Errorf("no token in %s yet: a bridge stores one there when it first starts, which for a wrapped server is when "+
+			"your MCP client starts it (start or restart the client), or run aep-mcp-bridge demo; or pass --token, or set AEP_TOKEN", dir)
 	}
 	return t, nil
 }

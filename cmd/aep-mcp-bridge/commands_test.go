@@ -226,3 +226,32 @@ func TestNearestCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestInboxBeforeAnyBridgeRuns: right after wrap, no bridge runs until
+// the MCP client starts a wrapped server; inbox says so, with or without
+// a token stored by an earlier bridge (the demo), instead of only failing.
+func TestInboxBeforeAnyBridgeRuns(t *testing.T) {
+	t.Setenv("AEP_TOKEN", "")
+	stored := t.TempDir()
+	os.Chmod(stored, 0o700)
+	if _, _, err := loadToken("", stored, false); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, state string
+		code        int
+		says        string
+	}{
+		{"a token from an earlier bridge", stored, exitUnreachable, "it starts when your MCP client starts that server"},
+		{"no bridge ever ran", filepath.Join(t.TempDir(), "state"), exitFailure, "which for a wrapped server is when your MCP client starts it"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			// Port 1 on loopback: nothing listens there without root.
+			out, errOut, code := cli(t, "inbox", "--no-open", "--endpoint", "http://127.0.0.1:1", "--state-dir", tc.state)
+			if code != tc.code || out != "" || !strings.Contains(errOut, tc.says) || !strings.Contains(errOut, "aep-mcp-bridge demo") {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want exit %d saying %q", code, out, errOut, tc.code, tc.says)
+			}
+		})
+	}
+}

@@ -85,7 +85,9 @@ func checkEndpoint(ctx context.Context, base, token string, plain bool) error {
 	defer cancel()
 	err := (&operator.Client{Endpoint: base, Token: token, PlainRemote: plain}).Check(ctx)
 	if errors.Is(err, operator.ErrUnreachable) {
-		return &exitError{exitUnreachable, fmt.Sprintf("no bridge answers at %s: start one, or pass --endpoint", base)}
+		return &exitError{exitUnreachable, fmt.Sprintf("no bridge answers at %s yet. A bridge runs while the MCP server it fronts runs: "+
+			"after aep-mcp-bridge wrap, it starts when your MCP client starts that server (start or restart the client, or reload its servers), "+
+			"and the inbox is there from then on. To see one now, run aep-mcp-bridge demo; for a bridge elsewhere, pass --endpoint", base)}
 	}
 	return err
 }

@@ -82,6 +82,10 @@ func rewriteConfig(args []string, s stdio, undo bool) error {
 		return err
 	}
 	fmt.Fprintf(stderr, "aep-mcp-bridge %s: %s changed; the previous version is in %s\n", name, path, path+clientconfig.BackupSuffix)
+	if !undo {
+		fmt.Fprintln(stderr, "aep-mcp-bridge wrap: each wrapped server runs through the bridge from the next time your MCP client starts it "+
+			"(start or restart the client, or reload its servers); while one runs, aep-mcp-bridge inbox opens the inbox")
+	}
 	return nil
 }
 

@@ -27,7 +27,7 @@ func TestWrapCommand(t *testing.T) {
 	if b, _ := os.ReadFile(path); !bytes.Equal(b, src) {
 		t.Fatal("wrap without --write changed the file")
 	}
-	if _, errOut, code := cli(t, "wrap", "--write", path, "--bridge", "/opt/bin/aep-mcp-bridge"); code != 0 {
+	if _, errOut, code := cli(t, "wrap", "--write", path, "--bridge", "/opt/bin/aep-mcp-bridge"); code != 0 || !strings.Contains(errOut, "from the next time your MCP client starts it") {
 		t.Fatalf("wrap --write: exit %d: %s", code, errOut)
 	}
 	wrapped, _ := os.ReadFile(path)
