@@ -28,7 +28,7 @@ func rewrite(src []byte, edit func(serverEntry) (string, string), done string) (
 	if err != nil {
 		return nil, nil, err
 	}
-	entries, err := findServers(root)
+	entries, err := findServers(root, src)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -50,7 +50,7 @@ func fromBackup(src []byte, e serverEntry, backup []byte, bridge string) (string
 	if err != nil {
 		return "", false
 	}
-	entries, err := findServers(root)
+	entries, err := findServers(root, backup)
 	if err != nil {
 		return "", false
 	}
@@ -133,10 +133,10 @@ func unwrapURL(src []byte, e serverEntry) (string, string) {
 		}
 		headers = append(headers, jsonText(strings.TrimSpace(k))+colonOf(src, cmd)+jsonText(strings.TrimSpace(val)))
 	}
-	ws := spaceBefore(src, cmd.KeyStart)
+	ws := memberSep(src, obj, e.st)
 	text := `"url"` + colonOf(src, cmd) + jsonText(url)
 	if len(headers) > 0 {
-		text += "," + ws + `"headers"` + colonOf(src, cmd) + objectText(headers, ws, spaceBefore(src, obj.End-1), fileStyle(src))
+		text += "," + ws + `"headers"` + colonOf(src, cmd) + objectText(headers, ws, spaceBefore(src, obj.End-1), e.st)
 	}
 	edits := []splice{{cmd.KeyStart, cmd.Val.End, text}, removeMember(obj, ai)}
 	if env >= 0 && len(headerEnv) > 0 {
@@ -164,10 +164,14 @@ func objectText(members []string, memberWS, closeWS string, st style) string {
 	if !strings.Contains(memberWS, "\n") {
 		return "{" + strings.Join(members, ","+st.item) + "}"
 	}
+	nl := "\n"
+	if strings.Contains(memberWS, "\r\n") { // a CRLF file stays one
+		nl = "\r\n"
+	}
 	indent := memberWS[strings.LastIndexByte(memberWS, '\n')+1:]
 	outer := closeWS[strings.LastIndexByte(closeWS, '\n')+1:]
 	inner := indent + strings.TrimPrefix(indent, outer)
-	return "{\n" + inner + strings.Join(members, ",\n"+inner) + "\n" + indent + "}"
+	return "{" + nl + inner + strings.Join(members, ","+nl+inner) + nl + indent + "}"
 }
 
 // dedupe merges removals that touch, so two adjacent member removals do

@@ -16,6 +16,7 @@ import (
 type serverEntry struct {
 	section, name string
 	obj           *jsonc.Node
+	st            style // the file's
 }
 
 func (e serverEntry) label() string {
@@ -31,18 +32,19 @@ func (e serverEntry) label() string {
 //   - projects.<path>.mcpServers (~/.claude.json's per-project servers);
 //   - servers at the top (VS Code's .vscode/mcp.json) and mcp.servers (its
 //     user settings.json).
-func findServers(root *jsonc.Node) ([]serverEntry, error) {
+func findServers(root *jsonc.Node, src []byte) ([]serverEntry, error) {
 	if root.Kind != '{' {
 		return nil, fmt.Errorf("the file is not a JSON object")
 	}
 	var out []serverEntry
+	st := fileStyle(root, src)
 	add := func(section string, m *jsonc.Member) {
 		if m == nil || m.Val.Kind != '{' {
 			return
 		}
 		for _, s := range m.Val.Members {
 			if s.Val.Kind == '{' {
-				out = append(out, serverEntry{section: section, name: s.Key, obj: s.Val})
+				out = append(out, serverEntry{section: section, name: s.Key, obj: s.Val, st: st})
 			}
 		}
 	}
@@ -132,17 +134,44 @@ func spaceBefore(src []byte, i int) string {
 // itself so that inserted text reads like the rest and unwrap can take it
 // out again exactly.
 type style struct {
-	item  string // after the comma between array items on one line
-	colon string // between a member's name and its value
+	item string // after a comma on one line: " ", or "" in a minified file
 }
 
-// fileStyle reads the one-line separators a file uses: a file with no
-// ": " anywhere is compact.
-func fileStyle(src []byte) style {
-	if bytes.Contains(src, []byte(": ")) {
-		return style{item: " ", colon: ": "}
+// fileStyle reads the separators a file uses: a file where no member's
+// name is followed by a space before or after its colon is minified, and
+// what wrap inserts on one line has no spaces either; any other file gets
+// a space after each comma.
+func fileStyle(root *jsonc.Node, src []byte) style {
+	spaced := false
+	var walk func(n *jsonc.Node)
+	walk = func(n *jsonc.Node) {
+		for i := range n.Members {
+			if spaced {
+				return
+			}
+			spaced = colonOf(src, &n.Members[i]) != ":"
+			walk(n.Members[i].Val)
+		}
+		for _, e := range n.Elems {
+			walk(e)
+		}
 	}
-	return style{item: "", colon: ":"}
+	walk(root)
+	if spaced {
+		return style{item: " "}
+	}
+	return style{item: ""}
+}
+
+// memberSep returns what follows each comma between the members of obj
+// (see commaSep). A one-line entry in a spaced file so gets ", ", as the
+// rest of the file reads.
+func memberSep(src []byte, obj *jsonc.Node, st style) string {
+	starts := make([]int, 0, 2)
+	for _, m := range obj.Members[:min(2, len(obj.Members))] {
+		starts = append(starts, m.KeyStart)
+	}
+	return commaSep(src, starts, st)
 }
 
 // colonOf returns the text between a member's name and its value.
@@ -150,17 +179,24 @@ func colonOf(src []byte, m *jsonc.Member) string {
 	return string(src[m.KeyEnd:m.Val.Start])
 }
 
-// itemSep returns what follows each comma of an array: the space before
-// its second item, or before its first when that is a line break, or the
-// file's style.
+// itemSep returns what follows each comma of an array (see commaSep).
 func itemSep(src []byte, arr *jsonc.Node, st style) string {
-	if len(arr.Elems) >= 2 {
-		return spaceBefore(src, arr.Elems[1].Start)
+	starts := make([]int, 0, 2)
+	for _, e := range arr.Elems[:min(2, len(arr.Elems))] {
+		starts = append(starts, e.Start)
 	}
-	if len(arr.Elems) == 1 {
-		if ws := spaceBefore(src, arr.Elems[0].Start); strings.Contains(ws, "\n") {
-			return ws
-		}
+	return commaSep(src, starts, st)
+}
+
+// commaSep returns what follows each comma of a list whose first items
+// start at starts: the space before its second item, or before its first
+// when that is a line break, or the file's style.
+func commaSep(src []byte, starts []int, st style) string {
+	switch {
+	case len(starts) >= 2:
+		return spaceBefore(src, starts[1])
+	case len(starts) == 1 && strings.Contains(spaceBefore(src, starts[0]), "\n"):
+		return spaceBefore(src, starts[0])
 	}
 	return st.item
 }
@@ -202,12 +238,12 @@ func wrapEntry(src []byte, e serverEntry, bridge string) (text, skip string) {
 func wrapStdio(src []byte, e serverEntry, bridge string) (string, string) {
 	obj := e.obj
 	cmd := obj.Member("command")
-	st := fileStyle(src)
+	st := e.st
 	prefix := []string{jsonText("--name"), jsonText(e.name), jsonText("--"), string(src[cmd.Val.Start:cmd.Val.End])}
 	edits := []splice{{cmd.Val.Start, cmd.Val.End, jsonText(bridge)}}
 	switch args := obj.Member("args"); {
 	case args == nil:
-		text := "," + spaceBefore(src, cmd.KeyStart) + `"args"` + colonOf(src, cmd) + "[" + strings.Join(prefix, ","+st.item) + "]"
+		text := "," + memberSep(src, obj, st) + `"args"` + colonOf(src, cmd) + "[" + strings.Join(prefix, ","+st.item) + "]"
 		edits = append(edits, splice{cmd.Val.End, cmd.Val.End, text})
 	case args.Val.Kind != '[':
 		return "", "its args are not a list"
@@ -243,7 +279,7 @@ func wrapURL(src []byte, e serverEntry, bridge string) (string, string) {
 		}
 		edits = append(edits, splice{t.Start, t.End, jsonText("stdio")})
 	}
-	st := fileStyle(src)
+	st := e.st
 	colon := colonOf(src, u)
 	var env []string
 	if i := obj.MemberIndex("headers"); i >= 0 {
@@ -265,7 +301,7 @@ func wrapURL(src []byte, e serverEntry, bridge string) (string, string) {
 	for i, a := range args {
 		quoted[i] = jsonText(a)
 	}
-	ws := spaceBefore(src, u.KeyStart)
+	ws := memberSep(src, obj, st)
 	text := `"command"` + colon + jsonText(bridge) + "," + ws + `"args"` + colon + "[" + strings.Join(quoted, ","+st.item) + "]"
 	if len(env) > 0 {
 		text += "," + ws + `"env"` + colon + "{" + strings.Join(env, ","+st.item) + "}"

@@ -154,7 +154,7 @@ func commands(t *testing.T, b []byte) map[string][]string {
 	if err != nil {
 		t.Fatalf("the wrapped file does not parse: %v\n%s", err, b)
 	}
-	entries, err := findServers(root)
+	entries, err := findServers(root, b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,6 +218,51 @@ func TestWrapMovesHeadersToTheEnvironment(t *testing.T) {
 	}
 }
 
+// TestWrapKeepsTheFilesLayout: a byte order mark stays, a CRLF file
+// stays CRLF through unwrap, a one-line entry in a spaced file gets a
+// space after each comma, and a minified file stays minified. Each file
+// comes back from unwrap, with the backup and without it.
+func TestWrapKeepsTheFilesLayout(t *testing.T) {
+	const bridge = "/opt/aep-mcp-bridge"
+	tests := []struct{ name, src, want string }{
+		{"a byte order mark",
+			"\ufeff{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\"}\n  }\n}\n",
+			"\ufeff{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"/opt/aep-mcp-bridge\", \"args\": [\"--name\", \"a\", \"--\", \"x\"]}\n  }\n}\n"},
+		{"CRLF line endings",
+			"{\r\n  \"mcpServers\": {\r\n    \"r\": {\r\n      \"url\": \"https://h/mcp\",\r\n      \"headers\": {\r\n        \"A\": \"1\"\r\n      }\r\n    }\r\n  }\r\n}\r\n",
+			"{\r\n  \"mcpServers\": {\r\n    \"r\": {\r\n      \"command\": \"/opt/aep-mcp-bridge\",\r\n      \"args\": [\"--name\", \"r\", \"--url\", \"https://h/mcp\", \"--header-env\", \"AEP_MCP_HEADER_1\"],\r\n" +
+				"      \"env\": {\"AEP_MCP_HEADER_1\": \"A: 1\"}\r\n    }\r\n  }\r\n}\r\n"},
+		{"one-line entries in a spaced file",
+			`{"mcpServers": {"a": {"command": "x"}, "u": {"url": "https://h/mcp", "headers": {"A": "1"}}}}`,
+			`{"mcpServers": {"a": {"command": "/opt/aep-mcp-bridge", "args": ["--name", "a", "--", "x"]}, ` +
+				`"u": {"command": "/opt/aep-mcp-bridge", "args": ["--name", "u", "--url", "https://h/mcp", "--header-env", "AEP_MCP_HEADER_1"], "env": {"AEP_MCP_HEADER_1": "A: 1"}}}}`},
+		{"a minified file, with ': ' inside a string",
+			`{"mcpServers":{"a":{"command":"x"},"u":{"url":"https://h/mcp","headers":{"Authorization":"Bearer: x"}}}}`,
+			`{"mcpServers":{"a":{"command":"/opt/aep-mcp-bridge","args":["--name","a","--","x"]},` +
+				`"u":{"command":"/opt/aep-mcp-bridge","args":["--name","u","--url","https://h/mcp","--header-env","AEP_MCP_HEADER_1"],"env":{"AEP_MCP_HEADER_1":"Authorization: Bearer: x"}}}}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			wrapped, _, err := Wrap([]byte(tc.src), bridge)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(wrapped) != tc.want {
+				t.Errorf("wrapped:\n%q\nwant:\n%q", wrapped, tc.want)
+			}
+			for _, backup := range [][]byte{[]byte(tc.src), nil} {
+				back, _, err := Unwrap(wrapped, backup)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if string(back) != tc.src {
+					t.Errorf("unwrapped (backup %v):\n%q\nwant:\n%q", backup != nil, back, tc.src)
+				}
+			}
+		})
+	}
+}
+
 // FuzzWrap feeds any document to wrap and unwrap: neither may panic, what
 // wrap writes parses, and unwrap with the backup gives the input back.
 func FuzzWrap(f *testing.F) {
@@ -226,6 +271,8 @@ func FuzzWrap(f *testing.F) {
 		f.Add(b)
 	}
 	f.Add([]byte(`{"servers":{"a":{"command":"x","args":[/* c */"y",]}}}`))
+	f.Add([]byte("\ufeff{\"mcpServers\": {\"a\": {\"command\": \"x\"}}}"))
+	f.Add([]byte("{\r\n \"mcpServers\": {\r\n  \"u\": {\r\n   \"url\": \"https://h\",\r\n   \"headers\": {\"A\": \"1\", \"B\": \"2\"}\r\n  }\r\n }\r\n}"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		wrapped, _, err := Wrap(b, "aep-mcp-bridge")
 		if err != nil {
@@ -241,6 +288,20 @@ func FuzzWrap(f *testing.F) {
 		if !bytes.Equal(back, b) {
 			t.Fatalf("unwrap with the backup did not restore the file:\n%s", textdiff.Unified("in", "out", string(b), string(back)))
 		}
-		Unwrap(wrapped, nil)
+		rebuilt, _, err := Unwrap(wrapped, nil)
+		if err != nil {
+			t.Fatalf("unwrap without the backup: %v", err)
+		}
+		if bytes.HasPrefix(b, []byte("\ufeff")) && (!bytes.HasPrefix(wrapped, []byte("\ufeff")) || !bytes.HasPrefix(rebuilt, []byte("\ufeff"))) {
+			t.Fatalf("the byte order mark was lost:\n%q\n%q", wrapped, rebuilt)
+		}
+		if crlfOnly(b) && (!crlfOnly(wrapped) || !crlfOnly(rebuilt)) {
+			t.Fatalf("a CRLF file got a bare line feed:\n%q\n%q", wrapped, rebuilt)
+		}
 	})
+}
+
+// crlfOnly reports whether every line feed of b ends a CRLF.
+func crlfOnly(b []byte) bool {
+	return bytes.Count(b, []byte("\n")) == bytes.Count(b, []byte("\r\n"))
 }

@@ -1,6 +1,7 @@
 package jsonc
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -51,6 +52,9 @@ func (n *Node) MemberIndex(key string) int {
 	return -1
 }
 
+// bom is the UTF-8 byte order mark.
+var bom = []byte("\ufeff")
+
 // MaxDepth bounds nesting, so a hostile file cannot exhaust the stack.
 const MaxDepth = 512
 
@@ -61,9 +65,15 @@ type parser struct {
 }
 
 // Parse parses a JSON or JSONC document. An error names the line and
-// column where the document stops being one.
+// column where the document stops being one. A UTF-8 byte order mark at
+// the start, which some Windows editors write, is skipped (RFC 8259 §8.1
+// lets a parser ignore it): spans count from the first byte, so an editor
+// that splices into the document keeps the mark.
 func Parse(b []byte) (*Node, error) {
 	p := &parser{b: b}
+	if bytes.HasPrefix(b, bom) {
+		p.i = len(bom)
+	}
 	if err := p.space(); err != nil {
 		return nil, err
 	}
