@@ -122,7 +122,7 @@ func runHelp(ctx context.Context, args []string, s stdio) error {
 		top.Usage()
 		return nil
 	case 1:
-		if c, ok := lookupCommand(fs.Arg(0)); ok && fs.Arg(0) != "help" {
+		if c, ok := lookupCommand(fs.Arg(0)); ok {
 			return c.run(ctx, []string{"--help"}, s)
 		}
 		fmt.Fprintf(s.err, "aep-mcp-bridge help: %q is not a subcommand; the subcommands are %s\n", fs.Arg(0), commandNames())

@@ -28,6 +28,7 @@ func TestEveryCommandPrintsItsHelp(t *testing.T) {
 		{[]string{"-h"}, "usage: aep-mcp-bridge [flags] -- COMMAND"},
 		{[]string{"help"}, "usage: aep-mcp-bridge [flags] -- COMMAND"},
 		{[]string{"help", "respond"}, "usage: aep-mcp-bridge respond ID"},
+		{[]string{"help", "help"}, "usage: aep-mcp-bridge help [SUBCOMMAND]"},
 	}
 	for _, c := range commands() {
 		cases = append(cases, invocation{[]string{c.name, "--help"}, "usage: aep-mcp-bridge " + c.name},
