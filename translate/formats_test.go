@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -177,10 +178,35 @@ func formatTable(cases []formatCase, ts, gosdk, bridge []bool) string {
 	b.WriteString("| format | case | TypeScript SDK | go-sdk | bridge | note |\n|---|---|---|---|---|---|\n")
 	cell := func(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 	for i, c := range cases {
-		fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s | %s |\n", c.Format, cell(strconv.Quote(c.Value)),
+		fmt.Fprintf(&b, "| %s | `` %s `` | %s | %s | %s | %s |\n", c.Format, cell(quote(c.Value)),
 			verdict(ts[i]), verdict(gosdk[i]), verdict(bridge[i]), cell(c.Note))
 	}
 	return b.String()
+}
+
+// quote quotes s as Go does, and also escapes each non-ASCII letter that
+// case-folds to an ASCII one (U+212A KELVIN SIGN reads as K), so the
+// table shows which is which.
+func quote(s string) string {
+	q := strconv.Quote(s)
+	var b strings.Builder
+	for _, r := range q {
+		if r > unicode.MaxASCII && foldsToASCII(r) {
+			fmt.Fprintf(&b, `\u%04x`, r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func foldsToASCII(r rune) bool {
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		if f <= unicode.MaxASCII {
+			return true
+		}
+	}
+	return false
 }
 
 // TestFormatsAcceptWhatBothSDKsAccept runs every case of
