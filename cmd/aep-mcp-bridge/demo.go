@@ -77,7 +77,9 @@ func parseDemoFlags(args []string, s stdio) (demoConfig, error) {
 	var c demoConfig
 	fs := newFlagSet("demo", "demo [--timeout D] [--listen ADDR]",
 		"Runs the whole loop in one command: a built-in MCP server asks a question through the bridge,\n"+
-			"and you answer it in the inbox or with respond from another terminal.")
+			"and you answer it in the inbox or with respond from another terminal; it prints the commands.\n"+
+			"Exit status: 0 once the question ended (answered, declined, cancelled or timed out) or on Ctrl-C,\n"+
+			"2 a command-line error, 1 any other error.")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "how long the question waits; unanswered, the server gets cancel")
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:8787", "the endpoint address; a busy port falls back to a free one")
 	fs.StringVar(&c.token, "token", "", "bearer token (default: AEP_TOKEN, else the stored one)")
