@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/proof"
 )
 
 // Who may write what (DESIGN.md, threat model). The token authenticates a
@@ -29,6 +30,12 @@ import (
 //     (its link reconnects and re-announces its questions). Its source is
 //     held for the bridge as long, open questions or not: nobody else
 //     writes it in any session while the link is down;
+//   - a session whose id is certified to a bridge's session key (it ends
+//     with ".k" and the key's fingerprint, proof.Key.SessionID), and a
+//     source that names such a session, are written only by a /join
+//     connection whose token proof also proved that key: the bridge that
+//     named it, on this hub and on any hub that restarted since, which
+//     checks the claim without having seen the bridge before;
 //   - a connection that said hello as a consumer sends commands, never
 //     events;
 //   - a question's lifecycle comes only from its owner (bus.Hub.Ingest).
@@ -145,6 +152,10 @@ func (e *Endpoint) authorize(conn *socket, ev *aep.Event) string {
 		return fmt.Sprintf("session %q belongs to a bridge in this process; no connection may write into it", ev.Session)
 	case e.localSources[ev.Source]:
 		return fmt.Sprintf("source %q is a session of this process; no connection may write as it", ev.Source)
+	case proof.SessionKey(ev.Session) != "" && (conn == nil || conn.key != proof.SessionKey(ev.Session)):
+		return fmt.Sprintf("session %q is named after a bridge's session key; only that bridge may write it: a connection through /join whose token proof also proves the key", ev.Session)
+	case proof.SourceKey(ev.Source) != "" && (conn == nil || conn.key != proof.SourceKey(ev.Source)):
+		return fmt.Sprintf("source %q names a session of a bridge's session key; only that bridge may write as it: a connection through /join whose token proof also proves the key", ev.Source)
 	case js != nil && js.source != ev.Source:
 		return fmt.Sprintf("session %q belongs to a bridge joined to this hub, under source %q; no connection may write into it under another source", ev.Session, js.source)
 	case js != nil && !joined:

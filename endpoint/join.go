@@ -63,7 +63,7 @@ func (e *Endpoint) serveJoin(w http.ResponseWriter, r *http.Request) {
 	}
 	e.joining[conn] = struct{}{}
 	e.mu.Unlock()
-	err = e.proveJoin(conn, r.Host, deadline)
+	key, err := e.proveJoin(conn, r.Host, deadline)
 	e.mu.Lock()
 	delete(e.joining, conn)
 	e.proving--
@@ -80,35 +80,39 @@ func (e *Endpoint) serveJoin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	conn.SetWriteDeadline(time.Time{})
-	e.runSocket(conn, true, deadline)
+	e.runSocket(conn, peerOf{joined: true, key: key}, deadline)
 }
 
 // proveJoin runs the hub's side of the token proof on conn, whose request
-// named host, by deadline.
-func (e *Endpoint) proveJoin(conn *websocket.Conn, host string, deadline time.Time) error {
+// named host, by deadline. It returns the fingerprint of the session key
+// the peer proved with it, or "" (proof.Hub.Key).
+func (e *Endpoint) proveJoin(conn *websocket.Conn, host string, deadline time.Time) (string, error) {
 	conn.SetReadLimit(proof.MaxFrame)
 	conn.SetReadDeadline(deadline)
 	conn.SetWriteDeadline(deadline)
 	hub, err := proof.NewHub(e.opts.Token, host, rand.Reader)
 	if err != nil {
-		return err
+		return "", err
 	}
 	challenge, err := readText(conn)
 	if err != nil {
-		return err
+		return "", err
 	}
 	response, err := hub.Challenge(challenge)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if err := conn.WriteMessage(websocket.TextMessage, response); err != nil {
-		return fmt.Errorf("sending the hub's proof: %w", err)
+		return "", fmt.Errorf("sending the hub's proof: %w", err)
 	}
 	finish, err := readText(conn)
 	if err != nil {
-		return err
+		return "", err
 	}
-	return hub.Finish(finish)
+	if err := hub.Finish(finish); err != nil {
+		return "", err
+	}
+	return hub.Key(), nil
 }
 
 // readText reads one text frame of the exchange.

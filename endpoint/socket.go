@@ -62,8 +62,11 @@ type socket struct {
 	flood  bucket
 	warned time.Time
 	// joined is set for a connection from /join, whose peer proved the
-	// token: a bridge joined to this hub.
+	// token: a bridge joined to this hub. key is the fingerprint of the
+	// session key it proved too, or "": it may write the sessions
+	// certified to that key (authority.go).
 	joined bool
+	key    string
 	// sources counts the sources this connection writes, and sessions
 	// are the sessions a joined connection writes; the endpoint's mutex
 	// guards both.
@@ -95,17 +98,26 @@ func (e *Endpoint) serveSocket(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // the upgrader already answered
 	}
-	e.runSocket(conn, false, helloBy)
+	e.runSocket(conn, peerOf{}, helloBy)
+}
+
+// peerOf is what the endpoint knows of a connection's peer before hello.
+type peerOf struct {
+	// joined is set for a connection from /join, whose peer proved the
+	// token; key is the fingerprint of the session key it also proved,
+	// or "" (proof.Key).
+	joined bool
+	key    string
 }
 
 // runSocket serves an upgraded connection, from its hello, due by helloBy,
 // to its close: one from /socket, or one from /join whose peer proved the
-// token (joined).
-func (e *Endpoint) runSocket(conn *websocket.Conn, joined bool, helloBy time.Time) {
+// token.
+func (e *Endpoint) runSocket(conn *websocket.Conn, p peerOf, helloBy time.Time) {
 	conn.SetReadLimit(e.opts.MaxEvent)
 	s := &socket{e: e, conn: conn, ctrl: make(chan []byte, e.opts.queue), out: make(chan []byte, e.opts.queue),
-		bye: make(chan string, 1), done: make(chan struct{}), subs: map[string]*socketSub{}, joined: joined, helloBy: helloBy}
-	if joined {
+		bye: make(chan string, 1), done: make(chan struct{}), subs: map[string]*socketSub{}, joined: p.joined, key: p.key, helloBy: helloBy}
+	if p.joined {
 		s.sessions = map[string]bool{}
 	}
 	if !e.enter() {

@@ -15,10 +15,11 @@ import (
 const proofWait = 10 * time.Second
 
 // prove dials t.join without any credential and runs the bridge's side of
-// the token proof. The bridge sends its own proof only after the peer
-// proved the token; on any failure nothing but a random nonce was sent.
-// The connection returned is ready for hello.
-func prove(ctx context.Context, d *websocket.Dialer, t targets, token string) (*websocket.Conn, error) {
+// the token proof, also proving key unless it is nil (proof.Key). The
+// bridge sends its own proof only after the peer proved the token; on any
+// failure nothing but a random nonce was sent. The connection returned is
+// ready for hello.
+func prove(ctx context.Context, d *websocket.Dialer, t targets, token string, key *proof.Key) (*websocket.Conn, error) {
 	conn, _, err := d.DialContext(ctx, t.join, nil)
 	if err != nil {
 		return nil, fmt.Errorf("opening the token proof at %s: %w", t.join, err)
@@ -32,6 +33,7 @@ func prove(ctx context.Context, d *websocket.Dialer, t targets, token string) (*
 		conn.Close()
 		return nil, err
 	}
+	b.Claim(key)
 	if err := conn.WriteMessage(websocket.TextMessage, challenge); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("sending the token-proof challenge: %w", err)
