@@ -12,8 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gorilla/websocket"
-
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
 	"github.com/agenteventprotocol/aep-mcp-bridge/internal/hostguard"
@@ -60,11 +58,15 @@ type Options struct {
 
 	// Test knobs: the connection queue (0 means socketQueue), the
 	// liveness timers (0 means pingEvery and pongWait), the handshake
-	// deadline (0 means handshakeWait), and a hook run after a departed
-	// connection's sources are released.
+	// deadline (0 means handshakeWait), the grace of a peer proving the
+	// token (0 means proveGrace), the clock of the proving slots (nil
+	// means time.Now), and a hook run after a departed connection's
+	// sources are released.
 	queue               int
 	pingEvery, pongWait time.Duration
 	handshakeWait       time.Duration
+	proveGrace          time.Duration
+	now                 func() time.Time
 	afterRelease        func()
 }
 
@@ -93,12 +95,18 @@ type Endpoint struct {
 	active sync.WaitGroup
 
 	// mu guards the fields below.
-	mu      sync.Mutex
-	claims  []Claim
-	conns   map[*socket]struct{}
-	joining map[*websocket.Conn]struct{} // connections still proving the token
-	proving int                          // requests at /join not yet through the proof
-	closed  bool
+	mu     sync.Mutex
+	claims []Claim
+	conns  map[*socket]struct{}
+	closed bool
+	// provers are the requests at /join not yet through the proof
+	// (provers.go); evictions counts the slots taken from them, and
+	// joinFailures the failed proofs since one was last logged, at
+	// joinLogged.
+	provers      map[*prover]struct{}
+	evictions    int
+	joinFailures int
+	joinLogged   time.Time
 	// localSessions and localSources are reserved for this process's own
 	// sessions, live and recently ended (retired, oldest first);
 	// sources maps a source to the connection that writes it.
@@ -141,6 +149,12 @@ func New(o Options) (*Endpoint, error) {
 	if o.handshakeWait <= 0 {
 		o.handshakeWait = handshakeWait
 	}
+	if o.proveGrace <= 0 {
+		o.proveGrace = proveGrace
+	}
+	if o.now == nil {
+		o.now = time.Now
+	}
 	if o.Agent == "" {
 		o.Agent = "aep-mcp-bridge"
 	}
@@ -152,7 +166,7 @@ func New(o Options) (*Endpoint, error) {
 		return nil, err
 	}
 	e := &Endpoint{opts: o, log: o.Logger, policy: policy,
-		conns: map[*socket]struct{}{}, joining: map[*websocket.Conn]struct{}{},
+		conns: map[*socket]struct{}{}, provers: map[*prover]struct{}{},
 		localSessions: map[string]bool{}, localSources: map[string]bool{}, sources: map[string]*sourceHolder{},
 		joinedSessions: map[string]*joinedSession{}}
 	if e.log == nil {
@@ -319,8 +333,10 @@ func (e *Endpoint) Close() {
 	for c := range e.conns {
 		conns = append(conns, c)
 	}
-	for c := range e.joining {
-		c.Close() // a proof in progress ends; serveJoin cleans up
+	for p := range e.provers {
+		if p.conn != nil {
+			p.conn.Close() // a proof in progress ends; serveJoin cleans up
+		}
 	}
 	e.mu.Unlock()
 	for _, c := range conns {

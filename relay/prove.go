@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	mathrand "math/rand/v2"
+	"net/http"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -20,9 +22,9 @@ const proofWait = 10 * time.Second
 // failure nothing but a random nonce was sent. The connection returned is
 // ready for hello.
 func prove(ctx context.Context, d *websocket.Dialer, t targets, token string, key *proof.Key) (*websocket.Conn, error) {
-	conn, _, err := d.DialContext(ctx, t.join, nil)
+	conn, err := dialJoin(ctx, d, t.join)
 	if err != nil {
-		return nil, fmt.Errorf("opening the token proof at %s: %w", t.join, err)
+		return nil, err
 	}
 	conn.SetReadLimit(proof.MaxFrame)
 	deadline := time.Now().Add(proofWait)
@@ -57,3 +59,33 @@ func prove(ctx context.Context, d *websocket.Dialer, t targets, token string, ke
 	conn.SetWriteDeadline(time.Time{})
 	return conn, nil
 }
+
+// dialJoin opens the token proof's WebSocket at url. While the endpoint
+// answers 503, every slot for proving the token taken (by peers that may
+// hold them to keep bridges out), it tries again every few tens of
+// milliseconds for up to proofWait: a peer that holds a slot without
+// proving anything loses it to the next one to come.
+func dialJoin(ctx context.Context, d *websocket.Dialer, url string) (*websocket.Conn, error) {
+	giveUp := time.Now().Add(proofWait)
+	for {
+		conn, resp, err := d.DialContext(ctx, url, nil)
+		if err == nil {
+			return conn, nil
+		}
+		busy := resp != nil && resp.StatusCode == http.StatusServiceUnavailable
+		if !busy || time.Now().After(giveUp) {
+			if busy {
+				err = fmt.Errorf("%w: the endpoint answered 503 for %v, every slot for proving the token taken; try again later", err, proofWait)
+			}
+			return nil, fmt.Errorf("opening the token proof at %s: %w", url, err)
+		}
+		select {
+		case <-time.After(busyPause + mathrand.N(busyPause)):
+		case <-ctx.Done():
+			return nil, fmt.Errorf("opening the token proof at %s: %w", url, ctx.Err())
+		}
+	}
+}
+
+// busyPause is the least pause before trying a busy /join again.
+const busyPause = 25 * time.Millisecond
