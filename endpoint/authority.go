@@ -1,7 +1,9 @@
 package endpoint
 
 import (
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"fmt"
 	"slices"
 
@@ -243,6 +245,9 @@ func (e *Endpoint) evictUnjoinedLocked(conn *socket, session string) {
 // the source's writer when nobody is. Callers hold e.mu.
 func (e *Endpoint) holdSourceLocked(conn *socket, source, agent, instance, resume string) string {
 	h := e.sources[source]
+	if h != nil && e.forgetIdleLocked(source, h) {
+		h = nil
+	}
 	switch {
 	case h == nil && conn != nil && conn.sources >= maxSourcesPerConn:
 		return fmt.Sprintf("this connection already writes %d sources, the most one connection may", maxSourcesPerConn)
@@ -321,6 +326,47 @@ func (e *Endpoint) replaceLocked(old, conn *socket, agent, instance string) {
 	old.shutdown("another connection presenting this emitter's resume secret took over what this one wrote")
 	e.log.Info("an emitter reconnected before its old connection was noticed gone; what the old one wrote moves to the new one, and the old one is closed",
 		"agent", agent, "instance", instance)
+}
+
+// writerOf names an emitter in the hub (bus.Hub.IngestFrom): by the
+// session key it proved, or else by a digest of its resume secret, which
+// stays the same across its reconnects and reveals nothing of it.
+func writerOf(key, resume string) string {
+	if key != "" {
+		return "key " + key
+	}
+	sum := sha256.Sum256([]byte(resume))
+	return "emitter " + hex.EncodeToString(sum[:16])
+}
+
+// arrived counts s, which said hello as an emitter, among the live
+// connections of its writer; the hub keeps that writer's questions for it
+// again (bus.Hub.Back).
+func (e *Endpoint) arrived(s *socket) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.writers[s.writer]++
+	e.opts.Hub.Back(s.writer)
+}
+
+// departed is arrived's reverse, when s can send nothing more: once its
+// writer has no live connection left, the questions it left open wait
+// bus.OrphanWait for it to come back (bus.Hub.Left); a joined bridge's
+// dated questions wait for their expires_at.
+func (e *Endpoint) departed(s *socket) {
+	s.mu.Lock()
+	writer := s.writer
+	s.mu.Unlock()
+	if writer == "" {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.writers[writer]--; e.writers[writer] > 0 {
+		return
+	}
+	delete(e.writers, writer)
+	e.opts.Hub.Left(writer, s.joined)
 }
 
 // sameSecret compares resume secrets in constant time; an empty one
@@ -405,8 +451,9 @@ func (e *Endpoint) releaseSources(conn *socket) {
 	e.leaveSessionsLocked(conn)
 	for src, h := range e.sources {
 		if h.conn == conn {
-			e.releaseHolderLocked(src, h)
+			h.conn = nil
 		}
+		e.forgetIdleLocked(src, h) // and those whose questions left since
 	}
 }
 
@@ -416,7 +463,18 @@ func (e *Endpoint) releaseSources(conn *socket) {
 // Callers hold e.mu.
 func (e *Endpoint) releaseHolderLocked(src string, h *sourceHolder) {
 	h.conn = nil
-	if h.sessions <= 0 && e.opts.Hub.OpenFrom(src) == 0 {
-		delete(e.sources, src)
+	e.forgetIdleLocked(src, h)
+}
+
+// forgetIdleLocked forgets the holder h of src when nothing keeps it held
+// any more: its writer is away, no remembered joined session is bound to
+// it, and it has no open question (they were settled, or left the open
+// set when its writer did not come back, bus.OrphanWait). It reports
+// whether it did. Callers hold e.mu.
+func (e *Endpoint) forgetIdleLocked(src string, h *sourceHolder) bool {
+	if h.conn != nil || h.sessions > 0 || e.opts.Hub.OpenFrom(src) > 0 {
+		return false
 	}
+	delete(e.sources, src)
+	return true
 }

@@ -120,6 +120,8 @@ type Endpoint struct {
 	joinedSessions map[string]*joinedSession
 	joinedRetired  []retiredSession
 	retirements    uint64
+	// writers counts the live connections of each emitter (writerOf).
+	writers map[string]int
 }
 
 // New returns an endpoint.
@@ -168,7 +170,7 @@ func New(o Options) (*Endpoint, error) {
 	e := &Endpoint{opts: o, log: o.Logger, policy: policy,
 		conns: map[*socket]struct{}{}, provers: map[*prover]struct{}{},
 		localSessions: map[string]bool{}, localSources: map[string]bool{}, sources: map[string]*sourceHolder{},
-		joinedSessions: map[string]*joinedSession{}}
+		joinedSessions: map[string]*joinedSession{}, writers: map[string]int{}}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}

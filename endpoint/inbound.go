@@ -172,12 +172,18 @@ func (s *socket) handleHello(f aep.Frame) bool {
 	}
 	s.mu.Lock()
 	s.hello, s.role, s.resume = true, f.Role, resume
+	if resume != "" {
+		s.writer = writerOf(s.key, resume)
+	}
 	s.agent, s.instance, s.emits = f.Identity.Agent, f.Identity.Instance, f.Capabilities.Emits
 	if c := f.Capabilities.Control; len(c) > 0 && string(c) != "null" {
 		s.control = c
 		s.accepts = f.Capabilities.Accepts()
 	}
 	s.mu.Unlock()
+	if resume != "" {
+		s.e.arrived(s)
+	}
 	s.send(aep.NewHello(aep.RoleBoth, aep.Identity{Agent: s.e.opts.Agent}, caps))
 	return true
 }
@@ -241,7 +247,7 @@ func (s *socket) handleEvent(data []byte) {
 		s.errorFrame("", ev.ID, "unauthorized", why)
 		return
 	}
-	if err := s.e.opts.Hub.Ingest([]*aep.Event{ev}, [][]byte{data}); err != nil {
+	if err := s.e.opts.Hub.IngestFrom(s.writer, []*aep.Event{ev}, [][]byte{data}); err != nil {
 		var ie *bus.IngestError
 		if errors.As(err, &ie) {
 			s.errorFrame("", ev.ID, ie.Code, ie.Detail)

@@ -80,10 +80,14 @@ type socket struct {
 	agent    string
 	instance string
 	resume   string // the resume secret (authority.go); never logged
-	accepts  []string
-	control  json.RawMessage
-	emits    []string
-	subs     map[string]*socketSub
+	// writer names the emitter in the hub (bus.Hub.IngestFrom): the key
+	// it proved, or a digest of its resume secret, so it stays the same
+	// across its reconnects. Set with hello, then read only.
+	writer  string
+	accepts []string
+	control json.RawMessage
+	emits   []string
+	subs    map[string]*socketSub
 	// draining is set once the writer started its orderly close: no
 	// subscription (and no forwarder) is added after it.
 	draining bool
@@ -134,6 +138,7 @@ func (e *Endpoint) runSocket(conn *websocket.Conn, p peerOf, helloBy time.Time) 
 	// Nothing more can come from the peer: what it wrote is released at
 	// once, so its reconnection is not refused while this one drains.
 	e.dropClaims(s)
+	e.departed(s)
 	e.releaseSources(s)
 	// The writer sends what is queued and a closing frame (unless one is
 	// already on its way), then closes; every goroutine ends with it.
