@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/authority"
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
 	"github.com/agenteventprotocol/aep-mcp-bridge/internal/hostguard"
 	"github.com/agenteventprotocol/aep-mcp-bridge/proof"
@@ -94,9 +95,12 @@ type Endpoint struct {
 	stop   context.CancelFunc
 	active sync.WaitGroup
 
+	// access decides who may write what and who takes which commands
+	// (package authority); it has its own lock.
+	access *table
+
 	// mu guards the fields below.
 	mu     sync.Mutex
-	claims []Claim
 	conns  map[*socket]struct{}
 	closed bool
 	// provers are the requests at /join not yet through the proof
@@ -107,21 +111,6 @@ type Endpoint struct {
 	evictions    int
 	joinFailures int
 	joinLogged   time.Time
-	// localSessions and localSources are reserved for this process's own
-	// sessions, live and recently ended (retired, oldest first);
-	// sources maps a source to the connection that writes it.
-	localSessions map[string]bool
-	localSources  map[string]bool
-	retired       []Claim
-	sources       map[string]*sourceHolder
-	// joinedSessions are the sessions bridges joined to this hub write,
-	// live or among the joinedRetired most recently left (retirements
-	// numbers them).
-	joinedSessions map[string]*joinedSession
-	joinedRetired  []retiredSession
-	retirements    uint64
-	// writers counts the live connections of each emitter (writerOf).
-	writers map[string]int
 }
 
 // New returns an endpoint.
@@ -167,10 +156,8 @@ func New(o Options) (*Endpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Endpoint{opts: o, log: o.Logger, policy: policy,
-		conns: map[*socket]struct{}{}, provers: map[*prover]struct{}{},
-		localSessions: map[string]bool{}, localSources: map[string]bool{}, sources: map[string]*sourceHolder{},
-		joinedSessions: map[string]*joinedSession{}, writers: map[string]int{}}
+	e := &Endpoint{opts: o, log: o.Logger, policy: policy, access: authority.NewTable[Claim, *socket](o.Hub),
+		conns: map[*socket]struct{}{}, provers: map[*prover]struct{}{}}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}
@@ -217,14 +204,16 @@ func (e *Endpoint) tokenOK(got string) bool {
 	return subtle.ConstantTimeCompare([]byte(got), []byte(e.opts.Token)) == 1
 }
 
-// auth requires the bearer token. Tokens are never logged.
+// auth requires the bearer token, and hands next the principal it
+// authenticates (principalOf): the token's holder. Tokens are never
+// logged.
 func (e *Endpoint) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if got, _ := bearer(r); !e.tokenOK(got) {
 			unauthorized(w)
 			return
 		}
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, authority.TokenHolder())))
 	})
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/authority"
 	"github.com/agenteventprotocol/aep-mcp-bridge/proof"
 )
 
@@ -60,7 +61,7 @@ func (e *Endpoint) serveJoin(w http.ResponseWriter, r *http.Request) {
 	}
 	e.release(p)
 	conn.SetWriteDeadline(time.Time{})
-	e.runSocket(conn, peerOf{joined: true, key: key}, deadline)
+	e.runSocket(conn, authority.Bridge(key), deadline)
 }
 
 // refuseJoin closes the connection of p, which did not prove the token,

@@ -105,10 +105,9 @@ func TestAJoinedBridgesHoldIsBounded(t *testing.T) {
 	if fr := late.sendEvent(remoteEvent(src, "SC", "X1", "session.started", "", 0)); fr != nil {
 		t.Fatalf("the source after %d joined sessions retired since its own: %v; want it free", retiredJoined, fr)
 	}
-	f.ep.mu.Lock()
-	defer f.ep.mu.Unlock()
 	// The retired sessions' sources and the live one.
-	if n, m := len(f.ep.joinedSessions), len(f.ep.sources); n != retiredJoined+1 || m != retiredJoined+1 {
+	if st := f.ep.access.Stats(); st.JoinedSessions != retiredJoined+1 || st.Sources != retiredJoined+1 {
+		n, m := st.JoinedSessions, st.Sources
 		t.Fatalf("%d joined sessions and %d sources remembered; want %d of each", n, m, retiredJoined+1)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/authority"
 )
 
 const (
@@ -61,17 +62,9 @@ type socket struct {
 	// flood and warned belong to the reader goroutine.
 	flood  bucket
 	warned time.Time
-	// joined is set for a connection from /join, whose peer proved the
-	// token: a bridge joined to this hub. key is the fingerprint of the
-	// session key it proved too, or "": it may write the sessions
-	// certified to that key (authority.go).
-	joined bool
-	key    string
-	// sources counts the sources this connection writes, and sessions
-	// are the sessions a joined connection writes; the endpoint's mutex
-	// guards both.
-	sources  int
-	sessions map[string]bool
+	// auth is the connection in the endpoint's authority: who it is,
+	// what it writes.
+	auth *authority.Conn[*socket]
 
 	// mu guards the fields below.
 	mu       sync.Mutex
@@ -79,15 +72,10 @@ type socket struct {
 	role     string
 	agent    string
 	instance string
-	resume   string // the resume secret (authority.go); never logged
-	// writer names the emitter in the hub (bus.Hub.IngestFrom): the key
-	// it proved, or a digest of its resume secret, so it stays the same
-	// across its reconnects. Set with hello, then read only.
-	writer  string
-	accepts []string
-	control json.RawMessage
-	emits   []string
-	subs    map[string]*socketSub
+	accepts  []string
+	control  json.RawMessage
+	emits    []string
+	subs     map[string]*socketSub
 	// draining is set once the writer started its orderly close: no
 	// subscription (and no forwarder) is added after it.
 	draining bool
@@ -102,28 +90,17 @@ func (e *Endpoint) serveSocket(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // the upgrader already answered
 	}
-	e.runSocket(conn, peerOf{}, helloBy)
+	e.runSocket(conn, principalOf(r), helloBy)
 }
 
-// peerOf is what the endpoint knows of a connection's peer before hello.
-type peerOf struct {
-	// joined is set for a connection from /join, whose peer proved the
-	// token; key is the fingerprint of the session key it also proved,
-	// or "" (proof.Key).
-	joined bool
-	key    string
-}
-
-// runSocket serves an upgraded connection, from its hello, due by helloBy,
-// to its close: one from /socket, or one from /join whose peer proved the
-// token.
-func (e *Endpoint) runSocket(conn *websocket.Conn, p peerOf, helloBy time.Time) {
+// runSocket serves an upgraded connection of principal p, from its hello,
+// due by helloBy, to its close: one from /socket, whose peer presented the
+// token, or one from /join, whose peer proved it.
+func (e *Endpoint) runSocket(conn *websocket.Conn, p authority.Principal, helloBy time.Time) {
 	conn.SetReadLimit(e.opts.MaxEvent)
 	s := &socket{e: e, conn: conn, ctrl: make(chan []byte, e.opts.queue), out: make(chan []byte, e.opts.queue),
-		bye: make(chan string, 1), done: make(chan struct{}), subs: map[string]*socketSub{}, joined: p.joined, key: p.key, helloBy: helloBy}
-	if p.joined {
-		s.sessions = map[string]bool{}
-	}
+		bye: make(chan string, 1), done: make(chan struct{}), subs: map[string]*socketSub{}, helloBy: helloBy}
+	s.auth = e.access.Connect(p, s)
 	if !e.enter() {
 		conn.Close()
 		return
@@ -137,9 +114,10 @@ func (e *Endpoint) runSocket(conn *websocket.Conn, p peerOf, helloBy time.Time) 
 	s.readLoop()
 	// Nothing more can come from the peer: what it wrote is released at
 	// once, so its reconnection is not refused while this one drains.
-	e.dropClaims(s)
-	e.departed(s)
-	e.releaseSources(s)
+	e.access.Disconnect(s.auth)
+	if e.opts.afterRelease != nil {
+		e.opts.afterRelease()
+	}
 	// The writer sends what is queued and a closing frame (unless one is
 	// already on its way), then closes; every goroutine ends with it.
 	s.shutdown("the connection ended")
