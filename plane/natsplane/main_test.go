@@ -59,8 +59,9 @@ var prefixes atomic.Int64
 // newPrefix names a fresh plane on a shared cluster.
 func newPrefix() string { return fmt.Sprintf("t%d", prefixes.Add(1)) }
 
-// testHeartbeat is short, so a member killed is gone within a second.
-const testHeartbeat = 150 * time.Millisecond
+// testHeartbeat is short, so a member killed is gone within two seconds,
+// and long enough that a member slowed by the race detector keeps beating.
+const testHeartbeat = 500 * time.Millisecond
 
 // member opens a member of the plane prefix on the cluster at urls.
 func member(t *testing.T, urls, prefix string, tweak ...func(*Options)) *Member {
@@ -81,9 +82,11 @@ func member(t *testing.T, urls, prefix string, tweak ...func(*Options)) *Member 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		m.Close(ctx)
+		if err := m.Close(ctx); err != nil {
+			t.Logf("closing a member: %v", err)
+		}
 	})
 	return m
 }

@@ -326,8 +326,8 @@ func (m *Member) Close(ctx context.Context) error {
 	}
 	m.closed = true
 	m.mu.Unlock()
-	m.enqueue(item{op: opPresence, left: true})
 	err := m.out.drained(ctx)
+	m.state(true)
 	m.shutdown()
 	if err != nil {
 		return fmt.Errorf("leaving the operator plane with events still queued: %w", err)

@@ -51,7 +51,7 @@ func (r *recent) has(k string) bool { return r.set[k] }
 func (m *Member) start(ctx context.Context) error {
 	m.wg.Add(1)
 	go m.pump()
-	m.enqueue(item{op: opPresence})
+	m.state(false)
 	steps := []struct {
 		what string
 		run  func(ctx context.Context, ready chan<- struct{}) error

@@ -77,12 +77,18 @@ func (m *Member) peerLocked(fp string) *peer {
 func (m *Member) goneLocked(fp string, pr *peer) {
 	pr.gone = true
 	m.hub.Left(writerOf(fp), true)
-	for tok, rb := range m.remote {
-		if rb.fp == fp {
-			delete(m.remote, tok)
-		}
-	}
 	m.log.Info("a member of the operator plane is gone; its open questions wait for it until they expire", "member", fp)
+}
+
+// state puts the member's heartbeat (or its leaving) in the members'
+// bucket, outside the ordered outbox: a heartbeat orders nothing, and a
+// bucket that stalls must never hold the sessions' events behind it.
+func (m *Member) state(left bool) {
+	ctx, cancel := context.WithTimeout(m.ctx, m.opts.Heartbeat)
+	defer cancel()
+	if err := m.carry(ctx, item{op: opPresence, left: left}); err != nil {
+		m.log.Debug("stating the heartbeat", "err", err)
+	}
 }
 
 // beat states every heartbeat that this member is alive, and takes for
@@ -97,7 +103,7 @@ func (m *Member) beat() {
 			return
 		case <-t.C:
 		}
-		m.enqueue(item{op: opPresence})
+		m.state(false)
 		now := m.opts.now()
 		m.ingest.Lock()
 		for fp, pr := range m.peers {

@@ -56,7 +56,9 @@ func (m *Member) Sessions() []plane.Binding {
 	m.mu.Unlock()
 	m.ingest.Lock()
 	for _, rb := range m.remote {
-		out = append(out, rb.b)
+		if !m.peerLocked(rb.fp).gone { // a gone member's sessions come back with it
+			out = append(out, rb.b)
+		}
 	}
 	m.ingest.Unlock()
 	slices.SortFunc(out, func(a, b plane.Binding) int {
@@ -92,9 +94,6 @@ func (m *Member) watchSessions(ctx context.Context, ready chan<- struct{}) error
 		var b plane.Binding
 		if json.Unmarshal(env.body, &b) != nil || proof.SessionKey(b.Session) != env.fp || token(b.Source, b.Session) != tok ||
 			m.ended.has(tok) {
-			return
-		}
-		if m.peerLocked(env.fp).gone {
 			return
 		}
 		m.remote[tok] = remoteBinding{fp: env.fp, b: b}

@@ -140,12 +140,11 @@ func redelivery(t *testing.T, doors []Door) {
 	}
 	first := b.Until("the ack on B", Is("control.accepted", cmd.ID))
 	b.Until("the resolution on B", Is("attention.resolved", id))
-	n := len(b.seen)
+	n := len(b.Seen())
 	if code, detail := doors[1].Member.Command(ctx, plane.TokenHolder(), cmd, raw); code != "" {
 		t.Fatalf("the same command again = %s: %s; want the recorded ack", code, detail)
 	}
-	b.seen = b.seen[n:] // only what comes after the second send
-	again := b.Until("the ack again on B", Is("control.accepted", cmd.ID))
+	again := b.After(n).Until("the ack again on B", Is("control.accepted", cmd.ID))
 	if !bytes.Equal(again.Raw, first.Raw) {
 		t.Errorf("the ack re-sent is %s; want the recorded one byte for byte: %s", again.Raw, first.Raw)
 	}

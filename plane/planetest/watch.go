@@ -62,6 +62,16 @@ func (w *Watch) Until(what string, match func(ev *aep.Event) bool) *bus.Delivery
 	}
 }
 
+// Seen returns what the watch has read so far, in order.
+func (w *Watch) Seen() []*bus.Delivery { return w.seen }
+
+// After returns the watch as it would be had it read only what came
+// after its first n deliveries: Until looks no further back.
+func (w *Watch) After(n int) *Watch {
+	w.seen = w.seen[n:]
+	return w
+}
+
 // Is matches an event of type typ about subject ("" for any), by its
 // id, subject or cause.
 func Is(typ, about string) func(ev *aep.Event) bool {
