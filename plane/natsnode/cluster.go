@@ -104,8 +104,11 @@ func (c *Cluster) URLs() string {
 	return strings.Join(urls, ",")
 }
 
-// Kill stops node i at once (its peers see it vanish; no leadership is
-// handed over). Its store stays for Restart.
+// Kill stops node i at once: its clients' connections drop and the
+// consumers it held are gone. As every NATS server does when it stops,
+// it first hands the leadership of its Raft groups to its peers, so the
+// streams it led have new leaders within a few heartbeats rather than an
+// election timeout. Its store stays for Restart.
 func (c *Cluster) Kill(i int) { c.nodes[i].Stop() }
 
 // Restart starts node i again with its name and store, routed to the

@@ -123,9 +123,10 @@ func (n *Node) Server() *server.Server { return n.srv }
 // Running reports whether the node still runs.
 func (n *Node) Running() bool { return n.srv.Running() }
 
-// Stop shuts the node down at once, as a crash would for its peers (no
-// leadership is handed over first), and waits until it has stopped. Its
-// store stays.
+// Stop shuts the node down at once and waits until it has stopped: its
+// clients' connections drop. The server steps down from the Raft groups
+// it leads as it goes (nats-server does so on every shutdown). Its store
+// stays.
 func (n *Node) Stop() {
 	n.srv.Shutdown()
 	n.srv.WaitForShutdown()

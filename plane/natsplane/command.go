@@ -60,13 +60,13 @@ func (m *Member) Command(ctx context.Context, from plane.Principal, cmd *aep.Eve
 	if owner == "" {
 		return "no-route", fmt.Sprintf("no session %q on the operator plane: its id names no bridge's key", cmd.Session)
 	}
-	if m.reack(ctx, owner, cmd) {
-		return "", ""
-	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, m.opts.CommandWait)
 		defer cancel()
+	}
+	if m.reack(ctx, owner, cmd) {
+		return "", ""
 	}
 	return m.send(ctx, owner, from, cmd, raw)
 }

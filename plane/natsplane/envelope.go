@@ -16,7 +16,7 @@ import (
 // verify.
 const (
 	kindEvent    byte = 'e' // an event of a session: the stream, redelivery
-	kindOpen     byte = 'o' // an open question (wraps its event's envelope)
+	kindOpen     byte = 'o' // an open question (its event's stream sequence, then its envelope)
 	kindRecord   byte = 'c' // a command's recorded ack (wraps the ack's envelope)
 	kindBinding  byte = 'b' // a claimed session
 	kindPresence byte = 'p' // a member's heartbeat
@@ -80,4 +80,19 @@ func open(b []byte, kind byte, prefix, name string) (envelope, error) {
 	}
 	return envelope{kind: kind, signedAt: time.Unix(0, int64(binary.BigEndian.Uint64(at))), pub: pub,
 		fp: proof.FingerprintOf(pub), body: body}, nil
+}
+
+// openBody is the body of an open question's statement: the sequence the
+// events stream stored its event at (0 when not known, a question stated
+// again), then the event's envelope.
+func openBody(seq uint64, inner []byte) []byte {
+	return append(binary.BigEndian.AppendUint64(nil, seq), inner...)
+}
+
+// parseOpenBody reads an open question's statement body.
+func parseOpenBody(b []byte) (seq uint64, inner []byte, err error) {
+	if len(b) < 8 {
+		return 0, nil, fmt.Errorf("%w: an open question without its sequence", errEnvelope)
+	}
+	return binary.BigEndian.Uint64(b[:8]), b[8:], nil
 }

@@ -4,7 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"log/slog"
 	"os"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -59,9 +62,12 @@ var prefixes atomic.Int64
 // newPrefix names a fresh plane on a shared cluster.
 func newPrefix() string { return fmt.Sprintf("t%d", prefixes.Add(1)) }
 
-// testHeartbeat is short, so a member killed is gone within two seconds,
-// and long enough that a member slowed by the race detector keeps beating.
-const testHeartbeat = 500 * time.Millisecond
+// testHeartbeat is short, so a member killed is gone within a few
+// seconds, and long enough that a member slowed by the race detector
+// keeps beating, and that a front door finds a consumer lost with a
+// server (two of its idle heartbeats, the shortest JetStream's clients
+// take, 0.5s) well within the three heartbeats a member may miss.
+const testHeartbeat = time.Second
 
 // member opens a member of the plane prefix on the cluster at urls.
 func member(t *testing.T, urls, prefix string, tweak ...func(*Options)) *Member {
@@ -71,7 +77,8 @@ func member(t *testing.T, urls, prefix string, tweak ...func(*Options)) *Member 
 		t.Fatal(err)
 	}
 	o := Options{URLs: urls, User: clusterUser, Password: clusterPass, Prefix: prefix, Token: fleetToken, Key: key,
-		Agent: "aep-mcp-bridge", Instance: "test", Heartbeat: testHeartbeat, StoreBytes: 16 << 20}
+		Agent: "aep-mcp-bridge", Instance: "test", Heartbeat: testHeartbeat, StoreBytes: 16 << 20,
+		Logger: testLogger(t, key.Fingerprint()[:6])}
 	for _, f := range tweak {
 		f(&o)
 	}
@@ -89,6 +96,37 @@ func member(t *testing.T, urls, prefix string, tweak ...func(*Options)) *Member 
 		}
 	})
 	return m
+}
+
+// testLogger sends a member's logs, debug ones included, to the test's
+// log (shown when it fails, or with -v) until the test ends.
+func testLogger(t *testing.T, member string) *slog.Logger {
+	w := &testWriter{t: t}
+	t.Cleanup(w.stop) // registered before the member's Close: runs after it
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug})).With("member", member)
+}
+
+// testWriter writes to a test's log until stopped.
+type testWriter struct {
+	t *testing.T
+	// mu guards done.
+	mu   sync.Mutex
+	done bool
+}
+
+func (w *testWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		w.t.Log(strings.TrimSuffix(string(p), "\n"))
+	}
+	return len(p), nil
+}
+
+func (w *testWriter) stop() {
+	w.mu.Lock()
+	w.done = true
+	w.mu.Unlock()
 }
 
 // door is a member as the contract suite drives it.

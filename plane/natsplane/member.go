@@ -90,7 +90,13 @@ type Member struct {
 	wg    sync.WaitGroup
 	cmdSb *nats.Subscription
 	rdSb  *nats.Subscription
-	cons  jetstream.ConsumeContext
+	// followers read the plane's streams, in the order they started.
+	followers []*follower
+
+	// epochMu guards epochCtx, which ends when the connection drops.
+	epochMu     sync.Mutex
+	epochCtx    context.Context
+	epochCancel context.CancelFunc
 
 	// ingest serializes what the member puts in its hub from the plane,
 	// and guards the state below it.
@@ -100,6 +106,8 @@ type Member struct {
 	peers    map[string]*peer
 	remote   map[string]remoteBinding // claimed sessions of other members, by token
 	refusals int                      // events the hub refused, logged
+	evNext   uint64                   // the events stream's sequence after the last one read
+	parked   []parkedQ                // open questions read before their events
 
 	// mu guards the fields below.
 	mu     sync.Mutex
@@ -185,24 +193,66 @@ func Open(ctx context.Context, o Options) (*Member, error) {
 	}
 	m.hub = bus.NewHubWith(hubOpts)
 	m.ctx, m.stop = context.WithCancel(context.Background())
+	m.epochCtx, m.epochCancel = context.WithCancel(m.ctx)
 	if err := m.connect(ctx); err != nil {
 		m.stop()
 		return nil, err
 	}
 	m.out = newOutbox()
 	if err := m.start(ctx); err != nil {
-		m.shutdown()
+		m.shutdown(context.Background(), false)
 		return nil, err
 	}
 	return m, nil
+}
+
+// epoch returns a context that ends when the member's connection drops
+// or the member stops: a request in flight then gets no reply, and a
+// consumer read through the server that went may be gone.
+func (m *Member) epoch() context.Context {
+	m.epochMu.Lock()
+	defer m.epochMu.Unlock()
+	return m.epochCtx
+}
+
+// dropped ends the epoch: the connection dropped.
+func (m *Member) dropped() {
+	m.epochMu.Lock()
+	defer m.epochMu.Unlock()
+	m.epochCancel()
+	m.epochCtx, m.epochCancel = context.WithCancel(m.ctx)
+}
+
+// pullHeartbeat is how often a follower's consumer says it is alive when
+// it has nothing to deliver: half the member's heartbeat, within 1s-5s
+// (a server slowed by load may miss a shorter one). Two missed, it is
+// taken for gone.
+func (m *Member) pullHeartbeat() time.Duration {
+	return min(max(m.opts.Heartbeat/2, time.Second), 5*time.Second)
 }
 
 // connect opens the NATS connection and makes the streams and buckets,
 // retrying while the cluster cannot serve JetStream yet.
 func (m *Member) connect(ctx context.Context) error {
 	o := m.opts
+	// A server that stops answering without closing the connection (its
+	// machine gone, a partition) is found by pings: three heartbeats of
+	// silence (two seconds at least), not NATS's default of minutes.
 	copts := []nats.Option{nats.Name("aep-mcp-bridge " + o.Instance), nats.MaxReconnects(-1),
-		nats.ReconnectWait(100 * time.Millisecond), nats.NoEcho(), nats.RetryOnFailedConnect(false)}
+		nats.ReconnectWait(100 * time.Millisecond), nats.NoEcho(), nats.RetryOnFailedConnect(false),
+		nats.PingInterval(max(o.Heartbeat, 2*time.Second)), nats.MaxPingsOutstanding(goneAfter),
+		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
+			m.dropped()
+			if !nc.IsClosed() {
+				m.log.Info("the connection to the operator plane dropped; reconnecting", "err", err)
+			}
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			m.log.Info("reconnected to the operator plane", "server", redactURLs(nc.ConnectedUrl()))
+		}),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			m.log.Warn("the operator plane's connection reported an error", "err", err)
+		})}
 	switch {
 	case o.Creds != "":
 		copts = append(copts, nats.UserCredentials(o.Creds))
@@ -230,7 +280,7 @@ func (m *Member) connect(ctx context.Context) error {
 			replicas = 3
 		}
 	}
-	err = retry(ctx, "making the plane's stream and buckets", func(ctx context.Context) error {
+	err = m.retry(ctx, "making the plane's stream and buckets", func(ctx context.Context) error {
 		return m.ensure(ctx, replicas)
 	})
 	if err != nil {
@@ -272,16 +322,30 @@ func (m *Member) ensure(ctx context.Context, replicas int) error {
 	return err
 }
 
+// Bounds of one request to the cluster (Member.retry).
+const (
+	firstAttemptWait = 2 * time.Second
+	lastAttemptWait  = 5 * time.Second
+)
+
 // retry runs f until it succeeds or ctx ends, backing off from 50ms to
-// 1s: a cluster electing its leaders answers for a few seconds that it
-// cannot serve JetStream yet.
-func retry(ctx context.Context, what string, f func(context.Context) error) error {
-	wait := 50 * time.Millisecond
+// 1s between attempts. A cluster electing its leaders drops requests or
+// answers for a few seconds that it cannot serve JetStream yet; so each
+// attempt is bounded, first by firstAttemptWait, doubling up to
+// lastAttemptWait (a slow cluster still gets the time it needs), and
+// ends at once when the connection drops (its reply will never come).
+func (m *Member) retry(ctx context.Context, what string, f func(context.Context) error) error {
+	wait, attempt := 50*time.Millisecond, firstAttemptWait
 	for {
-		err := f(ctx)
+		actx, cancel := context.WithTimeout(ctx, attempt)
+		stop := context.AfterFunc(m.epoch(), cancel)
+		err := f(actx)
+		stop()
+		cancel()
 		if err == nil {
 			return nil
 		}
+		m.log.Debug("a request to the operator plane failed; sending it again", "what", what, "err", err, "bound", attempt)
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -289,7 +353,7 @@ func retry(ctx context.Context, what string, f func(context.Context) error) erro
 			return fmt.Errorf("%s: %w (last error: %v)", what, ctx.Err(), err)
 		case <-t.C:
 		}
-		wait = min(wait*2, time.Second)
+		wait, attempt = min(wait*2, time.Second), min(attempt*2, lastAttemptWait)
 	}
 }
 
@@ -315,9 +379,9 @@ func (m *Member) Sink() plane.Sink { return (*sink)(m) }
 // Fingerprint returns the fingerprint of the member's key.
 func (m *Member) Fingerprint() string { return m.fp }
 
-// Close states that the member leaves, sends what it queued (bounded by
-// ctx), and stops. The other members then apply the abandoned rule to its
-// questions at once.
+// Close states that the member leaves, sends what it queued, deletes
+// its consumers and stops, all bounded by ctx. The other members then
+// apply the abandoned rule to its questions at once.
 func (m *Member) Close(ctx context.Context) error {
 	m.mu.Lock()
 	if m.closed {
@@ -328,7 +392,7 @@ func (m *Member) Close(ctx context.Context) error {
 	m.mu.Unlock()
 	err := m.out.drained(ctx)
 	m.state(true)
-	m.shutdown()
+	m.shutdown(ctx, true)
 	if err != nil {
 		return fmt.Errorf("leaving the operator plane with events still queued: %w", err)
 	}
@@ -341,16 +405,14 @@ func (m *Member) Kill() {
 	m.mu.Lock()
 	m.closed = true
 	m.mu.Unlock()
-	m.shutdown()
+	m.shutdown(context.Background(), false)
 }
 
-// shutdown stops every goroutine and the connection.
-func (m *Member) shutdown() {
+// shutdown stops every goroutine and the connection. When graceful, it
+// first deletes the member's consumers, bounded by ctx; else it leaves
+// them to the cluster (consumerIdle).
+func (m *Member) shutdown(ctx context.Context, graceful bool) {
 	m.stop()
-	if m.cons != nil {
-		m.cons.Stop()
-		<-m.cons.Closed()
-	}
 	for _, s := range []*nats.Subscription{m.cmdSb, m.rdSb} {
 		if s != nil {
 			s.Unsubscribe()
@@ -358,6 +420,15 @@ func (m *Member) shutdown() {
 	}
 	m.out.close()
 	m.wg.Wait()
+	if graceful && ctx.Err() == nil {
+		var wg sync.WaitGroup
+		for _, f := range m.followers {
+			if f.name != "" {
+				wg.Go(func() { _ = m.js.DeleteConsumer(ctx, f.stream, f.name) })
+			}
+		}
+		wg.Wait()
+	}
 	if m.nc != nil {
 		m.nc.Close()
 	}

@@ -45,34 +45,56 @@ func (r *recent) has(k string) bool { return r.set[k] }
 
 // start catches up with the plane and keeps up with it: the members'
 // heartbeats first (who is alive decides what the abandoned rule does
-// with what follows), then the claimed sessions, the open questions and
-// the events stream; then the pump, the heartbeat and the command and
+// with what follows), then the claimed sessions, the events stream and
+// the open questions; then the pump, the heartbeat and the command and
 // redelivery subscriptions. It returns once every part has caught up.
 func (m *Member) start(ctx context.Context) error {
 	m.wg.Add(1)
 	go m.pump()
 	m.state(false)
 	steps := []struct {
-		what string
-		run  func(ctx context.Context, ready chan<- struct{}) error
+		what  string
+		start func() *follower
 	}{
-		{"the members' heartbeats", m.watchMembers},
-		{"the claimed sessions", m.watchSessions},
-		{"the open questions", m.watchOpen},
-		{"the events stream", m.consumeEvents},
+		{"the members' heartbeats", func() *follower { return m.followBucket("the members' heartbeats", m.n.members, m.takePresence) }},
+		{"the claimed sessions", func() *follower { return m.followBucket("the claimed sessions", m.n.sessions, m.takeBinding) }},
+		{"the events stream", func() *follower {
+			return m.follow("the events stream", m.n.events, m.n.eventSubjects, false, func(msg jetstream.Msg, meta *jetstream.MsgMetadata) {
+				m.takeEvent(msg.Subject(), msg.Data(), meta.Timestamp)
+				m.ingest.Lock()
+				m.passedLocked(meta.Sequence.Stream)
+				m.ingest.Unlock()
+			})
+		}},
+		{"the open questions", func() *follower { return m.followBucket("the open questions", m.n.open, m.takeOpen) }},
 	}
 	for _, s := range steps {
-		ready := make(chan struct{})
-		if err := s.run(ctx, ready); err != nil {
-			return fmt.Errorf("reading %s: %w", s.what, err)
-		}
 		select {
-		case <-ready:
+		case <-s.start().ready:
 		case <-ctx.Done():
 			return fmt.Errorf("catching up with %s of the operator plane: %w", s.what, ctx.Err())
 		}
 	}
-	var err error
+	// A question whose event the stream no longer holds waits for no
+	// event: it opens now.
+	var last uint64
+	err := m.retry(ctx, "reading the events stream's state", func(ctx context.Context) error {
+		s, err := m.js.Stream(ctx, m.n.events)
+		if err != nil {
+			return err
+		}
+		info, err := s.Info(ctx)
+		if err == nil {
+			last = info.State.LastSeq
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	m.ingest.Lock()
+	m.releaseLocked(last+1, time.Time{})
+	m.ingest.Unlock()
 	if m.cmdSb, err = m.nc.Subscribe(m.n.commandSubject(m.fp), m.takeCommand); err != nil {
 		return err
 	}
@@ -85,47 +107,6 @@ func (m *Member) start(ctx context.Context) error {
 	m.wg.Add(1)
 	go m.beat()
 	return nil
-}
-
-// watch runs a watcher of bucket kv until the member stops, handing each
-// entry to f; ready is closed once the initial values are handed over.
-func (m *Member) watch(ctx context.Context, kv jetstream.KeyValue, ready chan<- struct{}, f func(jetstream.KeyValueEntry)) error {
-	var w jetstream.KeyWatcher
-	err := retry(ctx, "watching "+kv.Bucket(), func(ctx context.Context) error {
-		var err error
-		w, err = kv.WatchAll(m.ctx)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	m.wg.Add(1)
-	go m.runWatch(w, ready, f)
-	return nil
-}
-
-// runWatch is a watcher's goroutine; it ends with the member.
-func (m *Member) runWatch(w jetstream.KeyWatcher, ready chan<- struct{}, f func(jetstream.KeyValueEntry)) {
-	defer m.wg.Done()
-	defer w.Stop()
-	for {
-		select {
-		case e, ok := <-w.Updates():
-			if !ok {
-				return
-			}
-			if e == nil {
-				if ready != nil {
-					close(ready)
-					ready = nil
-				}
-				continue
-			}
-			f(e)
-		case <-m.ctx.Done():
-			return
-		}
-	}
 }
 
 // fresh reports whether a statement signed at signed was stored at
@@ -163,51 +144,6 @@ func (m *Member) openEvent(b []byte) (envelope, *aep.Event, string, error) {
 		return envelope{}, nil, "", fmt.Errorf("%w: source %q does not name a session of the signing key", errEnvelope, ev.Source)
 	}
 	return env, ev, tok, nil
-}
-
-// consumeEvents reads the events stream from its start, and keeps
-// reading; ready is closed once it has read what the stream held when it
-// began.
-func (m *Member) consumeEvents(ctx context.Context, ready chan<- struct{}) error {
-	var last uint64
-	var cons jetstream.Consumer
-	err := retry(ctx, "reading the events stream", func(ctx context.Context) error {
-		s, err := m.js.Stream(ctx, m.n.events)
-		if err != nil {
-			return err
-		}
-		info, err := s.Info(ctx)
-		if err != nil {
-			return err
-		}
-		last = info.State.LastSeq
-		cons, err = m.js.OrderedConsumer(ctx, m.n.events, jetstream.OrderedConsumerConfig{
-			FilterSubjects: []string{m.n.eventSubjects}, DeliverPolicy: jetstream.DeliverAllPolicy})
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	caughtUp := last == 0
-	if caughtUp {
-		close(ready)
-	}
-	cc, err := cons.Consume(func(msg jetstream.Msg) {
-		meta, err := msg.Metadata()
-		if err != nil {
-			return
-		}
-		m.takeEvent(msg.Subject(), msg.Data(), meta.Timestamp)
-		if !caughtUp && meta.Sequence.Stream >= last {
-			caughtUp = true
-			close(ready)
-		}
-	})
-	if err != nil {
-		return err
-	}
-	m.cons = cc
-	return nil
 }
 
 // takeEvent puts an event from the stream in the hub, when it is signed
@@ -272,43 +208,102 @@ func (m *Member) put(fp string, ev *aep.Event, raw []byte) {
 	}
 }
 
-// watchOpen keeps the open questions' bucket: a question stated there
+// takeOpen keeps the open questions' bucket: a question stated there
 // that the hub does not hold opens (a front door that started after the
 // stream dropped it still lists it). Nothing is removed for a deleted
 // entry: a question is settled only by its owner's signed event. A
 // deleted entry of this member's own open question is stated again.
-func (m *Member) watchOpen(ctx context.Context, ready chan<- struct{}) error {
-	return m.watch(ctx, m.kvs.open, ready, func(e jetstream.KeyValueEntry) {
-		fp, id, ok := strings.Cut(e.Key(), ".")
-		if !ok {
-			return
-		}
-		if e.Operation() != jetstream.KeyValuePut {
-			if fp == m.fp {
-				m.restate(id)
-			}
-			return
-		}
+func (m *Member) takeOpen(e entry) {
+	fp, id, ok := strings.Cut(e.key, ".")
+	if !ok {
+		return
+	}
+	if e.op != jetstream.KeyValuePut {
 		if fp == m.fp {
-			return
+			m.restate(id)
 		}
-		outer, err := open(e.Value(), kindOpen, m.n.prefix, e.Key())
-		if err != nil || outer.fp != fp {
-			m.log.Debug("ignored an open-question entry not signed by its key", "key", e.Key(), "err", err)
-			return
+		return
+	}
+	if fp == m.fp {
+		return
+	}
+	outer, err := open(e.value, kindOpen, m.n.prefix, e.key)
+	if err != nil || outer.fp != fp {
+		m.log.Debug("ignored an open-question entry not signed by its key", "key", e.key, "err", err)
+		return
+	}
+	seq, inner, err := parseOpenBody(outer.body)
+	if err != nil {
+		m.log.Debug("ignored an open-question entry without its sequence", "key", e.key)
+		return
+	}
+	env, ev, tok, err := m.openEvent(inner)
+	if err != nil || env.fp != fp || ev.ID != id || ev.Type != "attention.requested" {
+		m.log.Debug("ignored an open-question entry whose question is not its own", "key", e.key, "err", err)
+		return
+	}
+	q := parkedQ{seq: seq, since: m.opts.now(), fp: fp, outer: outer, ev: ev, tok: tok, raw: inner[envelopeHead:], stored: e.created}
+	m.ingest.Lock()
+	defer m.ingest.Unlock()
+	if seq >= m.evNext && len(m.parked) < parkedMax {
+		m.parked = append(m.parked, q)
+		return
+	}
+	m.openLocked(q)
+}
+
+// parkedQ is an open question read from its bucket before the events
+// stream brought its event: it waits, so that every door lists a
+// session's events in their order (the bucket is read apart from the
+// stream, and may be ahead of it).
+type parkedQ struct {
+	seq    uint64    // where the stream stored its event
+	since  time.Time // when it was parked (this member's clock)
+	fp     string
+	outer  envelope
+	ev     *aep.Event
+	tok    string
+	raw    []byte
+	stored time.Time
+}
+
+// Bounds of the questions waiting for their events: how many, and for
+// how long (an events stream made again restarts its sequences).
+const (
+	parkedMax = 4096
+	parkWait  = 2 * lastAttemptWait
+)
+
+// passedLocked records that the events stream brought this member past
+// seq, and opens the questions that waited for it. Callers hold
+// m.ingest.
+func (m *Member) passedLocked(seq uint64) {
+	m.evNext = max(m.evNext, seq+1)
+	m.releaseLocked(m.evNext, time.Time{})
+}
+
+// releaseLocked opens the waiting questions whose events are before
+// next, or that wait since before before. Callers hold m.ingest.
+func (m *Member) releaseLocked(next uint64, before time.Time) {
+	kept := m.parked[:0]
+	for _, q := range m.parked {
+		if q.seq < next || q.since.Before(before) {
+			m.openLocked(q)
+		} else {
+			kept = append(kept, q)
 		}
-		env, ev, tok, err := m.openEvent(outer.body)
-		if err != nil || env.fp != fp || ev.ID != id || ev.Type != "attention.requested" {
-			m.log.Debug("ignored an open-question entry whose question is not its own", "key", e.Key(), "err", err)
-			return
-		}
-		m.ingest.Lock()
-		defer m.ingest.Unlock()
-		if !m.admitQuestion(outer, ev, tok, e.Created()) {
-			return
-		}
-		m.put(fp, ev, outer.body[envelopeHead:])
-	})
+	}
+	clear(m.parked[len(kept):])
+	m.parked = kept
+}
+
+// openLocked opens a question read from its bucket, unless it was
+// settled since or is stale; one the hub holds already is not announced
+// again. Callers hold m.ingest.
+func (m *Member) openLocked(q parkedQ) {
+	if m.admitQuestion(q.outer, q.ev, q.tok, q.stored) {
+		m.put(q.fp, q.ev, q.raw)
+	}
 }
 
 // restate states this member's open question id again when its entry

@@ -1,7 +1,6 @@
 package natsplane
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -73,29 +72,27 @@ func (m *Member) Sessions() []plane.Binding {
 	return out
 }
 
-// watchSessions keeps the other members' claimed sessions for the
+// takeBinding keeps the other members' claimed sessions for the
 // roster: a binding is believed only when its session is certified to the
 // key that signed it. A deleted entry leaves the roster (a holder of the
 // cluster's credentials can hide an entry; commands are routed by the
 // session's key, not by this bucket).
-func (m *Member) watchSessions(ctx context.Context, ready chan<- struct{}) error {
-	return m.watch(ctx, m.kvs.sessions, ready, func(e jetstream.KeyValueEntry) {
-		tok := e.Key()
-		m.ingest.Lock()
-		defer m.ingest.Unlock()
-		if e.Operation() != jetstream.KeyValuePut {
-			delete(m.remote, tok)
-			return
-		}
-		env, err := open(e.Value(), kindBinding, m.n.prefix, tok)
-		if err != nil || env.fp == m.fp {
-			return
-		}
-		var b plane.Binding
-		if json.Unmarshal(env.body, &b) != nil || proof.SessionKey(b.Session) != env.fp || token(b.Source, b.Session) != tok ||
-			m.ended.has(tok) {
-			return
-		}
-		m.remote[tok] = remoteBinding{fp: env.fp, b: b}
-	})
+func (m *Member) takeBinding(e entry) {
+	tok := e.key
+	m.ingest.Lock()
+	defer m.ingest.Unlock()
+	if e.op != jetstream.KeyValuePut {
+		delete(m.remote, tok)
+		return
+	}
+	env, err := open(e.value, kindBinding, m.n.prefix, tok)
+	if err != nil || env.fp == m.fp {
+		return
+	}
+	var b plane.Binding
+	if json.Unmarshal(env.body, &b) != nil || proof.SessionKey(b.Session) != env.fp || token(b.Source, b.Session) != tok ||
+		m.ended.has(tok) {
+		return
+	}
+	m.remote[tok] = remoteBinding{fp: env.fp, b: b}
 }

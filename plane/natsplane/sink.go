@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"sync"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -82,6 +81,9 @@ type item struct {
 	tok, id string
 	key     string // opRecord: the record's key
 	raw     []byte
+	// seq is, for opOpen, where the events stream stored the question's
+	// event (0 when not known).
+	seq uint64
 	// keep says it may not be dropped when the outbox is over its bound.
 	keep bool
 	left bool // opPresence: the member is leaving
@@ -203,65 +205,72 @@ func (m *Member) enqueue(items ...item) {
 // questions' bucket entries after the events that ask and settle them.
 func (m *Member) pump() {
 	defer m.wg.Done()
+	// The event last sent, and where the stream stored it: a question's
+	// bucket entry follows its event, and says where it is.
+	var lastTok, lastID string
+	var lastSeq uint64
 	for {
 		items, ok := m.out.take(m.ctx)
 		if !ok {
 			return
 		}
 		for _, it := range items {
-			err := retry(m.ctx, "sending to the operator plane", func(ctx context.Context) error {
-				ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-				defer cancel()
-				return m.carry(ctx, it)
+			if it.op == opOpen && it.tok == lastTok && it.id == lastID {
+				it.seq = lastSeq
+			}
+			var seq uint64
+			err := m.retry(m.ctx, "sending to the operator plane", func(ctx context.Context) error {
+				var err error
+				seq, err = m.carry(ctx, it)
+				return err
 			})
 			if err != nil {
 				return // closing
+			}
+			if it.op == opEvent {
+				lastTok, lastID, lastSeq = it.tok, it.id, seq
 			}
 		}
 	}
 }
 
-// carry carries out one operation. Every statement is signed now, at the
-// attempt that sends it, so the time it carries is the time the cluster
-// stores it (Options.MaxSkew).
-func (m *Member) carry(ctx context.Context, it item) error {
+// carry carries out one operation; for an event, it returns where the
+// stream stored it. Every statement is signed now, at the attempt that
+// sends it, so the time it carries is the time the cluster stores it
+// (Options.MaxSkew).
+func (m *Member) carry(ctx context.Context, it item) (uint64, error) {
 	now := m.opts.now()
+	var err error
 	switch it.op {
 	case opEvent:
 		msg := &nats.Msg{Subject: m.n.eventSubject(it.tok), Data: seal(m.key, kindEvent, m.n.prefix, it.tok, now, it.raw)}
-		_, err := m.js.PublishMsg(ctx, msg, jetstream.WithMsgID(it.tok+"."+it.id))
-		return err
+		ack, err := m.js.PublishMsg(ctx, msg, jetstream.WithMsgID(it.tok+"."+it.id))
+		if err != nil {
+			return 0, err
+		}
+		return ack.Sequence, nil
 	case opOpen:
 		key := openKey(m.fp, it.id)
 		inner := seal(m.key, kindEvent, m.n.prefix, it.tok, now, it.raw)
-		_, err := m.kvs.open.Put(ctx, key, seal(m.key, kindOpen, m.n.prefix, key, now, inner))
-		return err
+		_, err = m.kvs.open.Put(ctx, key, seal(m.key, kindOpen, m.n.prefix, key, now, openBody(it.seq, inner)))
 	case opSettle:
-		err := m.kvs.open.Delete(ctx, openKey(m.fp, it.id))
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			return nil
-		}
-		return err
+		err = m.kvs.open.Delete(ctx, openKey(m.fp, it.id))
 	case opRedeliver:
-		return m.nc.Publish(m.n.redeliverSubject(it.tok), seal(m.key, kindEvent, m.n.prefix, it.tok, now, it.raw))
+		err = m.nc.Publish(m.n.redeliverSubject(it.tok), seal(m.key, kindEvent, m.n.prefix, it.tok, now, it.raw))
 	case opBind:
-		_, err := m.kvs.sessions.Put(ctx, it.tok, seal(m.key, kindBinding, m.n.prefix, it.tok, now, it.raw))
-		return err
+		_, err = m.kvs.sessions.Put(ctx, it.tok, seal(m.key, kindBinding, m.n.prefix, it.tok, now, it.raw))
 	case opUnbind:
-		err := m.kvs.sessions.Delete(ctx, it.tok)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			return nil
-		}
-		return err
+		err = m.kvs.sessions.Delete(ctx, it.tok)
 	case opRecord:
 		inner := seal(m.key, kindEvent, m.n.prefix, it.tok, now, it.raw)
-		_, err := m.kvs.commands.Put(ctx, it.key, seal(m.key, kindRecord, m.n.prefix, it.key, now, inner))
-		return err
+		_, err = m.kvs.commands.Put(ctx, it.key, seal(m.key, kindRecord, m.n.prefix, it.key, now, inner))
 	case opPresence:
 		body, _ := json.Marshal(presence{Agent: m.opts.Agent, Instance: m.opts.Instance, Left: it.left,
 			HeartbeatMS: m.opts.Heartbeat.Milliseconds()})
-		_, err := m.kvs.members.Put(ctx, m.fp, seal(m.key, kindPresence, m.n.prefix, m.fp, now, body))
-		return err
+		_, err = m.kvs.members.Put(ctx, m.fp, seal(m.key, kindPresence, m.n.prefix, m.fp, now, body))
 	}
-	return nil
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return 0, nil // a delete of what is not there is done
+	}
+	return 0, err
 }
