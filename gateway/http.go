@@ -283,8 +283,9 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	}
 	sid := r.Header.Get(mcp.HeaderSessionID)
 	if sid == "" {
-		w.Header().Set("Allow", "POST")
-		httpError(w, http.StatusMethodNotAllowed, "GET /mcp serves the stream of an MCP session: send its Mcp-Session-Id (MCP 2026-07-28 requests need no GET stream)")
+		// MCP 2025-11-25 basic/transports (Session Management): a request
+		// without the session id a server requires gets 400.
+		httpError(w, http.StatusBadRequest, "GET /mcp serves the stream of an MCP session: send its Mcp-Session-Id (MCP 2026-07-28 requests need no GET stream)")
 		return
 	}
 	sess := s.lookup(sid, stateful)
@@ -340,7 +341,12 @@ func (sess *session) attach(lastID string) (*stream, int, int, error) {
 // delete ends the session the Mcp-Session-Id names, and its upstream
 // (MCP basic/transports, Session Management).
 func (s *Server) delete(w http.ResponseWriter, r *http.Request) {
-	sess := s.lookup(r.Header.Get(mcp.HeaderSessionID), stateful)
+	sid := r.Header.Get(mcp.HeaderSessionID)
+	if sid == "" {
+		httpError(w, http.StatusBadRequest, "DELETE /mcp ends an MCP session: send its Mcp-Session-Id")
+		return
+	}
+	sess := s.lookup(sid, stateful)
 	if sess == nil {
 		httpError(w, http.StatusNotFound, "no such MCP session: it ended or never existed here")
 		return

@@ -53,7 +53,8 @@ func TestRefusedRequests(t *testing.T) {
 		{"no acceptable type", "POST", "/mcp", with("Accept", "text/html"), "", initBody, 406, "Accept"},
 		{"other protocol version", "POST", "/mcp", with(mcp.HeaderSessionID, live.id), "", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, 400, "not the version this session negotiated"},
 		{"malformed protocol version", "GET", "/mcp", with(mcp.HeaderSessionID, live.id), "", "", 400, "not a protocol revision"},
-		{"GET without a session", "GET", "/mcp", with("Accept", "text/event-stream"), "", "", 405, "Mcp-Session-Id"},
+		{"GET without a session", "GET", "/mcp", with("Accept", "text/event-stream"), "", "", 400, "Mcp-Session-Id"},
+		{"DELETE without a session", "DELETE", "/mcp", base, "", "", 400, "Mcp-Session-Id"},
 		{"DELETE of an unknown session", "DELETE", "/mcp", with(mcp.HeaderSessionID, "nope"), "", "", 404, "no such MCP session"},
 		{"legacy POST of an unknown session", "POST", "/message?sessionId=nope", base, "", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, 404, "no such HTTP+SSE session"},
 	}
