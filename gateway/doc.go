@@ -38,6 +38,7 @@
 // in bytes (MaxBuffered); past the bound the session ends, saying why.
 //
 // One file per concern: gateway.go (options, sessions' lifetimes),
+// evict.go (making room at MaxSessions),
 // http.go (the /mcp handlers), oneshot.go (stateless 2026-07-28
 // requests), legacy.go (HTTP+SSE), session.go (a session's connection to
 // its bridge session, and routing), stream.go and pump.go (streams, and
@@ -50,8 +51,11 @@
 // off; bodies, headers and idle connections are bounded. Session ids are
 // 128 random bits, and a session's messages, streams and event ids are
 // reachable only through its own id, so one session can never see or
-// answer another's. MaxSessions bounds concurrent sessions (503 with
-// Retry-After past it); SessionIdle ends sessions nobody uses; a session
+// answer another's. MaxSessions bounds concurrent sessions: at the bound
+// the least recently used idle session (no request in flight, no
+// question open) ends to make room, and only when every session is busy
+// does a new one get 503 with Retry-After (evict.go); SessionIdle ends
+// sessions nobody uses; a session
 // whose upstream dies ends alone, its in-flight requests answered with an
 // error naming the cause.
 package gateway

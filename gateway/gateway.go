@@ -37,8 +37,10 @@ type Options struct {
 	// listen address, localhost and loopback IPs, and the gateway's own
 	// origin.
 	AllowHosts, AllowOrigins []string
-	// MaxSessions bounds concurrent client sessions; past it a new one
-	// gets 503 with Retry-After. 0 means 64.
+	// MaxSessions bounds concurrent client sessions. At the bound, a new
+	// session takes the place of the least recently used idle one (no
+	// request in flight, no question open), which ends; when every
+	// session is busy, a new one gets 503 with Retry-After. 0 means 64.
 	MaxSessions int
 	// SessionIdle ends a session that had no request, no message either
 	// way and no request in flight for that long. 0 means 30m.
@@ -111,6 +113,9 @@ type Server struct {
 	policy *hostguard.Policy
 	token  [sha256.Size]byte
 	auth   bool
+	// holder is the principal of every request that carries the client
+	// token (see principal).
+	holder principal
 	srv    *http.Server
 	wg     sync.WaitGroup // session goroutines
 
@@ -146,6 +151,7 @@ func New(o Options) (*Server, error) {
 	}
 	if o.Token != "" {
 		s.auth, s.token = true, sha256.Sum256([]byte(o.Token))
+		s.holder = tokenHolder(o.Token)
 	}
 	return s, nil
 }
@@ -214,36 +220,27 @@ func (s *Server) Sessions() int {
 
 // Errors of newSession.
 var (
-	errFull     = errors.New("the gateway serves as many sessions as --max-sessions allows")
+	errFull     = errors.New("every session the gateway serves (--max-sessions) is busy, each with a request in flight or a question open")
 	errShutdown = errors.New("the gateway is shutting down")
 )
 
-// newSession starts a bridge session of kind on the host.
-func (s *Server) newSession(kind sessionKind) (*session, error) {
+// newSession starts a bridge session of kind for who on the host. At
+// MaxSessions it first ends the least recently used idle session and
+// waits, within ctx, for it to be gone (see makeRoom).
+func (s *Server) newSession(ctx context.Context, kind sessionKind, who principal) (*session, error) {
 	id, err := newSessionID()
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	sess := &session{id: id, kind: kind, srv: s, log: s.log, seed: maphash.MakeSeed(), in: make(chan []byte),
-		ctx: ctx, cancel: cancel, done: make(chan struct{}),
+	sctx, cancel := context.WithCancel(context.Background())
+	sess := &session{id: id, kind: kind, owner: who, srv: s, log: s.log, seed: maphash.MakeSeed(), in: make(chan []byte),
+		ctx: sctx, cancel: cancel, done: make(chan struct{}),
 		streams: map[string]*stream{}, byRequest: map[string]*stream{}, byToken: map[string]*stream{},
-		sentOn: map[string]*stream{}, relations: map[uint64]string{}, states: map[string]bool{}}
-	s.mu.Lock()
-	switch {
-	case s.closed:
-		err = errShutdown
-	case len(s.sessions) >= s.opts.MaxSessions:
-		err = errFull
-	}
-	if err != nil {
-		s.mu.Unlock()
+		sentOn: map[string]*stream{}, relations: map[uint64]string{}, states: map[string]bool{}, lastActive: time.Now()}
+	if err := s.reserve(ctx, sess); err != nil {
 		cancel()
 		return nil, err
 	}
-	s.sessions[id] = sess // holds the slot while the bridge session starts
-	s.wg.Add(1)
-	s.mu.Unlock()
 	o := s.opts.Session
 	o.ClientConn = sess
 	o.Client, o.ClientOut = nil, nil
@@ -256,11 +253,46 @@ func (s *Server) newSession(kind sessionKind) (*session, error) {
 		cancel()
 		return nil, fmt.Errorf("starting a bridge session: %w", err)
 	}
+	sess.mu.Lock()
 	sess.b = b
 	sess.log = s.log.With("session", b.Session())
+	sess.mu.Unlock()
 	sess.armIdle()
 	go s.runSession(sess)
 	return sess, nil
+}
+
+// reserve holds a slot of the session table for sess while its bridge
+// session starts, making room when the table is full.
+func (s *Server) reserve(ctx context.Context, sess *session) error {
+	for range s.opts.MaxSessions + 8 { // each turn ends a session, or waits for one to end
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return errShutdown
+		}
+		if len(s.sessions) < s.opts.MaxSessions {
+			s.sessions[sess.id] = sess
+			s.wg.Add(1)
+			s.mu.Unlock()
+			return nil
+		}
+		all := make([]*session, 0, len(s.sessions))
+		for _, other := range s.sessions {
+			all = append(all, other)
+		}
+		s.mu.Unlock()
+		gone, err := s.makeRoom(all)
+		if err != nil {
+			return err
+		}
+		select {
+		case <-gone:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return errFull
 }
 
 // runSession runs one bridge session until it ends, then forgets it.
@@ -273,7 +305,9 @@ func (s *Server) runSession(sess *session) {
 	}
 	sess.Close()
 	s.mu.Lock()
-	delete(s.sessions, sess.id)
+	if s.sessions[sess.id] == sess {
+		delete(s.sessions, sess.id)
+	}
 	for st, owner := range s.states {
 		if owner == sess {
 			delete(s.states, st)
@@ -293,12 +327,13 @@ func (s *Server) runSession(sess *session) {
 	close(sess.done)
 }
 
-// lookup returns the live session with id, of kind.
-func (s *Server) lookup(id string, kind sessionKind) *session {
+// lookup returns the live session with id, of kind, that who opened: a
+// session is reachable only by its own principal.
+func (s *Server) lookup(id string, kind sessionKind, who principal) *session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sess := s.sessions[id]
-	if sess == nil || sess.kind != kind {
+	if sess == nil || sess.kind != kind || sess.owner != who {
 		return nil
 	}
 	return sess

@@ -1,8 +1,10 @@
 package gateway
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"mime"
@@ -50,11 +52,13 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			httpError(w, http.StatusForbidden, msg)
 			return
 		}
-		if s.auth && !s.authorized(r) {
+		who, ok := s.authenticate(r)
+		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="aep-mcp-bridge"`)
 			httpError(w, http.StatusUnauthorized, "a bearer token is required: send Authorization: Bearer <token>, the gateway's --mcp-token (AEP_MCP_TOKEN, or the mcp-token file in its state folder)")
 			return
 		}
+		r = r.WithContext(context.WithValue(r.Context(), principalKey{}, who))
 		if r.Body != nil && r.Method == http.MethodPost {
 			r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBody)
 			// A stalled body ends at the deadline; the handler lifts it
@@ -103,6 +107,46 @@ func asksForEventStream(r *http.Request) bool {
 		}
 	}
 	return false
+}
+
+// principal names who a request acts for. A session, and each
+// input_required round it hands out, belongs to the principal that
+// opened it, and only that principal reaches it. Until the gateway has a
+// credential per client, every holder of the client token is one
+// principal (named by a digest of the token, so the gateways of a fleet
+// that share it agree on it), and without a token (--mcp-auth none)
+// every local process is the one principal anonymous.
+type principal string
+
+// anonymous is the principal of every request under --mcp-auth none.
+const anonymous principal = "anonymous"
+
+// tokenHolder is the principal of the holders of token: a digest, never
+// the token, so it may be logged.
+func tokenHolder(token string) principal {
+	sum := sha256.Sum256([]byte("aep-mcp-bridge gateway client\x00" + token))
+	return principal("token:" + hex.EncodeToString(sum[:8]))
+}
+
+// principalKey is the request context key of the request's principal.
+type principalKey struct{}
+
+// principalOf returns the principal guard authenticated r as.
+func principalOf(r *http.Request) principal {
+	who, _ := r.Context().Value(principalKey{}).(principal)
+	return who
+}
+
+// authenticate returns the principal r acts for, and false when it does
+// not carry the client token the gateway requires.
+func (s *Server) authenticate(r *http.Request) (principal, bool) {
+	if !s.auth {
+		return anonymous, true
+	}
+	if !s.authorized(r) {
+		return "", false
+	}
+	return s.holder, true
 }
 
 // authorized compares the request's bearer token with the gateway's in

@@ -20,7 +20,7 @@ func (s *Server) legacyOpen(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusNotAcceptable, "GET /sse opens an HTTP+SSE session for a client that asks for it: send Accept: text/event-stream")
 		return
 	}
-	sess, err := s.newSession(legacySSE)
+	sess, err := s.newSession(r.Context(), legacySSE, principalOf(r))
 	if err != nil {
 		s.refuse(w, err)
 		return
@@ -44,7 +44,7 @@ func (sess *session) writeEndpoint(w http.ResponseWriter, rc *http.ResponseContr
 // HTTP+SSE session, answered 202; responses travel on the session's
 // event stream.
 func (s *Server) legacyPost(w http.ResponseWriter, r *http.Request) {
-	sess := s.lookup(r.URL.Query().Get("sessionId"), legacySSE)
+	sess := s.lookup(r.URL.Query().Get("sessionId"), legacySSE, principalOf(r))
 	if sess == nil {
 		httpError(w, http.StatusNotFound, "no such HTTP+SSE session: its event stream closed or it never existed here; open GET /sse again")
 		return

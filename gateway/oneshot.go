@@ -29,7 +29,7 @@ func (s *Server) stateless(w http.ResponseWriter, r *http.Request, body []byte, 
 	}
 	if sess == nil {
 		var err error
-		if sess, err = s.newSession(oneShot); err != nil {
+		if sess, err = s.newSession(r.Context(), oneShot, principalOf(r)); err != nil {
 			s.refuse(w, err)
 			return
 		}

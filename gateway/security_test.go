@@ -90,25 +90,6 @@ func TestRefusedRequests(t *testing.T) {
 	}
 }
 
-// TestMaxSessionsRefusal: past --max-sessions a new session gets 503 with
-// Retry-After, and a slot freed by DELETE can be used again.
-func TestMaxSessionsRefusal(t *testing.T) {
-	g := startGateway(t, Options{Session: sessionOpts(elicit.RouteRemote), MaxSessions: 2})
-	a := rawSession(t, g, "a", false)
-	rawSession(t, g, "b", false)
-	resp := (&raw{t: t, g: g}).post(initBody)
-	if resp.Header.Get("Retry-After") == "" {
-		t.Error("a 503 without Retry-After")
-	}
-	if code, msg := status(t, resp); code != http.StatusServiceUnavailable || !strings.Contains(msg, "--max-sessions") {
-		t.Errorf("third session: got %d %q; want 503 naming --max-sessions", code, msg)
-	}
-	if code, _ := status(t, g.request(t, "DELETE", "/mcp", a.header(), "")); code != http.StatusNoContent {
-		t.Fatalf("DELETE: got %d; want 204", code)
-	}
-	rawSession(t, g, "c", false)
-}
-
 // TestOriginAndHostAllowed: an --allow-origin page gets CORS answers, and
 // an --allow-host name is served.
 func TestOriginAndHostAllowed(t *testing.T) {

@@ -46,20 +46,24 @@ const maxRelations = 64
 // streams; the proxy's goroutines write server messages, which route
 // queues on streams. mu guards all stream and routing state.
 type session struct {
-	id   string
-	kind sessionKind
-	srv  *Server
-	log  *slog.Logger
-	b    *bridge.Bridge
-	seed maphash.Seed
+	id    string
+	kind  sessionKind
+	owner principal // who opened it; only they reach it
+	srv   *Server
+	seed  maphash.Seed
 
 	in     chan []byte
 	ctx    context.Context // ends when the session ends
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the bridge session has returned
 
-	// mu guards the fields below.
+	// mu guards the fields below. b and log are set under it once the
+	// bridge session started (b is nil until then); only makeRoom can
+	// see the session before that, and reads b under mu. Everything else
+	// reaches the session after newSession returned it.
 	mu      sync.Mutex
+	b       *bridge.Bridge
+	log     *slog.Logger
 	streams map[string]*stream
 	// finished lists finished POST streams, oldest first, kept for
 	// resumption while the window allows.
