@@ -36,6 +36,9 @@
 // bridge.RelatedWriter) on that request's stream; anything else on the
 // standing GET stream. What no connection carries yet waits there, bounded
 // in bytes (MaxBuffered); past the bound the session ends, saying why.
+// What waits behind a connection is bounded too (StreamBuffered): a
+// client that does not read its stream has the connection closed, saying
+// why, and resumes with Last-Event-ID.
 //
 // One file per concern: gateway.go (options, sessions' lifetimes),
 // evict.go (making room at MaxSessions),

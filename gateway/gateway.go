@@ -51,9 +51,17 @@ type Options struct {
 	// for streams no connection carries (no GET stream open, a POST
 	// stream dropped and not yet resumed); past it the session ends,
 	// saying why. It also bounds the carried events kept for resumption.
-	// Messages on a stream a connection is writing are not counted: any
-	// size passes. 0 means 8 MiB.
+	// Messages on a stream a connection is writing are not counted (see
+	// StreamBuffered). 0 means 8 MiB.
 	MaxBuffered int
+	// StreamBuffered bounds the bytes of server messages waiting on an
+	// event stream a connection carries, behind the message it is
+	// writing (one message of any size always passes): past it the
+	// client is not reading, and its connection is closed, saying why in
+	// the log; what waited stays within MaxBuffered, so the client
+	// resumes with Last-Event-ID (an HTTP+SSE or one-shot stream cannot
+	// be resumed: its session ends). 0 means half of MaxBuffered.
+	StreamBuffered int
 	// ResumeEvents is how many delivered events each stream keeps for
 	// Last-Event-ID resumption; 0 means 256. ResumeStreams is how many
 	// answered POST streams a session keeps for resumption; 0 means 64.
@@ -94,6 +102,7 @@ func (o *Options) defaults() {
 		o.MaxBody = 16 << 20
 	}
 	setInt(&o.MaxBuffered, 8<<20)
+	setInt(&o.StreamBuffered, max(o.MaxBuffered/2, 1))
 	setInt(&o.ResumeEvents, 256)
 	setInt(&o.ResumeStreams, 64)
 	set(&o.StreamAfter, time.Second)

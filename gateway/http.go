@@ -335,9 +335,8 @@ func (sess *session) attach(lastID string) (*stream, int, int, error) {
 			st.mode = modeSSE
 		}
 	}
-	st.gen++
+	st.unhook() // a connection it takes over stops; nothing waits behind this one yet
 	st.attached = true
-	st.wake() // a connection it takes over stops
 	return st, st.gen, cursor, nil
 }
 

@@ -355,11 +355,38 @@ func (s *session) queueLocked(st *stream, m []byte, response bool) {
 	st.next++
 	st.events = append(st.events, ev)
 	st.pending += len(m)
+	if st.backlog == 0 {
+		st.backlogFirst = len(m)
+	}
+	st.backlog += len(m)
 	if st.mode == modeUndecided && !response {
 		st.mode = modeSSE
 	}
 	s.trimLocked(st)
+	if st.attached && st.mode == modeSSE && st.backlog-st.backlogFirst > s.srv.opts.StreamBuffered {
+		s.closeUnreadLocked(st)
+	}
 	st.wake()
+}
+
+// closeUnreadLocked closes the connection of an event stream whose client
+// does not read it: more than StreamBuffered bytes queued behind what
+// its connection is writing (beside one message of any size, which
+// always passes). What waits is kept, within the session's bounds, so
+// the client resumes with Last-Event-ID; a legacy or one-shot stream
+// cannot be resumed, so its session ends.
+func (s *session) closeUnreadLocked(st *stream) {
+	limit, waiting := s.srv.opts.StreamBuffered, st.backlog
+	if st.kind == legacyStream || s.kind == oneShot {
+		if s.reason == "" {
+			s.reason = fmt.Sprintf("the client did not read its event stream: %d bytes of server messages waited for it (limit %d)", waiting, limit)
+		}
+		s.log.Warn("ending the session: its client does not read its stream", "stream", st.id, "waiting_bytes", waiting, "limit", limit)
+		s.cancel()
+	} else {
+		s.log.Warn("closing a stream its client does not read; the client may resume it with Last-Event-ID", "stream", st.id, "waiting_bytes", waiting, "limit", limit)
+	}
+	st.unhook()
 }
 
 // trimLocked drops a stream's oldest delivered events beyond the
