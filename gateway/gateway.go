@@ -28,6 +28,14 @@ type Options struct {
 	// route, capture, log folder, answers. ClientConn is set per session.
 	// Command or URL is required.
 	Session bridge.Options
+	// FleetSecret is the secret every gateway of a fleet shares: the AEP
+	// token. The wrapper that stands for a server's requestState in an
+	// input_required result is sealed with a key derived from it
+	// (HKDF-SHA256, never the secret itself), so a retry that reaches
+	// another gateway of the fleet opens there and its server gets its
+	// own state. "" means a random key of this process: a retry that
+	// reaches another gateway is refused.
+	FleetSecret string
 	// Token is the bearer token every request must carry
 	// (Authorization: Bearer). "" turns authentication off; the caller
 	// allows that only on a loopback address (--mcp-auth none).
@@ -128,14 +136,13 @@ type Server struct {
 	srv    *http.Server
 	wg     sync.WaitGroup // session goroutines
 
+	sealer *stateSealer // requestState wrappers
+
 	// mu guards the fields below.
 	mu       sync.Mutex
 	sessions map[string]*session
-	// states maps the requestState of an input_required result a
-	// one-shot session handed out to that session, so the client's
-	// retry continues it.
-	states map[string]*session
-	closed bool
+	rounds   roundTable
+	closed   bool
 	// forgot is signalled each time a session is forgotten (tests wait on
 	// it).
 	forgot chan struct{}
@@ -154,7 +161,11 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{opts: o, log: o.Logger, policy: policy, sessions: map[string]*session{}, states: map[string]*session{}, forgot: make(chan struct{}, 1)}
+	sealer, err := newStateSealer(o.FleetSecret)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{opts: o, log: o.Logger, policy: policy, sealer: sealer, sessions: map[string]*session{}, forgot: make(chan struct{}, 1)}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -245,7 +256,7 @@ func (s *Server) newSession(ctx context.Context, kind sessionKind, who principal
 	sess := &session{id: id, kind: kind, owner: who, srv: s, log: s.log, seed: maphash.MakeSeed(), in: make(chan []byte),
 		ctx: sctx, cancel: cancel, done: make(chan struct{}),
 		streams: map[string]*stream{}, byRequest: map[string]*stream{}, byToken: map[string]*stream{},
-		sentOn: map[string]*stream{}, relations: map[uint64]string{}, states: map[string]bool{}, lastActive: time.Now()}
+		sentOn: map[string]*stream{}, relations: map[uint64]string{}, rounds: map[roundID]bool{}, lastActive: time.Now()}
 	if err := s.reserve(ctx, sess); err != nil {
 		cancel()
 		return nil, err
@@ -313,14 +324,18 @@ func (s *Server) runSession(sess *session) {
 		sess.log.Warn("the MCP session ended with an error", "err", err)
 	}
 	sess.Close()
+	sess.mu.Lock()
+	rounds := make([]roundID, 0, len(sess.rounds))
+	for id := range sess.rounds {
+		rounds = append(rounds, id)
+	}
+	sess.mu.Unlock()
 	s.mu.Lock()
 	if s.sessions[sess.id] == sess {
 		delete(s.sessions, sess.id)
 	}
-	for st, owner := range s.states {
-		if owner == sess {
-			delete(s.states, st)
-		}
+	for _, id := range rounds {
+		s.rounds.forget(id, sess)
 	}
 	s.mu.Unlock()
 	select {
@@ -346,27 +361,6 @@ func (s *Server) lookup(id string, kind sessionKind, who principal) *session {
 		return nil
 	}
 	return sess
-}
-
-// keepState remembers which one-shot session handed out requestState.
-func (s *Server) keepState(state string, sess *session) {
-	s.mu.Lock()
-	s.states[state] = sess
-	s.mu.Unlock()
-}
-
-// dropState forgets a requestState once its retry was answered.
-func (s *Server) dropState(state string) {
-	s.mu.Lock()
-	delete(s.states, state)
-	s.mu.Unlock()
-}
-
-// stateSession returns the live one-shot session that handed out state.
-func (s *Server) stateSession(state string) *session {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.states[state]
 }
 
 // newSessionID returns a session id: 128 random bits in hex, visible

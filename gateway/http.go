@@ -252,8 +252,8 @@ func (sess *session) open(reqs []*envelope, jsonOnly bool) (*stream, int, error)
 		if e.Method == string(mcp.MethodInitialize) {
 			sess.initID = k
 		}
-		if e.Params.RequestState != nil {
-			st.state = *e.Params.RequestState
+		if sess.kind == oneShot {
+			st.request = requestBinding(e.Method, e.subject())
 		}
 	}
 	st.gen++

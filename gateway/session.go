@@ -83,9 +83,9 @@ type session struct {
 	// version is the protocol version initialize negotiated.
 	version string
 	initID  string
-	// states are the requestStates of input_required results this
-	// one-shot session handed out, still open for a retry.
-	states     map[string]bool
+	// rounds are the input_required rounds this one-shot session handed
+	// out, still open for a retry.
+	rounds     map[roundID]bool
 	lastActive time.Time
 	idle       *time.Timer
 	closed     bool
@@ -259,8 +259,8 @@ func (s *session) respondLocked(m json.RawMessage, env *envelope) {
 	if k == s.initID && env.Result != nil && env.Result.ProtocolVersion != "" {
 		s.version = env.Result.ProtocolVersion
 	}
-	if s.kind == oneShot {
-		s.noteStateLocked(st, env)
+	if s.kind == oneShot && env.Result != nil && env.Result.ResultType == string(mcp.ResultTypeInputRequired) {
+		m = s.wrapStateLocked(st, m, env)
 	}
 	s.queueLocked(st, m, true)
 	if len(st.awaiting) == 0 && st.kind == postStream {
@@ -277,7 +277,7 @@ func (s *session) respondLocked(m json.RawMessage, env *envelope) {
 		}
 		s.finished = append(s.finished, st)
 		s.trimFinishedLocked()
-		if s.kind == oneShot && len(s.byRequest) == 0 && len(s.states) == 0 {
+		if s.kind == oneShot && len(s.byRequest) == 0 && len(s.rounds) == 0 {
 			s.cancel() // the one-shot session's work is done
 		}
 	}

@@ -70,9 +70,9 @@ type stream struct {
 	// whose client went away: no event id was given, so nothing can
 	// resume it.
 	orphan bool
-	// state is the requestState a 2026-07-28 retry on this stream
-	// carried, if any.
-	state string
+	// request binds the requestState wrappers of the stream's one
+	// 2026-07-28 request to it (its method and name).
+	request binding
 	// gen counts the connections that attached; a connection whose gen
 	// is no longer current was taken over by a resumption (or closed for
 	// not reading) and stops. stop, set while a connection writes the

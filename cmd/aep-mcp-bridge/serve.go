@@ -102,7 +102,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if addr := h.Addr(); addr != "" {
 		announce(stderr, addr, c)
 	}
-	g, err := gateway.New(gateway.Options{Host: h, Session: o, Token: token, AllowHosts: c.allowHosts,
+	g, err := gateway.New(gateway.Options{Host: h, Session: o, Token: token, FleetSecret: ho.Token, AllowHosts: c.allowHosts,
 		AllowOrigins: c.allowOrigins, MaxSessions: sc.maxSessions, SessionIdle: sc.sessionIdle, Logger: o.Logger})
 	if err != nil {
 		ln.Close()
