@@ -247,7 +247,7 @@ func TestRequestStateIsRefusedWhole(t *testing.T) {
 	g := startGateway(t, Options{Session: sessionOpts(elicit.RouteClient)})
 	c := &modern{t: t, g: g, name: "spelling", elicit: true}
 	state := inputRequired(t, "the first round", answerOf(t, c.call(`1`, "mrtr-ask", nil, nil, nil)))
-	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
 	for _, tc := range []struct{ name, params string }{
 		{"another case", `{"name":"mrtr-ask",` + meta + `,"RequestState":"round-1"}`},
 		{"beside another case", `{"name":"mrtr-ask",` + meta + `,"requestState":` + strconvQuote(state) + `,"REQUESTSTATE":"round-1"}`},
