@@ -118,9 +118,21 @@ func openUnread(t *testing.T, addr string, c *raw) (net.Conn, *bufio.Reader) {
 
 // openRaw GETs path as an event stream on a raw connection, with the
 // test token and the extra header lines, and reads the response's head.
+// The connection's receive buffer is fixed at 64 KiB before it connects,
+// so the kernel cannot absorb tens of megabytes for a client that does
+// not read (Linux grows it up to net.ipv4.tcp_rmem's maximum otherwise).
 func openRaw(t *testing.T, addr, path, extra string) (net.Conn, *bufio.Reader) {
 	t.Helper()
-	conn := testenv.RawDial(t, addr)
+	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		var err error
+		rc.Control(func(fd uintptr) { err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 64<<10) })
+		return err
+	}}
+	conn, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
 	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nAccept: text/event-stream\r\n%s\r\n", path, addr, mcpToken, extra)
 	br := bufio.NewReaderSize(conn, 16)
 	conn.SetReadDeadline(time.Now().Add(waitLimit))
