@@ -37,7 +37,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*config, *serveConfig, er
 	fs.StringVar(&sc.mcpListen, "mcp-listen", "127.0.0.1:8788", "where MCP clients connect; streamable HTTP at /mcp")
 	fs.StringVar(&sc.mcpToken, "mcp-token", "", "bearer token MCP clients must send (or env AEP_MCP_TOKEN); default: generated once and stored 0600 beside the AEP token")
 	fs.StringVar(&sc.mcpAuth, "mcp-auth", "token", "token, or none: no client token (allowed only on a loopback --mcp-listen)")
-	fs.IntVar(&sc.maxSessions, "max-sessions", 64, "concurrent client sessions; past it, 503 with Retry-After")
+	fs.IntVar(&sc.maxSessions, "max-sessions", 64, "concurrent client sessions; at the bound the least recently used idle one ends to make room; 503 with Retry-After only when every one is busy")
 	fs.DurationVar(&sc.sessionIdle, "session-idle", 30*time.Minute, "a session with no traffic for this long ends")
 	if err := c.parse(fs, args, stderr); err != nil {
 		return nil, nil, err
