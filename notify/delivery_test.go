@@ -374,3 +374,32 @@ func TestLogsNeverShowTheURL(t *testing.T) {
 		t.Errorf("the log does not name the target by scheme and host:\n%s", out)
 	}
 }
+
+// TestCloseCutShort: a receiver that never answers cannot hold Close past
+// its context; what was left is counted as dropped and logged.
+func TestCloseCutShort(t *testing.T) {
+	t.Parallel()
+	entered := make(chan struct{}, 1)
+	rc := newReceiver(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		if n == 1 {
+			entered <- struct{}{}
+		}
+		<-r.Context().Done()
+	})
+	log, buf := logBuffer()
+	w := newWorld(t, aep.CaptureRedacted, time.Hour)
+	n := w.start(t, Options{Targets: []Target{{URL: rc.srv.URL, Secret: testSecret}}, Timeout: time.Hour, Logger: log})
+	for i := range 3 {
+		w.ask(t, "s", fmt.Sprintf("q%d", i), deploySchema)
+	}
+	<-entered
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := n.Close(ctx); err == nil {
+		t.Error("Close with an ended context reported no error; want the notifications it left")
+	}
+	if s := n.Stats()[0]; s.Dropped != 3 || s.Sent != 0 {
+		t.Errorf("stats %+v; want the 3 openings dropped", s)
+	}
+	buf.WaitFor(t, "the bridge stopped before these notifications were sent", waitLimit)
+}

@@ -127,6 +127,9 @@ func (s *sender) queued() int {
 // notifier closes and the queue is empty, or it is stopped.
 func (s *sender) next() *note {
 	for {
+		if s.nf.ctx.Err() != nil {
+			return nil // stopped: run counts what is left
+		}
 		s.mu.Lock()
 		if s.n > 0 {
 			nt := s.ring[s.head]
