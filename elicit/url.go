@@ -15,8 +15,12 @@ import (
 // uses toward people. The error names at most the URL's scheme and host
 // (displayURL), since it is logged.
 func checkURL(raw string) error {
-	if err := weburl.Check(raw); err != nil {
-		return fmt.Errorf("%w; the bridge puts no other URL to operators", err)
+	var r *weburl.Refusal
+	if err := weburl.Check(raw); errors.As(err, &r) {
+		if r.NoHost {
+			return errors.New(r.Why + "; the bridge puts only https URLs with a host to operators")
+		}
+		return errors.New(r.Why + "; the bridge puts only https URLs (or http to a loopback host) to operators")
 	}
 	return nil
 }

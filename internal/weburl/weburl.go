@@ -1,7 +1,6 @@
 package weburl
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -11,18 +10,28 @@ import (
 // Rule is the sentence that ends each refusal: which URLs are allowed.
 const Rule = "only https URLs (or http to a loopback host) are allowed"
 
+// Refusal is a URL Check refuses. Why names at most the URL's scheme and
+// host; a caller may end it with its own rule instead of Rule.
+type Refusal struct {
+	Why string
+	// NoHost says the URL is https but names no host.
+	NoHost bool
+}
+
+func (r *Refusal) Error() string { return r.Why + "; " + Rule }
+
 // Check decides whether raw may be used: an absolute https URL with a
 // host, or an http URL whose host is loopback (localhost or a loopback IP;
 // names are not resolved). Any other scheme (javascript:, file:, data:,
 // or http to a remote host, which anyone on the path can read and
-// rewrite) is refused. The error names at most the scheme and the host,
-// since it is logged.
+// rewrite) is refused with a *Refusal. It names at most the scheme and
+// the host, since it is logged.
 func Check(raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme == "" {
 		// Never the URL itself: errors are logged, and its path and
 		// query may carry secrets.
-		return errors.New("the URL is not an absolute URL; " + Rule)
+		return &Refusal{Why: "the URL is not an absolute URL"}
 	}
 	scheme := strings.ToLower(u.Scheme)
 	switch {
@@ -31,11 +40,11 @@ func Check(raw string) error {
 	case scheme == "http" && IsLoopback(u.Hostname()):
 		return nil
 	case scheme == "http":
-		return fmt.Errorf("a URL with the http scheme to the remote host %q is refused: plain http can be read and rewritten on the way; %s", u.Hostname(), Rule)
+		return &Refusal{Why: fmt.Sprintf("a URL with the http scheme to the remote host %q is refused: plain http can be read and rewritten on the way", u.Hostname())}
 	case scheme == "https":
-		return errors.New("the https URL names no host; " + Rule)
+		return &Refusal{Why: "the https URL names no host", NoHost: true}
 	}
-	return fmt.Errorf("a URL with the %s: scheme is refused; %s", scheme, Rule)
+	return &Refusal{Why: fmt.Sprintf("a URL with the %s: scheme is refused", scheme)}
 }
 
 // IsLoopback reports whether host is localhost or a loopback IP. Names
