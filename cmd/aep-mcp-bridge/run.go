@@ -56,6 +56,7 @@ type config struct {
 	allowHosts         listFlag
 	allowOrigins       listFlag
 	stateDir           string
+	notify             notifyFlags
 	command            []string
 	version            bool
 
@@ -134,6 +135,7 @@ func (c *config) flagSet(name string, usage func(io.Writer)) *flag.FlagSet {
 	fs.BoolVar(&c.answersOnly, "answers-only", false, "with --answers: cancel every question no rule answers, instead of waiting for operators")
 	fs.StringVar(&c.stateDir, "state-dir", "", "folder for the token and other state; default $XDG_STATE_HOME/aep-mcp-bridge or ~/.local/state/aep-mcp-bridge")
 	fs.StringVar(&c.redactEnv, "redact-env", "", "comma-separated environment variable names whose values are secrets to redact")
+	c.notify.define(fs)
 	return fs
 }
 
