@@ -101,7 +101,7 @@ type Host struct {
 	// key certifies the ids of the sessions of a host with links, so they
 	// stay this process's on the hub or relay across its restarts.
 	key    *proof.Key
-	served chan struct{}     // closed when the HTTP server has stopped
+	served chan struct{}    // closed when the HTTP server has stopped
 	notify *notify.Notifier // nil without notifications
 
 	// ctx ends every session run on the host; linkCtx ends the links,
