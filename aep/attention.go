@@ -18,8 +18,11 @@ type Choice struct {
 // so operators answer right the first time. They are extension members,
 // which AEP consumers tolerate (AEP-0001 §6), written only when the schema
 // has them, under the JSON Schema keyword's own name:
-//   - Format, Pattern, MinLength/MaxLength and MinItems/MaxItems are
-//     structural, present at metadata;
+//   - Format, Pattern, MinLength/MaxLength, MinItems/MaxItems,
+//     ExclusiveMin/ExclusiveMax and MultipleOf are structural, present at
+//     metadata; Integer (written "integer": true) marks a number field
+//     whose schema type is integer, the one rule of a number field that
+//     no JSON Schema keyword of its own names;
 //   - Description and Default are content: present at redacted (through
 //     the AEP-0003 §9.4 pipeline) and full, absent below;
 //   - Secret marks a field whose value never reaches the bus or a log; a
@@ -44,6 +47,11 @@ type FieldSpec struct {
 	MinItems    *int   `json:"minItems,omitempty"`
 	MaxItems    *int   `json:"maxItems,omitempty"`
 	Secret      bool   `json:"secret,omitempty"`
+
+	Integer      bool        `json:"integer,omitempty"`
+	ExclusiveMin json.Number `json:"exclusiveMinimum,omitempty"`
+	ExclusiveMax json.Number `json:"exclusiveMaximum,omitempty"`
+	MultipleOf   json.Number `json:"multipleOf,omitempty"`
 }
 
 // AttentionRequested is the data of attention.requested (AEP-0002 §5.3).

@@ -18,7 +18,7 @@ func constraintsForm(t *testing.T) *translate.Form {
 	f, err := translate.Parse("Sign in", json.RawMessage(`{"type":"object","properties":{
 		"user":{"type":"string","title":"User","description":"Mail ops@example.com if unsure","default":"ops@example.com","format":"email","minLength":3},
 		"password":{"type":"string","description":"At least 8 characters","default":"hunter22","minLength":8},
-		"replicas":{"type":"integer","minimum":1,"default":2,"description":"How many"},
+		"replicas":{"type":"integer","minimum":1,"exclusiveMaximum":10,"default":2,"description":"How many"},
 		"checks":{"type":"array","items":{"enum":["smoke","load"]},"minItems":1,"default":["smoke"]}
 	},"required":["user","password"]}`))
 	if err != nil {
@@ -37,7 +37,7 @@ func TestFormRequestGatesConstraints(t *testing.T) {
 	metadata := []aep.FieldSpec{
 		{ID: "user", Type: "string", Label: "user", Required: true, Format: "email", MinLength: intp(3)},
 		{ID: "password", Type: "string", Label: "password", Required: true, MinLength: intp(8), Secret: true},
-		{ID: "replicas", Type: "number", Label: "replicas", Min: "1"},
+		{ID: "replicas", Type: "number", Label: "replicas", Min: "1", Integer: true, ExclusiveMax: "10"},
 		{ID: "checks", Type: "select", Label: "checks", Multi: true, MinItems: intp(1), Choices: choices},
 	}
 	withContent := func(userDesc, userDefault string) []aep.FieldSpec {
