@@ -24,6 +24,29 @@ const Check = (function () {
     return out + '"';
   }
 
+  // goUnquote reads a string goQuote wrote (Go's %q), or returns null.
+  function goUnquote(q) {
+    if (q.length < 2 || q[0] !== '"' || q[q.length - 1] !== '"') return null;
+    const ESC = { n: "\n", r: "\r", t: "\t", a: "\x07", b: "\b", f: "\f", v: "\v", '"': '"', "\\": "\\" };
+    let out = "";
+    for (let i = 1; i < q.length - 1; i++) {
+      const c = q[i];
+      if (c === '"') return null;
+      if (c !== "\\") { out += c; continue; }
+      const e = q[++i];
+      if (i >= q.length - 1) return null; // the closing quote, escaped
+      if (ESC[e] !== undefined) { out += ESC[e]; continue; }
+      const n = { x: 2, u: 4, U: 8 }[e];
+      const hex = n ? q.slice(i + 1, i + 1 + n) : "";
+      if (!n || hex.length !== n || !/^[0-9a-fA-F]+$/.test(hex) || i + n >= q.length - 1) return null;
+      const cp = parseInt(hex, 16);
+      if (cp > 0x10ffff) return null;
+      out += String.fromCodePoint(cp);
+      i += n;
+    }
+    return out;
+  }
+
   // message is InvalidAnswer.Error().
   function message(fieldId, err) { return "field " + goQuote(fieldId) + ": " + err.rule + ": " + err.reason; }
 
@@ -62,6 +85,14 @@ const Check = (function () {
   }
   // numberString is Number.String(): an integer of up to 30 digits in plain
   // digits, anything else as written.
+  function isInt(n) { return n.digits === 0n || n.e10 >= 0; }
+  // multipleOf reports whether x is an integer multiple of m (m > 0).
+  function multipleOf(x, m) {
+    if (m.digits === 0n || x.digits === 0n) return true;
+    const e = Math.min(x.e10, m.e10);
+    const a = x.digits * 10n ** BigInt(x.e10 - e), b = m.digits * 10n ** BigInt(m.e10 - e);
+    return a % b === 0n;
+  }
   function numberString(n) {
     if (n.digits === 0n) return "0";
     if (n.e10 >= 0) {
@@ -194,8 +225,14 @@ const Check = (function () {
       case "number": {
         const x = parseNumber(String(v));
         if (x.problem) return bad("type", x.problem);
-        if (f.min !== undefined) { const b = parseNumber(String(f.min)); if (!b.problem && cmp(x, b) < 0) return bad("minimum", "must be at least " + numberString(b)); }
-        if (f.max !== undefined) { const b = parseNumber(String(f.max)); if (!b.problem && cmp(x, b) > 0) return bad("maximum", "must be at most " + numberString(b)); }
+        if (f.integer && !isInt(x)) return bad("type", "must be an integer");
+        const bound = (k) => { if (f[k] === undefined) return null; const b = parseNumber(String(f[k])); return b.problem ? null : b; };
+        let b;
+        if ((b = bound("min")) && cmp(x, b) < 0) return bad("minimum", "must be at least " + numberString(b));
+        if ((b = bound("max")) && cmp(x, b) > 0) return bad("maximum", "must be at most " + numberString(b));
+        if ((b = bound("exclusiveMinimum")) && cmp(x, b) <= 0) return bad("exclusiveMinimum", "must be greater than " + numberString(b));
+        if ((b = bound("exclusiveMaximum")) && cmp(x, b) >= 0) return bad("exclusiveMaximum", "must be less than " + numberString(b));
+        if ((b = bound("multipleOf")) && !b.neg && !multipleOf(x, b)) return bad("multipleOf", "must be a multiple of " + numberString(b));
         return null;
       }
       case "select": {
@@ -211,25 +248,35 @@ const Check = (function () {
     return null;
   }
 
-  // hints says a field's constraints in words, for under its input.
+  // hints states a field's whole rule in words, for under its input: a
+  // list of items, each a list of segments, a segment being text or
+  // {code} (a token shown whole: a pattern, a date format).
   function hints(f) {
     const h = [];
     if (f.type === "string") {
-      if (f.minLength !== undefined && f.maxLength !== undefined) h.push(f.minLength + " to " + f.maxLength + " characters");
-      else if (f.minLength !== undefined) h.push("at least " + f.minLength + " characters");
-      else if (f.maxLength !== undefined) h.push("at most " + f.maxLength + " characters");
-      if (f.format && NOUN[f.format]) h.push("a valid " + NOUN[f.format]);
-      if (f.pattern) h.push("matching the pattern " + f.pattern);
+      if (f.minLength !== undefined && f.maxLength !== undefined) h.push([f.minLength + " to " + f.maxLength + " characters"]);
+      else if (f.minLength !== undefined) h.push(["at least " + f.minLength + " characters"]);
+      else if (f.maxLength !== undefined) h.push(["at most " + f.maxLength + " characters"]);
+      if (f.format === "date") h.push(["a date, ", { code: "YYYY-MM-DD" }]);
+      else if (f.format === "date-time") h.push(["a date and time"]);
+      else if (f.format && NOUN[f.format]) h.push(["a valid " + NOUN[f.format]]);
+      if (f.pattern) h.push(["matching the pattern ", { code: f.pattern }]);
     } else if (f.type === "number") {
-      const bound = (b) => { const n = parseNumber(String(b)); return n.problem ? String(b) : numberString(n); };
-      if (f.min !== undefined) h.push("at least " + bound(f.min));
-      if (f.max !== undefined) h.push("at most " + bound(f.max));
+      const bound = (k) => { if (f[k] === undefined) return null; const n = parseNumber(String(f[k])); return n.problem ? String(f[k]) : numberString(n); };
+      h.push([f.integer ? "a whole number" : "a number"]);
+      const min = bound("min"), max = bound("max"), gt = bound("exclusiveMinimum"), lt = bound("exclusiveMaximum"), step = bound("multipleOf");
+      if (min !== null && max !== null) h.push(["from " + min + " to " + max]);
+      else if (min !== null) h.push(["at least " + min]);
+      else if (max !== null) h.push(["at most " + max]);
+      if (gt !== null) h.push(["greater than " + gt]);
+      if (lt !== null) h.push(["less than " + lt]);
+      if (step !== null) h.push(["a multiple of " + step]);
     } else if (f.type === "select" && f.multi) {
-      if (f.minItems !== undefined) h.push("select at least " + f.minItems);
-      if (f.maxItems !== undefined) h.push("select at most " + f.maxItems);
+      if (f.minItems !== undefined) h.push(["select at least " + f.minItems]);
+      if (f.maxItems !== undefined) h.push(["select at most " + f.maxItems]);
     }
-    return h.join(" · ");
+    return h;
   }
 
-  return { value, message, hints, parseNumber, goQuote };
+  return { value, message, hints, parseNumber, goQuote, goUnquote };
 })();
