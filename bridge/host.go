@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
 	"github.com/agenteventprotocol/aep-mcp-bridge/control"
 	"github.com/agenteventprotocol/aep-mcp-bridge/endpoint"
+	"github.com/agenteventprotocol/aep-mcp-bridge/proof"
 	"github.com/agenteventprotocol/aep-mcp-bridge/relay"
 )
 
@@ -89,6 +91,9 @@ type Host struct {
 	ln     net.Listener
 	joined string // the hub this host joined, or ""
 	links  []*relay.Link
+	// key certifies the ids of the sessions of a host with links, so they
+	// stay this process's on the hub or relay across its restarts.
+	key    *proof.Key
 	served chan struct{} // closed when the HTTP server has stopped
 
 	// ctx ends every session run on the host; linkCtx ends the links,
@@ -169,8 +174,15 @@ func (h *Host) newLinks() error {
 	for _, u := range h.opts.Relays {
 		targets = append(targets, target{url: u, plainRemote: h.opts.PlainRelay})
 	}
+	if len(targets) > 0 {
+		key, err := proof.NewKey(rand.Reader)
+		if err != nil {
+			return err
+		}
+		h.key = key
+	}
 	for _, tg := range targets {
-		l, err := relay.NewLink(relay.LinkOptions{URL: tg.url, Token: h.opts.Token, RequireProof: tg.requireProof,
+		l, err := relay.NewLink(relay.LinkOptions{URL: tg.url, Token: h.opts.Token, Key: h.key, RequireProof: tg.requireProof,
 			PlainRemote: tg.plainRemote, Dial: h.opts.Dial, Agent: h.opts.Agent, Instance: h.opts.Instance, Accepts: control.Accepts, Logger: h.log})
 		if err != nil {
 			return fmt.Errorf("--relay: %w", err)
@@ -262,6 +274,15 @@ func (h *Host) serveHTTP() {
 func (h *Host) runLink(l *relay.Link) {
 	defer h.linkWG.Done()
 	l.Run(h.linkCtx)
+}
+
+// sessionID names a new session: certified to the host's key when it has
+// links (proof.Key.SessionID), a plain id otherwise.
+func (h *Host) sessionID() string {
+	if h == nil || h.key == nil {
+		return aep.NewID()
+	}
+	return h.key.SessionID(aep.NewID())
 }
 
 // Hub returns the hub every session of the host publishes to.
