@@ -296,7 +296,9 @@ func TestFlagTables(t *testing.T) {
 			continue
 		}
 		if kind == "exit-status" {
-			checkExitStatus(t, where, tb, help(spec))
+			for _, c := range strings.Fields(spec) {
+				checkExitStatus(t, where+" ("+c+")", tb, help(c))
+			}
 			continue
 		}
 		names, except, _ := strings.Cut(spec, " except ")
@@ -365,15 +367,25 @@ func rowNames(cell, cmd string) bool {
 	return strings.EqualFold(strings.TrimSpace(cell), "all") || slices.Contains(codeSpans(cell), cmd)
 }
 
-// subcommands reads the subcommands from the usage lines of the bridge's
-// --help ("aep-mcp-bridge serve [flags] …").
+// subcommands reads the subcommands the bridge's --help lists: in its
+// usage lines ("aep-mcp-bridge serve [flags] …") and in its list of
+// subcommands (a "Subcommands" heading, then one indented name a line).
+// help, which shows this same text, is left out.
 func subcommands(help string) []string {
-	usage, _, _ := strings.Cut(help, "\n\n")
-	re := regexp.MustCompile(`(?:aep-mcp-bridge|\|)\s+([a-z][a-z-]+)\b`)
 	var out []string
-	for _, m := range re.FindAllStringSubmatch(usage, -1) {
-		if !slices.Contains(out, m[1]) {
-			out = append(out, m[1])
+	add := func(name string) {
+		if name != "help" && !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	usage, _, _ := strings.Cut(help, "\n\n")
+	for _, m := range regexp.MustCompile(`(?:aep-mcp-bridge|\|)\s+([a-z][a-z-]+)\b`).FindAllStringSubmatch(usage, -1) {
+		add(m[1])
+	}
+	if i := strings.Index(help, "\nSubcommands"); i >= 0 {
+		list, _, _ := strings.Cut(help[i+1:], "\n\n")
+		for _, m := range regexp.MustCompile(`(?m)^\s+([a-z][a-z-]+)\s`).FindAllStringSubmatch(list, -1) {
+			add(m[1])
 		}
 	}
 	return out
