@@ -85,12 +85,19 @@ func TestDownlevelDropsContentMembers(t *testing.T) {
 	b, _ := json.Marshal(d)
 	ev := aep.Event{AEP: aep.Version, ID: "x", Type: "attention.requested", Time: "2026-01-01T00:00:00Z",
 		Source: "aep://h/agent/b/session/s", Agent: "b", Session: "s", Seq: aep.Int64(0), Capture: aep.CaptureRedacted, Data: b}
+	if err := ev.SetExtension(aep.ExtIntegerFields, aep.IntegerFieldsValue(d.Fields)); err != nil {
+		t.Fatal(err)
+	}
 	down, err := aep.Downlevel(ev, aep.CaptureMetadata)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got aep.AttentionRequested
 	if err := json.Unmarshal(down.Data, &got); err != nil {
+		t.Fatal(err)
+	}
+	// Integer-ness travels in the envelope, which the hop keeps.
+	if err := aep.MarkIntegerFields(down.Extensions[aep.ExtIntegerFields], got.Fields); err != nil {
 		t.Fatal(err)
 	}
 	own, _ := FormRequest(constraintsForm(t), RequestOptions{Agent: "b", Ceiling: aep.CaptureMetadata})

@@ -151,6 +151,7 @@
         break;
       case "attention.requested":
         if (questions.has(ev.id)) return;
+        markIntegers(d, ev.aepmcpbridgeint);
         questions.set(ev.id, { id: ev.id, ev, data: d, state: "pending", card: null });
         open.push(ev.id);
         schedule();
@@ -180,6 +181,16 @@
         break;
       }
     }
+  }
+
+  // markIntegers marks the form's integer fields, which the envelope names
+  // (the bridge's aepmcpbridgeint attribute: a JSON string holding an
+  // array of field ids); the field specs themselves never say.
+  function markIntegers(d, raw) {
+    let ids = [];
+    try { ids = typeof raw === "string" ? JSON.parse(raw) : []; } catch (e) { ids = []; }
+    const named = new Set(Array.isArray(ids) ? ids.filter((x) => typeof x === "string") : []);
+    for (const f of Array.isArray(d.fields) ? d.fields : []) if (f && typeof f === "object") f.integer = named.has(f.id);
   }
 
   // refuseAtField shows the bridge's refusal under the field its detail

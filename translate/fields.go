@@ -16,8 +16,9 @@ import (
 //
 // Each spec also carries the property's other constraints as extension
 // members (see aep.FieldSpec): bounds exactly as written (exclusive ones
-// and multipleOf too), integer-ness, format, pattern, lengths, item counts, the description, the default when it fits the
-// field, and Secret. A secret field never carries its default. Labels,
+// and multipleOf too), integer-ness (Integer, which the event carries in
+// its envelope: aep.ExtIntegerFields), format, pattern, lengths, item
+// counts, the description, the default when it fits the field, and Secret. A secret field never carries its default. Labels,
 // description and default are content here; the attention gating core
 // degrades, redacts or drops them for a capture ceiling.
 func (f *Form) FieldSpecs() []aep.FieldSpec {
