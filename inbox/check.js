@@ -102,107 +102,83 @@ const Check = (function () {
     return n.text;
   }
 
-  // Formats (translate.validFormat).
-  const ATEXT = /^[^()<>\[\]:;@\\,".\x00-\x20\x7f]$/u;
-  function dotAtom(s) {
-    if (s === "" || s.startsWith(".") || s.endsWith(".") || s.includes("..")) return false;
-    for (const ch of s) if (ch !== "." && !ATEXT.test(ch)) return false;
-    return true;
-  }
-  function ipv4(s) {
-    const p = s.split(".");
-    return p.length === 4 && p.every((x) => /^(0|[1-9][0-9]{0,2})$/.test(x) && Number(x) <= 255);
-  }
-  function ipv6(s) {
-    if (!/^[0-9A-Fa-f:.]+$/.test(s) || (s.match(/::/g) || []).length > 1) return false;
-    let groups = s.split(":");
-    const last = groups[groups.length - 1];
-    let need = 8;
-    if (last.includes(".")) { if (!ipv4(last)) return false; groups = groups.slice(0, -1); need = 6; }
-    const compressed = s.includes("::");
-    const parts = groups.filter((g, i) => !(g === "" && compressed));
-    if (parts.some((g) => !/^[0-9A-Fa-f]{1,4}$/.test(g))) return false;
-    return compressed ? parts.length < need : parts.length === need;
-  }
-  function email(s) {
-    const at = s.lastIndexOf("@");
-    if (at < 0) return false;
-    const local = s.slice(0, at), domain = s.slice(at + 1);
-    if (local.includes("@") || !dotAtom(local)) return false;
-    if (domain.startsWith("[") && domain.endsWith("]")) { const ip = domain.slice(1, -1); return ipv4(ip) || ipv6(ip); }
-    return dotAtom(domain);
-  }
-  const HEX = /^[0-9A-Fa-f]{2}$/;
-  function escapes(s, host) {
-    for (let i = 0; i < s.length; i++) {
-      if (s[i] === "%") {
-        const h = s.slice(i + 1, i + 3);
-        if (!HEX.test(h)) return false;
-        if (host && parseInt(h[0], 16) < 8 && h !== "25") return false;
-        i += 2;
-      } else if (host && s.charCodeAt(i) < 0x80 && !/[A-Za-z0-9\-._~!$&'()*+,;=:\[\]<>"]/.test(s[i])) return false;
-    }
-    return true;
-  }
-  function hostOK(h) {
-    let host = h, port = "";
-    if (h.startsWith("[")) {
-      const end = h.indexOf("]");
-      if (end < 0) return false;
-      host = h.slice(0, end + 1); port = h.slice(end + 1);
-    } else if (h.includes(":")) { host = h.slice(0, h.lastIndexOf(":")); port = h.slice(h.lastIndexOf(":")); }
-    if (port !== "" && !/^:[0-9]*$/.test(port)) return false;
-    return escapes(host, true);
-  }
-  function uri(s) {
-    if (/[\x00-\x1f\x7f \t\n]/.test(s)) return false;
-    const hash = s.indexOf("#");
-    const rest0 = hash < 0 ? s : s.slice(0, hash);
-    if (hash >= 0 && !escapes(s.slice(hash + 1), false)) return false;
-    const m = /^[A-Za-z][A-Za-z0-9+.\-]*:/.exec(rest0);
-    if (!m) return false;
-    let rest = rest0.slice(m[0].length);
-    const q = rest.indexOf("?");
-    if (q >= 0) rest = rest.slice(0, q);
-    if (!rest.startsWith("/")) return true; // opaque: not checked further
-    if (rest.startsWith("//")) {
-      let auth = rest.slice(2);
-      const slash = auth.indexOf("/");
-      const path = slash < 0 ? "" : auth.slice(slash);
-      if (slash >= 0) auth = auth.slice(0, slash);
-      const at = auth.lastIndexOf("@");
-      if (at >= 0) {
-        if (!/^[A-Za-z0-9\-._:~!$&'()*+,;=%@]*$/.test(auth.slice(0, at)) || !escapes(auth.slice(0, at), false)) return false;
-        auth = auth.slice(at + 1);
-      }
-      return hostOK(auth) && escapes(path, false);
-    }
-    return escapes(rest, false);
-  }
-  const DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+  // Formats (translate/format.go): each is ajv-formats' own check, as the
+  // bridge ports it, so the page takes exactly what the bridge takes. The
+  // patterns spell both cases of each letter range instead of using the i
+  // flag, as the bridge's do; without the u flag, JavaScript's case folding
+  // would agree anyway.
+  const hexDigit = "[0-9a-fA-F]", pctEnc = "%" + hexDigit + "{2}", h16 = hexDigit + "{1,4}";
+  const decOctet = String.raw`(?:25[0-5]|2[0-4]\d|[01]?\d\d?)`;
+  const ipv4 = String.raw`(?:${decOctet}\.){3}${decOctet}`;
+  const subDelims = "!$&'()*+,;=", unreserv = String.raw`a-zA-Z0-9\-._~`;
+  const pchar = `(?:[${unreserv}${subDelims}:@]|${pctEnc})`;
+  const qchar = `(?:[${unreserv}${subDelims}:@/?]|${pctEnc})`;
+  const ipv6 = `(?:(?:(?:${h16}:){6}|::(?:${h16}:){5}|(?:${h16})?::(?:${h16}:){4}|` +
+    `(?:(?:${h16}:){0,1}${h16})?::(?:${h16}:){3}|(?:(?:${h16}:){0,2}${h16})?::(?:${h16}:){2}|` +
+    `(?:(?:${h16}:){0,3}${h16})?::${h16}:|(?:(?:${h16}:){0,4}${h16})?::)` +
+    `(?:${h16}:${h16}|${ipv4})|(?:(?:${h16}:){0,5}${h16})?::${h16}|(?:(?:${h16}:){0,6}${h16})?::)`;
+  const ipvFuture = String.raw`[Vv]` + hexDigit + String.raw`+\.[` + unreserv + subDelims + ":]+";
+  const regName = `(?:[${unreserv}${subDelims}]|${pctEnc})*`;
+  const userinfo = `(?:(?:[${unreserv}${subDelims}:]|${pctEnc})*@)?`;
+  const authority = userinfo + String.raw`(?:\[(?:` + ipv6 + "|" + ipvFuture + String.raw`)\]|` + ipv4 + "|" + regName + String.raw`)(?::\d*)?`;
+  const URI = new RegExp(String.raw`^(?:[a-zA-Z][a-zA-Z0-9+\-.]*:)` +
+    String.raw`(?:\/?\/` + authority + String.raw`(?:\/` + pchar + "*)*" +
+    String.raw`|\/(?:` + pchar + String.raw`+(?:\/` + pchar + "*)*)?" +
+    "|" + pchar + String.raw`+(?:\/` + pchar + "*)*)" +
+    String.raw`(?:\?` + qchar + "*)?(?:#" + qchar + "*)?$");
+  const EMAIL = new RegExp("^[a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]+(?:\\.[a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]+)*" +
+    String.raw`@(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?\.)+[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?$`);
+  const DATE = /^(\d\d\d\d)-(\d\d)-(\d\d)$/;
+  const TIME = /^(\d\d):(\d\d):(\d\d(?:\.\d+)?)([zZ]|([+-])(\d\d)(?::?(\d\d))?)?$/;
+  const DAYS_IN = [0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+  // date is RFC 3339 full-date: a real day, year 0000 to 9999.
   function date(s) {
-    const m = /^([0-9]{4})-([0-9]{2})-([0-9]{2})$/.exec(s);
+    const m = DATE.exec(s);
     if (!m) return false;
-    const y = +m[1], mo = +m[2], d = +m[3];
-    if (mo < 1 || mo > 12) return false;
-    const leap = (y % 4 === 0 && y % 100 !== 0) || y % 400 === 0;
-    return d >= 1 && d <= (mo === 2 && leap ? 29 : DAYS[mo - 1]);
+    const year = +m[1], month = +m[2], day = +m[3];
+    if (month < 1 || month > 12 || day < 1) return false;
+    const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+    return month === 2 && leap ? day <= 29 : day <= DAYS_IN[month];
   }
+  // jsSpace is the set translate names: what JavaScript's \s matches.
+  function jsSpace(c) {
+    return [0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x20, 0xa0, 0x1680, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000, 0xfeff].includes(c) || (c >= 0x2000 && c <= 0x200a);
+  }
+  // dateTime is a date, one separator (t, T or a space) and a time with
+  // its offset.
   function dateTime(s) {
-    const m = /^([0-9]{4}-[0-9]{2}-[0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(\.[0-9]+)?(Z|[+-]([0-9]{2}):([0-9]{2}))$/.exec(s);
-    if (!m || !date(m[1]) || +m[2] > 23 || +m[3] > 59 || +m[4] > 59) return false;
-    return m[6] === "Z" || (+m[7] <= 23 && +m[8] <= 59);
+    const cps = Array.from(s);
+    let sep = -1, n = 0;
+    cps.forEach((ch, i) => { if (ch === "t" || ch === "T" || jsSpace(ch.codePointAt(0))) { if (n === 0) sep = i; n++; } });
+    if (n !== 1) return false;
+    return date(cps.slice(0, sep).join("")) && time(cps.slice(sep + 1).join(""));
   }
-  const NOUN = { email: "email address", uri: "absolute URI", date: "date (YYYY-MM-DD)", "date-time": "RFC 3339 date-time" };
+  // time is RFC 3339 full-time (an offset is required); a leap second is
+  // taken only at 23:59 UTC.
+  function time(s) {
+    const m = TIME.exec(s);
+    if (!m || m[4] === undefined) return false;
+    const hr = +m[1], mn = +m[2], sec = parseFloat(m[3]);
+    if (isNaN(sec)) return false;
+    const sign = m[5] === "-" ? -1 : 1;
+    const tzH = m[6] !== undefined ? +m[6] : 0, tzM = m[7] !== undefined ? +m[7] : 0;
+    if (tzH > 23 || tzM > 59) return false;
+    if (hr <= 23 && mn <= 59 && sec < 60) return true;
+    const utcMin = mn - tzM * sign;
+    let utcHr = hr - tzH * sign;
+    if (utcMin < 0) utcHr--;
+    return (utcHr === 23 || utcHr === -1) && (utcMin === 59 || utcMin === -1) && sec < 61;
+  }
   function validFormat(f, s) {
     switch (f) {
-      case "email": return email(s);
-      case "uri": return uri(s);
+      case "email": return EMAIL.test(s);
+      case "uri": return /[/:]/.test(s) && URI.test(s); // ajv-formats: a ":" or "/" somewhere
       case "date": return date(s);
       case "date-time": return dateTime(s);
     }
     return true;
   }
+  const NOUN = { email: "email address", uri: "absolute URI", date: "date (YYYY-MM-DD)", "date-time": "RFC 3339 date-time" };
   function compile(pattern) {
     try { return new RegExp(pattern, "u"); } catch (e) { return null; } // the bridge checks what the page cannot
   }
