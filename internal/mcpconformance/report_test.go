@@ -162,10 +162,6 @@ var (
 				"so a mismatched or malformed Mcp-Param-* header is not refused with 400 and -32020"},
 	}
 	knownClient = []known{
-		{leg: leg2025, scenario: "initialize",
-			why: "upstream/post.go: the suite's server answers the notifications/initialized POST with 200 and a body {\"jsonrpc\":\"2.0\",\"result\":{}} " +
-				"(the transport wants 202 and no body); the bridge relays that body to the client as a message, which go-sdk's client cannot decode " +
-				"(\"invalid request\") and ends its session; directly, the client ignores the body of its notification's POST"},
 		{leg: leg2025, scenario: "sse-retry",
 			why: "issue 20, defect 1 (upstream/stream.go): the bridge resumes the tools/call stream 1–7 ms after the server ended it, where the server's " +
 				"retry: field asked for 500 ms; the suite fails a reconnection earlier than 450 ms"},
