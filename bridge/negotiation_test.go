@@ -13,6 +13,7 @@ import (
 // server peer, in every era (the go-sdk client's half is in every cell
 // of TestInteropMatrix).
 func TestNegotiationMatchesDirect(t *testing.T) {
+	t.Parallel()
 	for _, p := range append(matrixPeers(t), everythingNegotiationPeers(t)...) {
 		for _, era := range eras {
 			t.Run(p.name+"/"+era, func(t *testing.T) {
