@@ -238,9 +238,10 @@ type setup struct {
 func newSetup(t *testing.T) setup { return setup{listen: "127.0.0.1:0", state: t.TempDir()} }
 
 // flags are the flags of every bridge the tests start: the setup, the
-// route, and no session logs.
+// route, no session logs, and a debug log on stderr, which a failure
+// shows.
 func (s setup) flags(r route) []string {
-	return []string{"--listen", s.listen, "--log-dir", "off", "--state-dir", s.state, "--route", string(r)}
+	return []string{"--listen", s.listen, "--log-dir", "off", "--state-dir", s.state, "--route", string(r), "--log-level", "debug"}
 }
 
 // gateway is a running `aep-mcp-bridge serve`.

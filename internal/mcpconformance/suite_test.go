@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"testing"
 )
 
@@ -63,11 +64,11 @@ func (r result) verdict() verdict {
 	return v
 }
 
-// successes counts the checks that passed, by id.
-func (r result) successes() map[string]int {
+// counts counts the checks of the given statuses, by id.
+func (r result) counts(statuses ...string) map[string]int {
 	n := map[string]int{}
 	for _, c := range r.checks {
-		if c.Status == "SUCCESS" {
+		if slices.Contains(statuses, c.Status) {
 			n[c.ID]++
 		}
 	}
