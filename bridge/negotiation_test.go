@@ -57,7 +57,7 @@ func mcpgoDirectVersion(t *testing.T, p *matrixPeer, era string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
-	c := client.NewClient(p.mcpgoDirect(t), client.WithProtocolVersion(era))
+	c := client.NewClient(p.mcpgoDirect(t), client.WithProtocolVersion(era), client.WithDiscoverTimeout(waitLimit)) // as startSession's
 	defer c.Close()
 	if err := c.Start(ctx); err != nil {
 		t.Fatalf("a direct mcp-go client: %v", err)
