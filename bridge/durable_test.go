@@ -66,6 +66,7 @@ func fill(t *testing.T, dir string) string {
 // records the gap with the exact count, no line is glued to another, and
 // answers-from still works on the log.
 func TestFullDiskKeepsAnsweringAndRecordsTheGap(t *testing.T) {
+	t.Parallel()
 	dir := mountTmpfs(t, 256<<10)
 	s := startSession(t, sessionConfig{opts: Options{LogDir: dir,
 		Answers: rules(t, `{"rules":[{"name":"r","outcome":"values","values":{"environment":"production","replicas":4,"confirm":true}}]}`)}})
@@ -185,6 +186,7 @@ func logWriter(dir string) int {
 // way every reader does: each whole line is an event that is read, and a
 // torn last line is skipped with a warning that names the file and line.
 func TestKilledMidWriteReadersSkipTheTornTail(t *testing.T) {
+	t.Parallel()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

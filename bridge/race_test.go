@@ -56,6 +56,7 @@ func (c *raceClient) handle(ctx context.Context, _ *sdk.ElicitRequest) (*sdk.Eli
 // Every answer is on the bus: the winner's attention.answered, the
 // loser's x.aep-mcp-bridge.attention.outraced.
 func TestRaces(t *testing.T) {
+	t.Parallel()
 	peers := matrixPeers(t)[:3] // go-sdk over stdio, stateful and stateless HTTP
 	for _, era := range eras {
 		for _, p := range peers {

@@ -113,22 +113,21 @@ func (p *Proxy) injectMetaCapabilities(m *message, raw []byte) ([]byte, bool) {
 
 // declareInMeta returns a request's _meta with elicitation declared in
 // its per-request client capabilities, or nil when there is nothing to
-// change (not a 2026-07-28 _meta, or route client), and whether the
+// change (no capabilities object, or route client), and whether the
 // client declared elicitation itself.
 func (p *Proxy) declareInMeta(raw json.RawMessage) ([]byte, bool) {
 	var meta map[string]json.RawMessage
 	if json.Unmarshal(raw, &meta) != nil || meta == nil {
 		return nil, false
 	}
-	if _, modern := meta[metaVersion]; !modern {
-		if _, ok := meta[metaCapabilities]; !ok {
-			return nil, false
-		}
-	}
 	var caps map[string]json.RawMessage
-	json.Unmarshal(meta[metaCapabilities], &caps)
-	if caps == nil {
-		caps = map[string]json.RawMessage{}
+	if json.Unmarshal(meta[metaCapabilities], &caps) != nil || caps == nil {
+		// No capabilities object (absent, null, not an object): MCP
+		// 2026-07-28 requires one in every request's _meta, so the
+		// request passes as it is, for the server to refuse as it would
+		// directly; the bridge completes what the client declared, never
+		// makes a malformed request valid.
+		return nil, false
 	}
 	_, declared := caps["elicitation"]
 	p.mu.Lock()

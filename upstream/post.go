@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/jsonrpc"
 )
 
 // post sends msg and handles the response. acked is closed once the
@@ -196,6 +198,17 @@ func (c *Conn) handleBody(ctx context.Context, resp *http.Response, env envelope
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch mt {
 	case "application/json":
+		if !env.isRequest() && (env.Method != "" || jsonrpc.HasID(env.ID)) {
+			// A notification's or a response's POST is answered with 202
+			// and no body (MCP basic/transports). A JSON body some servers
+			// send anyway answers nothing the client asked, and relayed it
+			// would reach the client as a response to no request of its
+			// own: it is dropped. (A batch has no envelope of its own and
+			// is answered.)
+			n, _ := io.Copy(io.Discard, io.LimitReader(resp.Body, DefaultMaxMessage))
+			c.log.Debug("dropped the body the server sent in answer to a notification or response", "method", env.Method, "bytes", n)
+			return
+		}
 		ok, err := c.readJSONBody(resp.Body, env, isInit)
 		if err != nil {
 			c.fail(env.ID, "reading the server's response: "+err.Error())

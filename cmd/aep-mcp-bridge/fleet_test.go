@@ -62,20 +62,18 @@ func TestGatewayFleet(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("building the binary: %v\n%s", err, out)
 	}
-	hubAddr := freeAddr(t)
 	common := []string{"--token", "fleet-token-0123456789abcdefghijklmnop", "--mcp-token", "fleet-mcp-token-0123456789abcdefghijklm", "--state-dir", dir, "--log-dir", "off", "--route", "remote"}
 	upstream := []string{"--", bin, "demo-server"}
-	hub := startProcess(t, bin, append(append([]string{"serve", "--listen", hubAddr, "--mcp-listen", freeAddr(t), "--agent", "hub"}, common...), upstream...)...)
-	hub.stderr.waitFor(t, "AEP endpoint on http://"+hubAddr)
+	hub := startProcess(t, bin, append(append([]string{"serve", "--listen", "127.0.0.1:0", "--mcp-listen", "127.0.0.1:0", "--agent", "hub"}, common...), upstream...)...)
+	hubAddr := hub.stderr.boundAddr(t, "AEP endpoint on http://")
 	gateways := map[string]string{} // client name → MCP URL
 	for name, link := range map[string][]string{
 		"fleet-joined":  {"--listen", hubAddr},
 		"fleet-relayed": {"--listen", "off", "--relay", "ws://" + hubAddr + "/socket"},
 	} {
-		mcpAddr := freeAddr(t)
-		args := append(append(append([]string{"serve", "--mcp-listen", mcpAddr, "--agent", name}, link...), common...), upstream...)
+		args := append(append(append([]string{"serve", "--mcp-listen", "127.0.0.1:0", "--agent", name}, link...), common...), upstream...)
 		p := startProcess(t, bin, args...)
-		p.stderr.waitFor(t, "MCP gateway on http://"+mcpAddr)
+		mcpAddr := p.stderr.boundAddr(t, "MCP gateway on http://")
 		gateways[name] = "http://" + mcpAddr + "/mcp"
 	}
 
