@@ -74,7 +74,7 @@ var synopsisRE = regexp.MustCompile(`\[|\b[A-Z]{3,}\b`)
 // with only Go and the system on it, no token in the environment, and no
 // desktop. Long-running commands (the demo, tail, serve) are started,
 // checked for what they print first, and stopped, or end by themselves
-// once answered. `go test ./...` is the command .ci/run runs; the test
+// once answered. `go run ./internal/devtest ./...` is the command .ci/run runs; the test
 // checks that .ci/run runs it as written.
 func TestReadmeCommands(t *testing.T) {
 	if os.Getenv(inNetnsEnv) == "" {
@@ -148,7 +148,7 @@ func readmeSteps() []step {
 				s.t.Fatalf("the demo did not get the README's port 8787:\n%s", demo.errb.String())
 			}
 		}},
-		{"go test ./...", func(s *shell, _ readmeShell, cmd string) { checkCIRuns(s.t, cmd) }},
+		{"go run ./internal/devtest ./...", func(s *shell, _ readmeShell, cmd string) { checkCIRuns(s.t, cmd) }},
 		{"go install ./cmd/aep-mcp-bridge", func(s *shell, _ readmeShell, cmd string) {
 			s.run(cmd, s.repo, 5*time.Minute, 0)
 			if _, err := os.Stat(filepath.Join(s.home, "go", "bin", "aep-mcp-bridge")); err != nil {
@@ -308,16 +308,19 @@ func runCIExample(s *shell, readme readmeShell, cmd string) {
 	}
 }
 
-// checkCIRuns checks that .ci/run runs cmd as written, on a line of its own.
+// checkCIRuns checks that .ci/run, or the .ci/setup it runs first, runs
+// cmd as written, on a line of its own.
 func checkCIRuns(t *testing.T, cmd string) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(root, ".ci", "run"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.TrimSpace(l) == cmd {
-			return
+	for _, name := range []string{"run", "setup"} {
+		b, err := os.ReadFile(filepath.Join(root, ".ci", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.TrimSpace(l) == cmd {
+				return
+			}
 		}
 	}
 	t.Errorf("the README shows %q, which neither this test nor .ci/run runs as written", cmd)

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/testenv"
 )
 
 // TestNotifyFlagsNeverEchoSecrets: a webhook URL carries its token, so a
@@ -81,7 +84,7 @@ func TestDemoNotifies(t *testing.T) {
 
 	state := t.TempDir()
 	stdout, stderr := &lockedBuffer{}, &lockedBuffer{}
-	addr := freeAddr(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", testenv.ReservePort(t))
 	done := make(chan error, 1)
 	args := []string{"demo", "--listen", addr, "--state-dir", state, "--log-dir", "off",
 		"--notify", ok.URL + "/hook", "--notify", "slack=" + refuse.URL + "/services/T000/B000/SECRETPATH"}

@@ -166,9 +166,6 @@ var (
 				"so a mismatched or malformed Mcp-Param-* header is not refused with 400 and -32020"},
 	}
 	knownClient = []known{
-		{leg: leg2025, scenario: "sse-retry",
-			why: "issue 20, defect 1 (upstream/stream.go): the bridge resumes the tools/call stream 1–7 ms after the server ended it, where the server's " +
-				"retry: field asked for 500 ms; the suite fails a reconnection earlier than 450 ms"},
 		{leg: leg2026, scenario: "http-custom-headers", via: "serve --url",
 			why: "each stateless request through serve is a one-shot session with an upstream connection of its own (gateway/oneshot.go), and upstream/modern.go " +
 				"learns a tool's x-mcp-header bindings only from a tools/list result that same connection relayed, so the tools/call reaches the suite's server " +
