@@ -259,7 +259,7 @@ func (s *socket) handleEvent(data []byte) {
 
 // command routes a command to the one session that claims it (AEP-0004 §4).
 func (s *socket) command(ev *aep.Event, data []byte) {
-	if why := s.e.access.Principal(s.auth).MayCommand(ev); why != nil {
+	if why := s.e.access.Principal(s.auth).MayCommand(ev, s.e.opts.Hub); why != nil {
 		s.errorFrame("", ev.ID, why.Code(), why.Detail)
 		return
 	}
