@@ -463,10 +463,10 @@ func (h *Host) health() map[string]any {
 // addresses.
 type hostTarget struct{ h *Host }
 
-func (t hostTarget) Submit(cmd aep.Event, authenticated bool) (string, string) {
+func (t hostTarget) Submit(cmd aep.Event, from control.Sender) (string, string) {
 	b := t.h.session(cmd.Session)
 	if b == nil {
 		return "no-route", fmt.Sprintf("no session %q in this bridge", cmd.Session)
 	}
-	return intakeTarget{b.intake}.Submit(cmd, authenticated)
+	return intakeTarget{b.intake}.Submit(cmd, from)
 }

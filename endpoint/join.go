@@ -61,7 +61,7 @@ func (e *Endpoint) serveJoin(w http.ResponseWriter, r *http.Request) {
 	}
 	e.release(p)
 	conn.SetWriteDeadline(time.Time{})
-	e.runSocket(conn, authority.Bridge(key), deadline)
+	e.runSocket(conn, authority.Bridge(key), nil, deadline)
 }
 
 // refuseJoin closes the connection of p, which did not prove the token,
