@@ -2,6 +2,7 @@ package endpoint
 
 import (
 	"bufio"
+	"context"
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
 	"github.com/agenteventprotocol/aep-mcp-bridge/identity"
 	"github.com/agenteventprotocol/aep-mcp-bridge/internal/testenv"
+	"github.com/agenteventprotocol/aep-mcp-bridge/operator"
 )
 
 // opsFixture is an endpoint with two local sessions, "web" of server
@@ -558,4 +560,30 @@ func FuzzProxyName(f *testing.F) {
 			t.Fatalf("the error quotes the header's value: %v", err)
 		}
 	})
+}
+
+// TestOperatorCommandLineProvesItsCredential: the operators' command line
+// reaches the endpoint with a credential by proving it at /join, as the
+// token's holder proves the token, and sees its scope only; a revoked
+// credential is refused without being sent.
+func TestOperatorCommandLineProvesItsCredential(t *testing.T) {
+	t.Parallel()
+	f := newOpsFixture(t)
+	ctx, cancel := context.WithTimeout(context.Background(), readGuard)
+	defer cancel()
+	for who, want := range map[string]string{"alice": f.webQ.ID, "bob": f.billQ.ID} {
+		qs, err := (&operator.Client{Endpoint: f.srv.URL, Token: f.creds[who]}).Pending(ctx)
+		if err != nil || len(qs) != 1 || qs[0].ID != want {
+			t.Errorf("%s's pending: %v, %v; want only %s", who, qs, err, want)
+		}
+	}
+	if qs, err := (&operator.Client{Endpoint: f.srv.URL, Token: testToken}).Pending(ctx); err != nil || len(qs) != 2 {
+		t.Errorf("the token's holder's pending: %v, %v; want both questions", qs, err)
+	}
+	f.doc.RemoveOperator("alice")
+	f.ep.SetOperators(identity.NewDirectory(f.doc))
+	_, err := (&operator.Client{Endpoint: f.srv.URL, Token: f.creds["alice"]}).Pending(ctx)
+	if err == nil || !strings.Contains(err.Error(), "does not know this operator credential") || strings.Contains(err.Error(), f.creds["alice"]) {
+		t.Errorf("a revoked credential: %v; want a refusal that does not quote it", err)
+	}
 }
