@@ -126,3 +126,35 @@ func TestCredentialProofIsNotATokenProof(t *testing.T) {
 		t.Errorf("Finish: %v", err)
 	}
 }
+
+// FuzzCredentialExchange plays a peer that does not hold the credential
+// against both sides of a credential proof: the operator's side never
+// produces its proof for a response made without the key, and the hub
+// never accepts a finish; nothing panics.
+func FuzzCredentialExchange(f *testing.F) {
+	f.Add([]byte(`{"type":"proof-challenge","v":1,"nonce":"AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE","credential":"aliceid"}`),
+		[]byte(`{"type":"proof-response","v":1,"nonce":"AgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgI","mac":"CQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQk","salt":"BwcHBwcHBwcHBwcHBwcHBw"}`),
+		[]byte(`{"type":"proof-finish","v":1,"mac":"CQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQk"}`))
+	f.Add([]byte(`{"type":"proof-challenge","v":1,"nonce":"AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE","credential":"nobody"}`), []byte(`{}`), []byte(`{"type":"proof-finish","v":1,"key":"x"}`))
+	f.Fuzz(func(t *testing.T, challenge, response, finish []byte) {
+		salt := bytes.Repeat([]byte{7}, 16)
+		key := derive("alice's secret")(salt)
+		b, _, err := NewCredentialBridge("aliceid", derive("alice's secret"), "h:1", rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, err := b.Verify(response); err == nil || out != nil {
+			t.Fatalf("the operator's side accepted a response made without the key: %q", response)
+		}
+		h, _ := NewHub("the token", "h:1", rand.Reader)
+		h.AcceptCredentials(func(id string) ([]byte, []byte, bool) { return salt, key, id == "aliceid" })
+		if _, err := h.Challenge(challenge); err == nil {
+			if err := h.Finish(finish); err == nil {
+				t.Fatalf("the hub accepted a finish made without the credential: %q", finish)
+			}
+		}
+		if h.Credential() != "" || h.Key() != "" {
+			t.Fatalf("the hub holds a credential or key it was not proved")
+		}
+	})
+}
