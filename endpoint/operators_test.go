@@ -243,6 +243,10 @@ func TestOperatorCommands(t *testing.T) {
 	}
 	// In scope: routed with her name, whatever the command's agent says.
 	alice.send(respondFrame("C2", "web", f.webQ.ID, "mallory"))
+	alice.send(`{"type":"ping","t":"C2"}`) // answered after C2 is routed: frames are taken in order
+	if p := alice.read(); p["type"] != "pong" {
+		t.Fatalf("got %v; want the pong after C2", p)
+	}
 	bob := f.dialAs(t, bearerHeader(f.creds["bob"]))
 	// A reader in scope: routed as read-only, for the session to refuse.
 	bob.send(respondFrame("C3", "bill", f.billQ.ID, "bob"))

@@ -138,6 +138,13 @@ func (o *opConn) await(what string, match func(map[string]any) bool) map[string]
 	}
 }
 
+// all returns every frame o received, one a line.
+func (o *opConn) all() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return strings.Join(o.seen, "\n")
+}
+
 // sawAny returns a frame o received that mentions any of words, or "".
 func (o *opConn) sawAny(words ...string) string {
 	o.mu.Lock()
@@ -360,7 +367,7 @@ func TestNamedOperatorsOnAHubWithTwoServers(t *testing.T) {
 
 	// No credential anywhere but where it was printed.
 	var places []string
-	places = append(places, hub.stderr.String(), billing.stderr.String(), strings.Join(holder.seen, "\n"))
+	places = append(places, hub.stderr.String(), billing.stderr.String(), holder.all())
 	for _, p := range []*process{hub, billing} {
 		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.cmd.Process.Pid)); err == nil {
 			places = append(places, string(b))

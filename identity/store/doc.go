@@ -10,7 +10,7 @@
 //   - When each record was last used lives apart, in SeenName, written by
 //     the running bridge: the bridge only ever reads the document, and a
 //     lost last-use update costs nothing but a less recent time.
-//   - A Watcher looks at the file's metadata every Interval (250 ms by
+//   - A Watcher looks at the file's metadata every Interval (200 ms by
 //     default) and hands the bridge a new identity.Directory when it
 //     changed, so a revocation reaches the running bridge within a second
 //     whatever wrote it. Polling works the same on every platform and

@@ -13,7 +13,7 @@ import (
 )
 
 // DefaultInterval is how often a Watcher looks at the file.
-const DefaultInterval = 250 * time.Millisecond
+const DefaultInterval = 200 * time.Millisecond
 
 // seenEvery is how often, at most, the last uses are written.
 const seenEvery = 30 * time.Second
