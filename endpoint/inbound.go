@@ -172,7 +172,7 @@ func (s *socket) handleHello(f aep.Frame) bool {
 		}
 		caps.Experimental = withResumeSecret(caps.Experimental, resume)
 	}
-	caps.Experimental = aep.WithSenders(caps.Experimental)
+	caps.Experimental = withPrincipal(aep.WithSenders(caps.Experimental), s.e.access.Principal(s.auth))
 	s.mu.Lock()
 	s.hello, s.role = true, f.Role
 	s.senders = aep.AdvertisesSenders(f.Capabilities.Experimental)
@@ -212,6 +212,27 @@ func newSecret() string {
 	b := make([]byte, 32)
 	rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
 	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// PrincipalCapability is the key under the experimental capabilities of
+// the endpoint's hello that tells the connection who it authenticated as
+// (AEP-0003 §4 rule 6): {"name": NAME, "answer": BOOL, "servers": [GLOB…]}.
+// The inbox shows it, and offers no answer to an operator that may only
+// read.
+const PrincipalCapability = "aep-mcp-bridge-principal"
+
+// withPrincipal adds p, as PrincipalCapability, to the endpoint's
+// experimental capabilities, for one connection's hello.
+func withPrincipal(experimental json.RawMessage, p authority.Principal) json.RawMessage {
+	members := map[string]json.RawMessage{}
+	json.Unmarshal(experimental, &members)
+	members[PrincipalCapability], _ = json.Marshal(struct {
+		Name    string   `json:"name"`
+		Answer  bool     `json:"answer"`
+		Servers []string `json:"servers"`
+	}{p.Name, p.Rights&authority.Command != 0, p.Scope.Patterns()})
+	b, _ := json.Marshal(members) // raw members of valid JSON always encode
+	return b
 }
 
 // withResumeSecret adds the resume secret to the endpoint's experimental

@@ -591,3 +591,28 @@ func TestOperatorCommandLineProvesItsCredential(t *testing.T) {
 		t.Errorf("a revoked credential: %v; want a refusal that does not quote it", err)
 	}
 }
+
+// TestHelloSaysWhoTheConnectionIs: the endpoint's hello tells each
+// connection the principal it authenticated, for the inbox to show.
+func TestHelloSaysWhoTheConnectionIs(t *testing.T) {
+	t.Parallel()
+	f := newOpsFixture(t)
+	for cred, want := range map[string]string{
+		testToken:       `{"answer":true,"name":"token holder","servers":["*"]}`,
+		f.creds["alice"]: `{"answer":true,"name":"alice","servers":["deploy-*"]}`,
+		f.creds["bob"]:   `{"answer":false,"name":"bob","servers":["billing"]}`,
+	} {
+		c, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(f.srv.URL, "http")+"/socket", bearerHeader(cred))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := &wsClient{t, c}
+		w.send(`{"type":"hello","versions":["0.1"],"role":"consumer"}`)
+		h := w.read()
+		c.Close()
+		got := mustJSON(h["capabilities"].(map[string]any)["experimental"].(map[string]any)[PrincipalCapability])
+		if string(got) != want {
+			t.Errorf("hello says %s; want %s", got, want)
+		}
+	}
+}
