@@ -598,7 +598,7 @@ func TestHelloSaysWhoTheConnectionIs(t *testing.T) {
 	t.Parallel()
 	f := newOpsFixture(t)
 	for cred, want := range map[string]string{
-		testToken:       `{"answer":true,"name":"token holder","servers":["*"]}`,
+		testToken:        `{"answer":true,"name":"token holder","servers":["*"]}`,
 		f.creds["alice"]: `{"answer":true,"name":"alice","servers":["deploy-*"]}`,
 		f.creds["bob"]:   `{"answer":false,"name":"bob","servers":["billing"]}`,
 	} {
