@@ -155,8 +155,8 @@ func Connect(ctx context.Context, rawURL, token string, opts ConnectOptions) (*w
 		if c, cerr := identity.ParseCredential(token); cerr == nil {
 			conn, err := proveCredential(ctx, d, to, c)
 			if errors.Is(err, proof.ErrMismatch) {
-				return nil, &Refusal{Addr: to.host, What: p.what, Why: fmt.Sprintf(
-					"it does not know this operator credential (%v): it was revoked, or issued for another bridge's state folder; ask for a new one (operators add)", err)}
+				return nil, &Refusal{Addr: to.host, What: p.what, Why: "it does not know this operator credential: it was revoked or expired, " +
+					"or added in another state folder than this bridge's; ask for a new one (operators add)"}
 			}
 			return conn, err
 		}
