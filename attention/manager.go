@@ -339,14 +339,15 @@ func (m *Manager) autoAnswer(id string, d script.Decision) {
 }
 
 // Respond decides an operator's control.attention.respond (control.Target).
-// A valid answer is acked, recorded as attention.answered and
-// attention.resolved, and delivered; an invalid one is nacked
-// invalid with the field and rule, and the question stays pending.
-func (m *Manager) Respond(cmd aep.Event, a aep.Answer, ack func(reason, detail string) error) {
+// A valid answer is acked, recorded as attention.answered (by: by, who
+// the endpoint authenticated, never the command's own agent) and
+// attention.resolved, and delivered; an invalid one is nacked invalid
+// with the field and rule, and the question stays pending.
+func (m *Manager) Respond(cmd aep.Event, a aep.Answer, by string, ack func(reason, detail string) error) {
 	m.mu.Lock()
 	q, ok := m.pending[cmd.Subject]
 	if !ok {
-		s, late := m.outracedLocked(cmd.Subject, a, cmd.Agent, "control", cmd.ID)
+		s, late := m.outracedLocked(cmd.Subject, a, by, "control", cmd.ID)
 		m.mu.Unlock()
 		if late {
 			ack(aep.ReasonRefused, lostDetail(cmd.Subject, s))
@@ -377,7 +378,7 @@ func (m *Manager) Respond(cmd aep.Event, a aep.Answer, ack func(reason, detail s
 	if err := ack("", ""); err != nil {
 		m.log.Warn("emitting control.accepted", "cmd", cmd.ID, "err", err)
 	}
-	m.resolveLocked(q, d.Applied, "control", cmd.Agent, cmd.ID)
+	m.resolveLocked(q, d.Applied, "control", by, cmd.ID)
 	m.mu.Unlock()
 	q.spec.Deliver(Resolution{Outcome: Answered, Decision: d})
 }

@@ -134,7 +134,7 @@ func TestEveryQuestionGetsOneTerminal(t *testing.T) {
 			return id
 		}
 		a, b, c, d := raise(), raise(), raise(), raise()
-		m.Respond(aep.Event{ID: "cmd", Subject: a, Agent: "op"}, aep.Answer{Values: map[string]any{"n": json.Number("1")}}, func(string, string) error { return nil })
+		m.Respond(aep.Event{ID: "cmd", Subject: a, Agent: "op"}, aep.Answer{Values: map[string]any{"n": json.Number("1")}}, "op", func(string, string) error { return nil })
 		m.Dismiss(b)
 		if !m.ClientAnswered(c, "ide", json.RawMessage(`{"action":"decline"}`)) {
 			t.Fatal("client answer lost")

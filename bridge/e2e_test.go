@@ -58,8 +58,8 @@ func TestAcceptTypedContent(t *testing.T) {
 	}
 	var ad aep.AttentionAnswered
 	json.Unmarshal(answered.Data, &ad)
-	if ad.By != "operator" || ad.Via != "control" {
-		t.Errorf("answered by %q via %q; want operator via control", ad.By, ad.Via)
+	if ad.By != "token holder" || ad.Via != "control" {
+		t.Errorf("answered by %q via %q; want the token's holder (who submitted it, whatever the command's agent) via control", ad.By, ad.Via)
 	}
 	if *answered.Seq <= *res.Ack.Seq {
 		t.Errorf("control.accepted (seq %d) must precede attention.answered (seq %d)", *res.Ack.Seq, *answered.Seq)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"sync"
 	"syscall"
@@ -17,6 +18,8 @@ import (
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
 	"github.com/agenteventprotocol/aep-mcp-bridge/control"
 	"github.com/agenteventprotocol/aep-mcp-bridge/endpoint"
+	"github.com/agenteventprotocol/aep-mcp-bridge/identity"
+	"github.com/agenteventprotocol/aep-mcp-bridge/identity/store"
 	"github.com/agenteventprotocol/aep-mcp-bridge/notify"
 	"github.com/agenteventprotocol/aep-mcp-bridge/proof"
 	"github.com/agenteventprotocol/aep-mcp-bridge/relay"
@@ -62,6 +65,17 @@ type HostOptions struct {
 	// IdleTimeout ends a keep-alive connection idle that long; 0 means
 	// 120s. WebSocket and SSE streams are not idle connections.
 	IdleTimeout time.Duration
+	// Identities is the identity document of named operators
+	// (identity/store.Path of the state folder); "" means none. The
+	// endpoint follows the file while it runs: a revoked operator's
+	// connections close within a second. A host that joins another
+	// endpoint leaves operators to it.
+	Identities string
+	// OperatorHeader and TrustedProxies take a proxy operator's name from
+	// a header set by an authenticating reverse proxy (see
+	// endpoint.Options; --operator-header, --trusted-proxy).
+	OperatorHeader string
+	TrustedProxies []netip.Prefix
 	// Dial opens the connections of the hub join and the relay links; nil
 	// means a net.Dialer.
 	Dial relay.DialFunc
@@ -103,6 +117,12 @@ type Host struct {
 	key    *proof.Key
 	served chan struct{}    // closed when the HTTP server has stopped
 	notify *notify.Notifier // nil without notifications
+	// ids follows the identity document for the endpoint; nil without
+	// one. idsDone closes when its goroutine, which Close stops after the
+	// endpoint, has ended.
+	ids       *store.Watcher
+	idsCancel context.CancelFunc
+	idsDone   chan struct{}
 
 	// ctx ends every session run on the host; linkCtx ends the links,
 	// after the sessions, so what the sessions emit last (their
@@ -276,15 +296,37 @@ func (h *Host) listen() error {
 	return nil
 }
 
-// serve starts the endpoint on the listener.
+// serve starts the endpoint on the listener, with the named operators of
+// the identity document, if any.
 func (h *Host) serve() error {
-	ep, err := endpoint.New(endpoint.Options{Token: h.opts.Token, Hub: h.hub, Agent: h.opts.Agent, Logger: h.log,
+	eo := endpoint.Options{Token: h.opts.Token, Hub: h.hub, Agent: h.opts.Agent, Logger: h.log,
 		Root: h.opts.Root, Health: h.health, AllowHosts: h.opts.AllowHosts, AllowOrigins: h.opts.AllowOrigins,
-		BodyTimeout: h.opts.BodyTimeout})
+		BodyTimeout: h.opts.BodyTimeout, OperatorHeader: h.opts.OperatorHeader, TrustedProxies: h.opts.TrustedProxies}
+	if h.opts.Identities != "" {
+		ids, err := store.NewWatcher(store.Options{Path: h.opts.Identities,
+			OnLoad: func(d *identity.Directory) {
+				h.log.Info("named operators reloaded", "file", h.opts.Identities, "operators", len(d.Document().Operators))
+				h.ep.SetOperators(d)
+			},
+			OnError: func(err error) { h.log.Error("named operators", "err", err) }})
+		if err != nil {
+			return err
+		}
+		h.ids = ids
+		eo.Operators = ids.Directory()
+		eo.OnOperator = func(name string, at time.Time) { ids.Used(store.OperatorKey(name), at) }
+	}
+	ep, err := endpoint.New(eo)
 	if err != nil {
 		return err
 	}
 	h.ep = ep
+	if h.ids != nil {
+		var ctx context.Context
+		ctx, h.idsCancel = context.WithCancel(context.Background())
+		h.idsDone = make(chan struct{})
+		go h.watchIdentities(ctx)
+	}
 	header, idle := h.opts.HeaderTimeout, h.opts.IdleTimeout
 	if header <= 0 {
 		header = defaultHeaderTimeout
@@ -303,6 +345,13 @@ func (h *Host) serve() error {
 	h.served = make(chan struct{})
 	go h.serveHTTP()
 	return nil
+}
+
+// watchIdentities is the identity document's watcher goroutine; Close
+// stops it after the endpoint.
+func (h *Host) watchIdentities(ctx context.Context) {
+	defer close(h.idsDone)
+	h.ids.Run(ctx)
 }
 
 // serveHTTP is the HTTP server's goroutine; Close stops it.
@@ -447,6 +496,10 @@ func (h *Host) Close(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	if h.ids != nil {
+		h.idsCancel() // the last uses are written as it ends
+		<-h.idsDone
+	}
 	h.linkCancel() // the links send what is queued, then a closing frame
 	if err := waitFor(ctx, &h.linkWG); err != nil {
 		errs = append(errs, fmt.Errorf("relay links still flushing: %w", err))
@@ -518,10 +571,10 @@ func (h *Host) health() map[string]any {
 // addresses.
 type hostTarget struct{ h *Host }
 
-func (t hostTarget) Submit(cmd aep.Event, authenticated bool) (string, string) {
+func (t hostTarget) Submit(cmd aep.Event, from control.Sender) (string, string) {
 	b := t.h.session(cmd.Session)
 	if b == nil {
 		return "no-route", fmt.Sprintf("no session %q in this bridge", cmd.Session)
 	}
-	return intakeTarget{b.intake}.Submit(cmd, authenticated)
+	return intakeTarget{b.intake}.Submit(cmd, from)
 }

@@ -141,7 +141,7 @@ func TestInboxAnswersEveryFieldType(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(hist, "Accepted by inbox through the AEP endpoint") {
+	if !strings.Contains(hist, "Accepted by token holder through the AEP endpoint") {
 		t.Errorf("history shows %q", hist)
 	}
 }
@@ -231,7 +231,7 @@ func TestInboxDecline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(hist, "Declined by inbox through the AEP endpoint at ") {
+	if !strings.HasPrefix(hist, "Declined by token holder through the AEP endpoint at ") {
 		t.Errorf("history says %q", hist)
 	}
 }

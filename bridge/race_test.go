@@ -108,7 +108,7 @@ func raceCell(t *testing.T, p *matrixPeer, era, winner string) {
 	answered := s.next("attention.answered")
 	var a aep.AttentionAnswered
 	json.Unmarshal(answered.Data, &a)
-	wantBy, wantVia := "operator", "control"
+	wantBy, wantVia := "token holder", "control" // who submitted it, not the command's agent
 	if winner == "client" {
 		wantBy, wantVia = "gosdk-client", "oob"
 	}

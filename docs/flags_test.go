@@ -94,7 +94,8 @@ func helpOutput(t *testing.T, bin, command string) string {
 	t.Helper()
 	args := []string{"--help"}
 	if command != rootCommand {
-		args = []string{command, "--help"}
+		// "operators/add" is the subcommand add of operators.
+		args = append(strings.Split(command, "/"), "--help")
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "XDG_STATE_HOME=")
@@ -287,6 +288,15 @@ func TestFlagTables(t *testing.T) {
 	}
 
 	known := append(subcommands(help(rootCommand)), rootCommand)
+	for _, c := range subcommands(help(rootCommand)) {
+		// A subcommand's own subcommands ("operators add") are marked
+		// "operators/add".
+		for _, sub := range subcommands(help(c)) {
+			if sub != c && strings.Contains(help(c), "\nSubcommands") {
+				known = append(known, c+"/"+sub)
+			}
+		}
+	}
 	documented := map[string]bool{}
 	for _, tb := range markedTables(t, docPages(t)) {
 		kind, spec, _ := strings.Cut(tb.marker, ": ")

@@ -289,7 +289,7 @@ func (x *exchange) respond(line, arg string) {
 	}
 	x.commands++
 	ev := aep.Event{ID: fmt.Sprintf("cmd%d", x.commands), Type: "control.attention.respond", Subject: id, Agent: "operator"}
-	x.mgr.Respond(ev, a, func(reason, detail string) error {
+	x.mgr.Respond(ev, a, ev.Agent, func(reason, detail string) error {
 		if reason == "" {
 			x.rec.add("operator< accepted")
 		} else {

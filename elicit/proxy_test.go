@@ -229,7 +229,7 @@ func TestElicitationIsInterceptedAndAnswered(t *testing.T) {
 	}
 	var ackReason string
 	mgr.Respond(aep.Event{ID: "c1", Subject: pending[0].ID, Agent: "op"}, aep.Answer{Values: map[string]any{"n": json.Number("4")}},
-		func(reason, detail string) error { ackReason = reason; return nil })
+		"op", func(reason, detail string) error { ackReason = reason; return nil })
 	if ackReason != "" {
 		t.Fatalf("nacked: %s", ackReason)
 	}
@@ -301,7 +301,7 @@ func TestAnOperatorNeverWaitsOnAServerThatStoppedReading(t *testing.T) {
 	go func() {
 		var reason string
 		mgr.Respond(aep.Event{ID: "c1", Subject: mgr.Pending()[0].ID, Agent: "op"}, aep.Answer{Values: map[string]any{"ok": true}},
-			func(r, _ string) error { reason = r; return nil })
+			"op", func(r, _ string) error { reason = r; return nil })
 		answered <- reason
 	}()
 	select {

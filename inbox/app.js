@@ -16,6 +16,11 @@
   const clients = new Map();   // session -> its MCP client, from session.started: {name, version} or null
   const clientEls = new Map(); // session -> the elements that name its client
   let ws = null, backoff = 1000, page = 0, historyShown = HISTORY_PAGE, renderTimer = 0;
+  // me is who the bridge authenticated this page as (its hello says): a
+  // named operator, with its servers and whether it may answer, or the
+  // token's holder. everUp is set once a connection said hello; ended once
+  // the bridge closed it because this page's access ended.
+  let me = null, everUp = false, ended = false;
 
   // The token arrives in the link's fragment. It is taken out of the
   // address bar and the history at once, and kept for this tab only, so a
@@ -80,23 +85,45 @@
   }
 
   function connect() {
-    if (!token) {
-      status("no token", "down");
-      const n = $("notice"); n.hidden = false;
-      n.textContent = "Open this page with the link `aep-mcp-bridge inbox` prints: it carries the token after #token=, which this tab then keeps.";
-      return;
-    }
+    if (ended) return;
     const proto = location.protocol === "https:" ? "wss:" : "ws:";
-    ws = new WebSocket(proto + "//" + location.host + "/socket?access_token=" + encodeURIComponent(token));
+    // Without a token the page still connects: a reverse proxy that signs
+    // operators in (the bridge's --operator-header) may vouch for it.
+    ws = new WebSocket(proto + "//" + location.host + "/socket" + (token ? "?access_token=" + encodeURIComponent(token) : ""));
     ws.onopen = () => ws.send(JSON.stringify({ type: "hello", versions: ["0.1"], role: "consumer", identity: { agent: "inbox", instance: "browser" } }));
     ws.onmessage = (m) => { let f; try { f = JSON.parse(m.data, exact); } catch (e) { return; } onFrame(f); };
     ws.onclose = () => {
       ws = null;
+      if (ended) return;
+      if (!token && !everUp) {
+        status("no token", "down");
+        notice("Open this page with the link `aep-mcp-bridge inbox` prints, or the one your operator credential came with: it carries the token after #token=, which this tab then keeps.");
+        return;
+      }
       status("reconnecting…", "down");
       probe();
       setTimeout(connect, backoff);
       backoff = Math.min(backoff * 2, 10000);
     };
+  }
+
+  // principal reads who the bridge's hello says this page is.
+  function principal(f) {
+    const exp = f.capabilities && f.capabilities.experimental;
+    const p = exp && exp["aep-mcp-bridge-principal"];
+    if (!p || typeof p.name !== "string") return null;
+    return { name: p.name, answer: p.answer !== false, servers: Array.isArray(p.servers) ? p.servers.filter((x) => typeof x === "string") : ["*"] };
+  }
+
+  // showWho names this page's operator in the header, with what it may do
+  // and for which servers; a page opened with the shared token (the single
+  // user's) shows nothing more than before.
+  function showWho() {
+    const w = $("who");
+    if (!me || me.name === "token holder") { w.hidden = true; return; }
+    const servers = me.servers.join(", ") === "*" ? "every server" : me.servers.join(", ");
+    w.textContent = me.name + " · " + (me.answer ? "answers " : "reads ") + servers;
+    w.hidden = false;
   }
 
   // probe tells a bridge that stopped from a connection that dropped:
@@ -117,6 +144,9 @@
     if (!f || typeof f.type !== "string") return;
     if (f.type === "hello") {
       backoff = 1000;
+      everUp = true;
+      me = principal(f);
+      showWho();
       status("connected", "up");
       if ($("status").dataset.was === "stopped") notice("");
       $("status").dataset.was = "";
@@ -126,6 +156,13 @@
       return;
     }
     if (f.type === "error") { onError(f); return; }
+    if (f.type === "closing" && typeof f.reason === "string" && /access (revoked|expired)/.test(f.reason)) {
+      // The bridge ended this page's access: reconnecting would be refused.
+      ended = true;
+      status("signed out", "stopped");
+      notice("This inbox's access has ended (" + f.reason + "). Ask for a new credential and open its link; the questions below can no longer be answered from this page.");
+      return;
+    }
     if (f.type === "closing" || f.type === "subscribed" || f.type === "pong") return;
     if (f.type.indexOf(".") > 0) onEvent(f);
   }
@@ -310,6 +347,10 @@
     const via = q.data.respond_via;
     if (Array.isArray(via) && via.indexOf("control") < 0) {
       c.append(el("p", { class: "info", text: "This question is answered in the MCP client; it is shown here for information." }));
+      return c;
+    }
+    if (me && !me.answer) {
+      c.append(el("p", { class: "info readonly", text: "You may read this question, not answer it: " + me.name + "'s right is read." }));
       return c;
     }
     if (q.data.kind === "auth" || (!(q.data.fields || []).length && Array.isArray(q.data.options) && q.data.options.length)) {

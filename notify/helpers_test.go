@@ -135,7 +135,7 @@ func (w *world) answer(t *testing.T, id string, a aep.Answer) {
 	cmd := aep.Event{AEP: aep.Version, ID: aep.NewID(), Type: "control.attention.respond", Subject: id,
 		Source: "aep://test/agent/operator", Agent: "operator", Session: w.em.Session()}
 	var refused string
-	w.mgr.Respond(cmd, a, func(reason, detail string) error { refused = reason + detail; return nil })
+	w.mgr.Respond(cmd, a, "operator", func(reason, detail string) error { refused = reason + detail; return nil })
 	if refused != "" {
 		t.Fatalf("the answer was refused: %s", refused)
 	}

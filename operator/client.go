@@ -20,10 +20,13 @@ import (
 type Client struct {
 	// Endpoint is the base URL, e.g. http://127.0.0.1:8787.
 	Endpoint string
-	// Token is the bearer token. It is never sent to an endpoint that has
-	// not proved it knows it, except over TLS (relay.Connect).
+	// Token is the bearer token, or a named operator's credential. Neither
+	// is ever sent to an endpoint that has not proved it knows it, except
+	// over TLS (relay.Connect).
 	Token string
-	// Agent names the sender of commands; "" means "aep-mcp-bridge-cli".
+	// Agent names the sender in its commands' envelope; "" means
+	// "aep-mcp-bridge-cli". It proves nothing: the bridge records who
+	// answered from the credential, never from it.
 	Agent string
 	// PlainRemote allows an endpoint off this machine over plain http
 	// (relay.ConnectOptions).

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
+	"github.com/agenteventprotocol/aep-mcp-bridge/control"
 	"github.com/agenteventprotocol/aep-mcp-bridge/endpoint"
 	"github.com/agenteventprotocol/aep-mcp-bridge/internal/testenv"
 )
@@ -173,7 +174,7 @@ func TestRespondExitCodes(t *testing.T) {
 // silent takes commands and never acks them.
 type silent struct{}
 
-func (silent) Submit(aep.Event, bool) (string, string) { return "", "" }
+func (silent) Submit(aep.Event, control.Sender) (string, string) { return "", "" }
 
 func TestTailPrintsEvents(t *testing.T) {
 	hub := bus.NewHub()

@@ -30,7 +30,16 @@ type process struct {
 // it with SIGINT as a user would.
 func startProcess(t *testing.T, bin string, args ...string) *process {
 	t.Helper()
+	return startProcessEnv(t, nil, bin, args...)
+}
+
+// startProcessEnv is startProcess with env added to the environment.
+func startProcessEnv(t *testing.T, env []string, bin string, args ...string) *process {
+	t.Helper()
 	p := &process{cmd: exec.Command(bin, args...), stderr: &lockedBuffer{}}
+	if env != nil {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	p.cmd.Stderr = p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -87,7 +96,7 @@ func TestGatewayFleet(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			got, err := deployThrough(ctx, u, name)
+			got, err := deployThrough(ctx, u, "fleet-mcp-token-0123456789abcdefghijklm", name)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -137,9 +146,10 @@ func TestGatewayFleet(t *testing.T) {
 }
 
 // deployThrough calls the demo server's deploy tool through the gateway
-// at mcpURL as client name, and returns what the server received.
-func deployThrough(ctx context.Context, mcpURL, name string) (string, error) {
-	tr, err := transport.NewStreamableHTTP(mcpURL, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer fleet-mcp-token-0123456789abcdefghijklm"}))
+// at mcpURL, with its client token, as client name, and returns what the
+// server received.
+func deployThrough(ctx context.Context, mcpURL, token, name string) (string, error) {
+	tr, err := transport.NewStreamableHTTP(mcpURL, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
 	if err != nil {
 		return "", err
 	}
