@@ -458,10 +458,12 @@ func TestInboxNotificationShowsWhatTheEventCarries(t *testing.T) {
 	}
 	hook := newAsker(t, in.base, "hook-session")
 	hostile := hook.permission("evil\u202e<b>server</b>\u2066 second", "\u202eAllow <img src=x onerror=alert(1)>?\u2028\u2066and this\nsecond line")
-	got := in.notes(2)
+	nameless := hook.permission("\u202e\u2066\u2069", "\u202e")
+	got := in.notes(3)
 	want := []note{
 		{Title: "Question from elicit-test-server", Body: strings.SplitN(data.Prompt, "\n", 2)[0], Tag: "aep-mcp-bridge-inbox:" + q.ID, Hidden: true},
 		{Title: "Permission request from evil<b>server</b> second", Body: "Allow <img src=x onerror=alert(1)>?", Tag: "aep-mcp-bridge-inbox:" + hostile.ID, Hidden: true},
+		{Title: "Permission request from an MCP server", Body: "", Tag: "aep-mcp-bridge-inbox:" + nameless.ID, Hidden: true},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("the notifications (-want +got):\n%s", diff)

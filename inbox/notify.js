@@ -82,6 +82,9 @@ const Notify = (function () {
     for (const l of String(typeof s === "string" ? s : "").split(/\r\n|[\r\n\u2028\u2029]/)) if (l.trim()) return l;
     return "";
   }
+  // server names who asks; a name of nothing but invisible characters is
+  // no name.
+  function server(q) { return cleanText(q.server, TITLE_MAX) || "an MCP server"; }
   function noun(kind) { return kind === "permission" ? "Permission request" : kind === "auth" ? "Sign-in request" : "Question"; }
 
   // show makes one notification; a click brings the operator to the
@@ -110,12 +113,12 @@ const Notify = (function () {
     fresh = [];
     if (!list.length || !enabled() || document.visibilityState !== "hidden") return;
     if (list.length > BURST) {
-      const servers = Array.from(new Set(list.map((q) => cleanText(q.server || "an MCP server", TITLE_MAX))));
+      const servers = Array.from(new Set(list.map((q) => server(q))));
       show("burst", list.length.toLocaleString("en") + " new questions", cleanText("From " + servers.join(", "), BODY_MAX), list[0].id);
       return;
     }
     for (const q of list) {
-      show(q.id, noun(q.kind) + " from " + cleanText(q.server || "an MCP server", TITLE_MAX), cleanText(firstLine(q.prompt), BODY_MAX), q.id);
+      show(q.id, noun(q.kind) + " from " + server(q), cleanText(firstLine(q.prompt), BODY_MAX), q.id);
     }
   }
 
