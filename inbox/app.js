@@ -1,11 +1,14 @@
 // app.js: the inbox. It subscribes to attention.* and control.* over
 // /socket, keeps every open question, shows one page of them as cards, and
-// answers with control.attention.respond. Server text is only ever
-// inserted as text, never as markup (AEP-0002 §8).
+// answers with control.attention.respond. It counts the open questions in
+// the header and the tab title, and hands each question that opens after
+// it has caught up to notify.js. Server text is only ever inserted as
+// text, never as markup (AEP-0002 §8).
 "use strict";
 (function () {
   const PAGE = 20;             // cards per page: 10,000 open questions stay responsive
   const HISTORY_PAGE = 20;     // settled questions shown before "Show older"
+  let wanted = null;           // the question a link names (#question=ID), shown when it arrives
   const token = takeToken();
   const questions = new Map(); // attention request id -> question
   let open = [];               // ids of open questions, in the order they were asked
@@ -21,14 +24,22 @@
   // token's holder. everUp is set once a connection said hello; ended once
   // the bridge closed it because this page's access ended.
   let me = null, everUp = false, ended = false;
+  // What was open, or held for replay, when the page first connected is no
+  // news: the subscribed frame counts that backlog (open questions, then
+  // replayed events), and the events after it are. A backlog after a
+  // reconnection holds what opened while the page was away: news.
+  let backlog = 0, caughtUp = false;
 
   // The token arrives in the link's fragment. It is taken out of the
   // address bar and the history at once, and kept for this tab only, so a
   // reload still connects and nothing else (a bookmark, the history, a
-  // shared screen) keeps it.
+  // shared screen) keeps it. The fragment may name a question too (the
+  // link of a webhook notification): it is shown when it arrives.
   function takeToken() {
     const KEY = "aep-mcp-bridge-inbox-token";
-    const fromLink = new URLSearchParams(location.hash.slice(1)).get("token");
+    const params = new URLSearchParams(location.hash.slice(1));
+    const fromLink = params.get("token");
+    wanted = params.get("question");
     if (location.hash) history.replaceState(null, "", location.pathname + location.search);
     try {
       if (fromLink) sessionStorage.setItem(KEY, fromLink);
@@ -163,9 +174,19 @@
       notice("This inbox's access has ended (" + f.reason + "). Ask for a new credential and open its link; the questions below can no longer be answered from this page.");
       return;
     }
-    if (f.type === "closing" || f.type === "subscribed" || f.type === "pong") return;
-    if (f.type.indexOf(".") > 0) onEvent(f);
+    if (f.type === "subscribed") {
+      backlog = count(f.open) + count(f.replay);
+      if (!backlog) caughtUp = true;
+      return;
+    }
+    if (f.type === "closing" || f.type === "pong") return;
+    if (f.type.indexOf(".") > 0) {
+      const news = caughtUp;
+      if (backlog > 0 && --backlog === 0) caughtUp = true;
+      onEvent(f, news);
+    }
   }
+  function count(n) { return Number.isSafeInteger(n) && n > 0 ? n : 0; }
 
   function onError(f) {
     const qid = f.cause && commands.get(f.cause);
@@ -173,7 +194,9 @@
     notice("The endpoint refused a request: " + (f.code || "") + " " + (f.detail || ""));
   }
 
-  function onEvent(ev) {
+  // onEvent takes one event; news says it is not part of what the page
+  // found when it first connected.
+  function onEvent(ev, news) {
     if (ev.session && typeof ev.seq === "number") {
       const p = positions.get(ev.session), epoch = ev.epoch || 0;
       if (!p || epoch > p.epoch || (epoch === p.epoch && ev.seq > p.seq)) positions.set(ev.session, { session: ev.session, epoch, seq: ev.seq });
@@ -192,6 +215,8 @@
         questions.set(ev.id, { id: ev.id, ev, data: d, state: "pending", card: null });
         open.push(ev.id);
         schedule();
+        if (news) Notify.question({ id: ev.id, server: ev.subject, kind: d.kind, prompt: d.prompt });
+        if (ev.id === wanted) { wanted = null; setTimeout(() => reveal(ev.id), 0); }
         break;
       case "attention.answered": {
         const q = questions.get(ev.subject);
@@ -205,6 +230,7 @@
         q.endTime = ev.time;
         open = open.filter((id) => id !== q.id);
         settled.unshift(q.id);
+        Notify.settled(q.id);
         schedule();
         break;
       }
@@ -271,13 +297,19 @@
   // costs one render of one page.
   // A render waits for a mouse button to be released: cards that come
   // and go never move the page between a press and its release.
-  function schedule() { if (!renderTimer) renderTimer = setTimeout(() => Fields.afterPress(render, render), 30); }
+  // The tab title does not wait: it follows every change at once, as it
+  // is where an operator sees the count from another tab. The header's
+  // count, a live region read aloud, changes with the render.
+  function schedule() {
+    const title = (open.length ? "(" + open.length.toLocaleString("en") + ") " : "") + "aep-mcp-bridge inbox";
+    if (document.title !== title) document.title = title;
+    if (!renderTimer) renderTimer = setTimeout(() => Fields.afterPress(render, render), 30);
+  }
 
   function render() {
     renderTimer = 0;
     const n = open.length;
     $("count").textContent = n === 1 ? "1 open question" : n.toLocaleString("en") + " open questions";
-    document.title = (n ? "(" + n.toLocaleString("en") + ") " : "") + "aep-mcp-bridge inbox";
     const pages = Math.max(1, Math.ceil(n / PAGE));
     page = Math.min(page, pages - 1);
     const pend = $("pending"), hadFocus = pend.contains(document.activeElement);
@@ -521,6 +553,7 @@
       q.state = "abandoned";
       q.endTime = q.data.expires_at;
       settled.unshift(id);
+      Notify.settled(id);
     }
     open = open.filter((id) => questions.get(id).state === "pending");
     schedule();
@@ -535,6 +568,31 @@
       s.textContent = left > 0 ? "expires in " + ago(left) : "expired";
     }
   }
+
+  // reveal brings the operator to a question, from its notification or a
+  // link: to the page of cards that holds it, or to its card in the
+  // history once it is settled, with the focus on its first control.
+  function reveal(id) {
+    const q = questions.get(id);
+    if (!q) return;
+    let c;
+    if (q.state === "pending") {
+      page = Math.floor(open.indexOf(id) / PAGE);
+      render();
+      c = q.card;
+    } else {
+      historyShown = Math.max(historyShown, settled.indexOf(id) + 1);
+      render();
+      c = q.hcard;
+    }
+    if (!c) return;
+    c.scrollIntoView({ block: "start" });
+    const first = c.querySelector("input, select, textarea, button, a[href]");
+    if (first) { first.focus(); return; }
+    c.tabIndex = -1;
+    c.focus();
+  }
+  Notify.start({ isOpen: (id) => { const q = questions.get(id); return !!q && q.state === "pending"; }, reveal });
 
   $("prev").addEventListener("click", () => { page = Math.max(0, page - 1); render(); focusFirst(); });
   $("next").addEventListener("click", () => { page += 1; render(); focusFirst(); });
