@@ -34,7 +34,11 @@ func mountTmpfs(t *testing.T, size int) string {
 		testenv.Missing(t, "mounting a tmpfs ("+err.Error()+")", "run as root with CAP_SYS_ADMIN (CI does)")
 	}
 	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, 0); err != nil {
+		// MNT_DETACH: a parallel test that forks a child copies every open
+		// descriptor, the log's too, until the child's exec closes them; a
+		// plain unmount at that moment fails with EBUSY. Detached, the
+		// tmpfs goes once the last such copy is closed.
+		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
 			t.Errorf("unmounting the test tmpfs %s: %v", dir, err)
 		}
 	})
