@@ -56,6 +56,7 @@ type config struct {
 	allowHosts         listFlag
 	allowOrigins       listFlag
 	stateDir           string
+	cpuProfile         string
 	command            []string
 
 	// tokenWhere says where the token came from, once loaded.
@@ -123,6 +124,7 @@ func (c *config) flagSet(name, usageText string, stderr io.Writer) *flag.FlagSet
 	fs.BoolVar(&c.answersOnly, "answers-only", false, "with --answers: cancel every question no rule answers, instead of waiting for operators")
 	fs.StringVar(&c.stateDir, "state-dir", "", "folder for the token and other state; default $XDG_STATE_HOME/aep-mcp-bridge or ~/.local/state/aep-mcp-bridge")
 	fs.StringVar(&c.redactEnv, "redact-env", "", "comma-separated environment variable names whose values are secrets to redact")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of this process to FILE until it exits (read it with go tool pprof)")
 	return fs
 }
 
@@ -199,6 +201,11 @@ func runBridge(ctx context.Context, c *config, stdin io.Reader, stdout, stderr i
 	if err != nil {
 		return err
 	}
+	stopProfile, err := startCPUProfile(c.cpuProfile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	in, restore := clientStdin(stdin)
 	defer restore()
 	o.Client, o.ClientOut, o.ServerStderr = in, stdout, stderr

@@ -85,6 +85,11 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	stopProfile, err := startCPUProfile(c.cpuProfile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	o.ServerStderr = stderr
 	token, where, err := sc.clientToken(c)
 	if err != nil {
