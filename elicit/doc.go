@@ -92,16 +92,15 @@
 //   - identity.go: the names of the client and the server, in every
 //     revision;
 //   - related.go: the end of a request ends its questions
-//     (RelatedReader);
+//     (Frame.Related);
 //   - mrtr.go, mrtr_client.go: multi round-trip exchanges, and the
 //     client's own copy of one;
 //   - keepalive.go: progress while questions wait;
-//   - bounded.go: the bound on the per-request tables;
+//   - table.go: the bounded table each kind of exchange is tracked in;
 //   - stale.go: late responses to what the tables forgot (tombstones);
 //   - refused.go: questions refused at the lifecycle's limits;
 //   - lifecycle.go: the seam to the attention lifecycle;
-//   - conn.go: Conn, FrameReader and StreamWriter, and the
-//     newline-delimited stdio framing;
+//   - conn.go: Conn and Frame, and the newline-delimited stdio framing;
 //   - jsonrpc.go: the envelope and encoders, over internal/jsonrpc's ids
 //     and error codes, with the protocol vocabulary taken from mcp-go.
 //

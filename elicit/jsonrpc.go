@@ -19,6 +19,11 @@ type message struct {
 	Error  json.RawMessage
 	// Meta is params._meta, when the parse read it.
 	Meta json.RawMessage
+	// related is, for a server message, the id of the client request on
+	// whose response stream it came (Frame.Related), or nil.
+	related json.RawMessage
+	// k is the id key, once key computed it.
+	k string
 }
 
 // wholeScan reads a whole message's envelope, its values slices of the
@@ -52,6 +57,15 @@ func (m *message) parse(raw []byte) error {
 var errNotJSON = errors.New("not valid JSON")
 
 func (m *message) hasID() bool { return jsonrpc.HasID(m.ID) }
+
+// key returns the id key of the message's id, computed once for the
+// several tables a message is looked up in.
+func (m *message) key() string {
+	if m.k == "" && len(m.ID) > 0 {
+		m.k = idKey(m.ID)
+	}
+	return m.k
+}
 
 func (m *message) isRequest() bool { return m.Method != "" && m.hasID() }
 

@@ -45,14 +45,11 @@ type round struct {
 	clientID json.RawMessage // the client's original request id
 	method   string
 	params   json.RawMessage // the original params, without inputResponses/requestState
-	state    string          // the current requestState
+	reqState string          // the current requestState
 	n        int             // rounds so far
 	results  map[string]json.RawMessage
 	waiting  int
-	failed   bool
-	// abandoned: the client's request ended (abandonRound); failed is
-	// set too.
-	abandoned bool
+	state    roundState
 	// clientCopy: the client also got the input_required (it declared
 	// elicitation, route both); the first to answer wins.
 	clientCopy bool
@@ -61,7 +58,6 @@ type round struct {
 	// the ids of the client retries waiting for it.
 	final    json.RawMessage
 	clientRt []json.RawMessage
-	done     bool
 	// retryID is the id of the bridge's latest retry.
 	retryID json.RawMessage
 	// qids maps input request keys to the questions raised for them;
@@ -69,6 +65,28 @@ type round struct {
 	qids       map[string]string
 	clientQids map[string]string
 }
+
+// roundState is where a multi round-trip exchange stands. p.mu guards
+// it. An exchange leaves roundAsking once, for one of the others, and
+// roundDone may follow any of them when the answer to a retry that was
+// already on its way comes as a stream.
+type roundState uint8
+
+const (
+	// roundAsking: the bridge raises the round's questions, waits for
+	// their answers, or waits for its retry's response.
+	roundAsking roundState = iota
+	// roundClientTook: the client, which got the input_required too,
+	// answered first; its own retry carries the exchange on.
+	roundClientTook
+	// roundFailed: the exchange failed; the client's request got an
+	// error, or its retry gets one.
+	roundFailed
+	// roundAbandoned: the client's request ended (abandonRound).
+	roundAbandoned
+	// roundDone: the server's final response to the bridge's retry came.
+	roundDone
+)
 
 // inputRequired intercepts a server's input_required answer to a client
 // request. It returns what to forward and whether it handled the message.
@@ -81,7 +99,7 @@ func (p *Proxy) inputRequired(m *message, raw []byte) ([]byte, bool) {
 		return nil, false
 	}
 	p.mu.Lock()
-	r := p.inflight[idKey(m.ID)]
+	r, _ := p.inflight.get(m.key())
 	route := p.route
 	p.mu.Unlock()
 	if r == nil || r.params == nil || route == RouteClient {
@@ -116,7 +134,7 @@ func (p *Proxy) inputRequired(m *message, raw []byte) ([]byte, bool) {
 	if p.byClient[k] == rd {
 		delete(p.byClient, k)
 	}
-	abandoned := rd.abandoned
+	abandoned := rd.state == roundAbandoned
 	if abandoned {
 		p.forgetStateLocked(res.RequestState, rd)
 	}
@@ -134,11 +152,7 @@ func (p *Proxy) inputRequired(m *message, raw []byte) ([]byte, bool) {
 
 // forgetStateLocked forgets rd under requestState state; p.mu is held.
 func (p *Proxy) forgetStateLocked(state string, rd *round) {
-	if p.states[state] != rd {
-		return
-	}
-	delete(p.states, state)
-	p.stateOrder = slices.DeleteFunc(p.stateOrder, func(s string) bool { return s == state })
+	delIf(p.states, state, rd)
 }
 
 // maxStates bounds the exchanges whose input_required the client also got
@@ -149,21 +163,14 @@ const maxStates = 256
 // keepState remembers rd under its requestState for the client's retry;
 // p.mu is held.
 func (p *Proxy) keepState(state string, rd *round) {
-	if _, ok := p.states[state]; !ok {
-		p.stateOrder = append(p.stateOrder, state)
-	}
-	p.states[state] = rd
-	for len(p.stateOrder) > maxStates {
-		delete(p.states, p.stateOrder[0])
-		p.stateOrder = p.stateOrder[1:]
-	}
+	p.states.put(state, rd)
 }
 
 // startRound raises a question for every input request; retry follows
 // when all are answered.
 func (p *Proxy) startRound(rd *round, requests map[string]json.RawMessage, state string) {
 	p.mu.Lock()
-	rd.state, rd.results, rd.waiting, rd.qids = state, map[string]json.RawMessage{}, len(requests), map[string]string{}
+	rd.reqState, rd.results, rd.waiting, rd.qids = state, map[string]json.RawMessage{}, len(requests), map[string]string{}
 	subject := p.subjectLocked()
 	p.mu.Unlock()
 	if len(requests) == 0 {
@@ -174,7 +181,7 @@ func (p *Proxy) startRound(rd *round, requests map[string]json.RawMessage, state
 	// events numbered) the same way every time.
 	for _, key := range slices.Sorted(maps.Keys(requests)) {
 		p.mu.Lock()
-		stopped := rd.failed || rd.done
+		stopped := rd.state != roundAsking
 		p.mu.Unlock()
 		if stopped {
 			return // abandoned or failed meanwhile: raise no more
@@ -231,7 +238,7 @@ func (p *Proxy) startRound(rd *round, requests map[string]json.RawMessage, state
 		// here; otherwise dismissRound sees it.
 		p.mu.Lock()
 		rd.qids[key] = qid
-		stopped = rd.failed || rd.done
+		stopped = rd.state != roundAsking
 		p.mu.Unlock()
 		if stopped {
 			if p.mgr.Dismiss(qid) {
@@ -255,12 +262,12 @@ func (p *Proxy) roundAnswer(rd *round, key string, res attention.Resolution) {
 	}
 	b, _ := json.Marshal(result)
 	p.mu.Lock()
-	if rd.done {
+	if rd.state == roundDone {
 		p.mu.Unlock()
 		return
 	}
 	rd.results[key] = b
-	if rd.failed {
+	if rd.state != roundAsking {
 		// The exchange is no longer the bridge's to retry; the client's
 		// own retry carries this winning answer (clientRetry).
 		p.mu.Unlock()
@@ -286,17 +293,16 @@ func (p *Proxy) retry(rd *round) {
 	}
 	// An id of the bridge's own, never one the client has in flight.
 	id := "aep-mcp-bridge-" + p.newID()
-	for p.inflight[idKey(json.RawMessage(`"`+id+`"`))] != nil {
+	for p.inflight.has(idKey(json.RawMessage(`"` + id + `"`))) {
 		id = "aep-mcp-bridge-" + p.newID()
 	}
 	k := idKey(json.RawMessage(`"` + id + `"`))
-	p.rounds[k] = rd
 	rd.retryID = json.RawMessage(`"` + id + `"`)
-	forgotten := admit(p.rounds, &p.roundOrder, k, p.maxTracked)
-	results, state := rd.results, rd.state
+	_, forgotten, evicted := p.rounds.put(k, rd)
+	results, state := rd.results, rd.reqState
 	p.mu.Unlock()
-	for _, f := range forgotten {
-		p.forgetRound(f)
+	if evicted {
+		p.forgetRound(forgotten)
 	}
 	msg := map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": id, "method": rd.method}
 	b, _ := json.Marshal(msg)
@@ -344,8 +350,8 @@ func (p *Proxy) roundResponse(m *message) bool {
 		return false
 	}
 	p.mu.Lock()
-	rd, ok := take(p.rounds, idKey(m.ID))
-	abandoned := ok && rd.failed
+	rd, ok := p.rounds.take(m.key())
+	abandoned := ok && rd.state != roundAsking
 	p.mu.Unlock()
 	if !ok {
 		return false
@@ -379,7 +385,7 @@ func (p *Proxy) finishRound(rd *round, m *message) {
 		out["error"] = m.Error
 	}
 	p.mu.Lock()
-	rd.done = true
+	rd.state = roundDone
 	rd.final = nil
 	clientCopy, waiting := rd.clientCopy, rd.clientRt
 	rd.clientRt = nil
@@ -419,11 +425,11 @@ func (p *Proxy) dismissRound(rd *round) {
 // failRound answers the client's request with an error and stops.
 func (p *Proxy) failRound(rd *round, msg string) {
 	p.mu.Lock()
-	if rd.failed || rd.done {
+	if rd.state != roundAsking {
 		p.mu.Unlock()
 		return
 	}
-	rd.failed = true
+	rd.state = roundFailed
 	var final json.RawMessage
 	var waiting []json.RawMessage
 	if rd.clientCopy {

@@ -25,11 +25,11 @@ func (p *Proxy) clientRetry(m *message, raw []byte) ([]byte, bool) {
 		return raw, false
 	}
 	p.mu.Lock()
-	rd, ok := p.states[params.RequestState]
+	rd, ok := p.states.get(params.RequestState)
 	if ok {
 		p.forgetStateLocked(params.RequestState, rd)
 	}
-	operatorsWon := ok && (rd.done || rd.n > 0)
+	operatorsWon := ok && (rd.state == roundDone || rd.n > 0)
 	var final json.RawMessage
 	if operatorsWon {
 		final = rd.final
@@ -37,8 +37,8 @@ func (p *Proxy) clientRetry(m *message, raw []byte) ([]byte, bool) {
 			rd.clientRt = append(rd.clientRt, m.ID) // the bridge's retry is in flight
 		}
 	}
-	if ok && !operatorsWon {
-		rd.failed = true // the client answered first
+	if ok && !operatorsWon && rd.state == roundAsking {
+		rd.state = roundClientTook // the client answered first
 	}
 	p.mu.Unlock()
 	if !ok {
