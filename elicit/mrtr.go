@@ -1,7 +1,6 @@
 package elicit
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,11 +21,14 @@ import (
 // until the server returns a final result, which the client receives under
 // its own id.
 
-// mrtrMethods are the requests that may end in input_required.
-var mrtrMethods = map[string]bool{
-	string(mcp.MethodToolsCall):     true,
-	string(mcp.MethodPromptsGet):    true,
-	string(mcp.MethodResourcesRead): true,
+// mayAskForInput reports whether a request of method may end in
+// input_required.
+func mayAskForInput(method string) bool {
+	switch mcp.MCPMethod(method) {
+	case mcp.MethodToolsCall, mcp.MethodPromptsGet, mcp.MethodResourcesRead:
+		return true
+	}
+	return false
 }
 
 // maxRounds bounds the rounds of one exchange.
@@ -91,7 +93,7 @@ const (
 // inputRequired intercepts a server's input_required answer to a client
 // request. It returns what to forward and whether it handled the message.
 func (p *Proxy) inputRequired(m *message, raw []byte) ([]byte, bool) {
-	if !m.hasID() || len(m.Result) == 0 || !bytes.Contains(m.Result, []byte(mcp.ResultTypeInputRequired)) {
+	if !m.hasID() || decodeJSONString(m.ResultType) != string(mcp.ResultTypeInputRequired) {
 		return nil, false
 	}
 	var res inputRequiredResult

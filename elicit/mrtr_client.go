@@ -1,7 +1,6 @@
 package elicit
 
 import (
-	"bytes"
 	"encoding/json"
 	"maps"
 	"slices"
@@ -15,19 +14,17 @@ import (
 // settled; if the operators won, the client's retry is answered with the
 // bridge's final result.
 func (p *Proxy) clientRetry(m *message, raw []byte) ([]byte, bool) {
-	if !mrtrMethods[m.Method] || !bytes.Contains(m.Params, []byte(`"requestState"`)) {
+	if !mayAskForInput(m.Method) {
 		return raw, false
 	}
-	var params struct {
-		RequestState string `json:"requestState"`
-	}
-	if json.Unmarshal(m.Params, &params) != nil || params.RequestState == "" {
+	state := decodeJSONString(m.ReqState) // "" unless a string
+	if state == "" {
 		return raw, false
 	}
 	p.mu.Lock()
-	rd, ok := p.states.get(params.RequestState)
+	rd, ok := p.states.get(state)
 	if ok {
-		p.forgetStateLocked(params.RequestState, rd)
+		p.forgetStateLocked(state, rd)
 	}
 	operatorsWon := ok && (rd.state == roundDone || rd.n > 0)
 	var final json.RawMessage

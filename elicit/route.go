@@ -33,7 +33,11 @@ func (p *Proxy) each(fr Frame, fromClient bool) ([]byte, bool) {
 		return nil, false
 	}
 	m.related = fr.Related
-	return handle(&m, raw), true
+	// Called directly, not through handle, so m stays on the stack.
+	if fromClient {
+		return p.clientMessage(&m, raw), true
+	}
+	return p.serverMessage(&m, raw), true
 }
 
 // undecodable handles a message the proxy could not parse whole: one
@@ -118,14 +122,7 @@ func (p *Proxy) clientMessage(m *message, raw []byte) []byte {
 		raw = out // the client's retry, with the answers operators gave first
 		var declared bool
 		raw, declared = p.injectMetaCapabilities(m, raw)
-		p.track(m)
-		if mrtrMethods[m.Method] {
-			p.mu.Lock()
-			if r, _ := p.inflight.get(m.key()); r != nil {
-				r.params, r.clientElicit = m.Params, declared
-			}
-			p.mu.Unlock()
-		}
+		p.track(m, declared)
 		return raw
 	case m.isResponse():
 		if out, handled := p.clientAnswer(m, raw); handled {
@@ -187,17 +184,16 @@ func (p *Proxy) serverMessage(m *message, raw []byte) []byte {
 	return raw
 }
 
-// track remembers a client request until the server answers it.
-func (p *Proxy) track(m *message) {
+// track remembers a client request until the server answers it. A
+// request that may end in input_required keeps its params, for the
+// bridge's retries; declared says the client itself declared elicitation
+// for it.
+func (p *Proxy) track(m *message, declared bool) {
 	r := &inflight{id: m.ID, method: m.Method}
-	meta := m.Meta
-	if meta == nil && bytes.Contains(m.Params, []byte(`"progressToken"`)) {
-		var params struct {
-			Meta json.RawMessage `json:"_meta"`
-		}
-		json.Unmarshal(m.Params, &params)
-		meta = params.Meta
+	if mayAskForInput(m.Method) {
+		r.params, r.clientElicit = m.Params, declared
 	}
+	meta := m.Meta
 	if bytes.Contains(meta, []byte(`"progressToken"`)) {
 		var mt struct {
 			ProgressToken json.RawMessage `json:"progressToken"`

@@ -279,7 +279,7 @@ func (p *Proxy) streamed(env *jsonrpc.Envelope, err error, fromClient bool, rd *
 	case fromClient && env.IsRequest():
 		p.startSession(m)
 		m.Meta = env.Members["params._meta"]
-		p.track(m)
+		p.track(m, false)
 	case fromClient && env.Method == string(mcp.MethodNotificationCancelled):
 		p.startSession(m)
 		if id := env.Members["params.requestId"]; id != nil {
