@@ -117,10 +117,12 @@ func runProxy(ctx context.Context, args []string) error {
 	return nil
 }
 
-// median returns the median of d (which it sorts).
+// median returns the median of d, which it leaves in its order: the
+// rounds' values are paired by index.
 func median(d []time.Duration) time.Duration {
-	sortDurations(d)
-	return d[len(d)/2]
+	s := append([]time.Duration(nil), d...)
+	sortDurations(s)
+	return s[len(s)/2]
 }
 
 // measureGo spawns argv as an MCP server, initializes an mcp-go client and
