@@ -7,6 +7,8 @@
 //	go run ./bench http     # tools/call to a streamable-HTTP server: direct vs bridge
 //	go run ./bench ingest   # 400 × ~1 MiB ingested, 64 from:"all" subscribers: the endpoint's RSS
 //	go run ./bench gateway  # 50 sessions × 200 calls: stdio, serve, supergateway
+//	go run ./bench sse      # a 64 MB SSE event each way, TypeScript SDK server: direct vs bridge --url, with its RSS
+//	go run ./bench policy   # decision time per call for policies of 10, 100 and 1,000 rules
 //
 // The helper modes "pump", "flood-server" and "fanout-server" are the
 // baselines' and targets' processes.
@@ -20,7 +22,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: bench proxy|pending|fanout|http|ingest|gateway [flags]")
+		fmt.Fprintln(os.Stderr, "usage: bench proxy|pending|fanout|http|ingest|gateway|sse|policy [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -44,6 +46,10 @@ func main() {
 		err = fanoutServer()
 	case "ingest":
 		err = runIngest(ctx, os.Args[2:])
+	case "policy":
+		err = runPolicy(ctx, os.Args[2:])
+	case "sse":
+		err = runSSE(ctx, os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown mode %q", os.Args[1])
 	}

@@ -128,7 +128,7 @@ func TestInboxChecksWithTheBridgesWording(t *testing.T) {
 		{"no address at all", "contact", "ops"},
 		{"a URI without a scheme", "runbook", "example.com/runbook"},
 		{"a URI with a bad escape", "runbook", "https://example.com/%zz"},
-		{"a URI with a bad port", "runbook", "https://example.com:http/"},
+		{"a URI with a space", "runbook", "https://example.com/run book"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

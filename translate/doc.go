@@ -26,7 +26,10 @@
 // Validation is written here rather than delegated to a general JSON Schema
 // validator: Parse admits only MCP's closed, flat subset, and each violation
 // becomes one InvalidAnswer (field, keyword, a reason with the bound) in
-// field order, worded for operators and never quoting the answer.
+// field order, worded for operators and never quoting the answer. String
+// formats are checked exactly as ajv-formats checks them in the TypeScript
+// SDK, the strictest SDK that checks answers (format.go), so the bridge
+// never accepts an answer the server would refuse.
 //
 // Spec sections: MCP 2025-06-18 and 2025-11-25 client/elicitation (form
 // mode; URL mode results carry no content); JSON Schema 2020-12 validation

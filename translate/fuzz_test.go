@@ -158,3 +158,34 @@ func BenchmarkValidateKitchenSink(b *testing.B) {
 		}
 	}
 }
+
+// FuzzFormats feeds any string to the four format checks: none may panic,
+// and what each accepts has the shape ajv-formats requires of it.
+func FuzzFormats(f *testing.F) {
+	for _, s := range []string{"user@example.com", "jörg@example.com", "https://[::1]:80/a?b#c", "urn:x", "2024-02-29",
+		"2024-12-31t23:59:60z", "2024-01-01\u00a010:00:00+0100", "http://[v1.fe]/", "a@b.c"} {
+		f.Add(s)
+	}
+	ascii := func(s string) bool {
+		for i := 0; i < len(s); i++ {
+			if s[i] >= 0x80 || s[i] <= ' ' {
+				return false
+			}
+		}
+		return true
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if validFormat("email", s) && (!ascii(s) || strings.Count(s, "@") != 1 || strings.HasSuffix(s, ".")) {
+			t.Fatalf("email accepted %q", s)
+		}
+		if validFormat("uri", s) && (!ascii(s) || !strings.ContainsAny(s, ":/") || strings.Count(s, "#") > 1) {
+			t.Fatalf("uri accepted %q", s)
+		}
+		if validFormat("date", s) && (len(s) != 10 || !validDateTime(s+"T00:00:00Z")) {
+			t.Fatalf("date accepted %q", s)
+		}
+		if validFormat("date-time", s) && !validDate(s[:10]) {
+			t.Fatalf("date-time accepted %q, whose date is not one", s)
+		}
+	})
+}

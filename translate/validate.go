@@ -3,11 +3,8 @@ package translate
 import (
 	"encoding/json"
 	"fmt"
-	"net/mail"
-	"net/url"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
@@ -278,22 +275,4 @@ func formatNoun(f string) string {
 		return "RFC 3339 date-time"
 	}
 	return f
-}
-
-func validFormat(format, s string) bool {
-	switch format {
-	case "email":
-		a, err := mail.ParseAddress(s)
-		return err == nil && a.Address == s && a.Name == ""
-	case "uri":
-		u, err := url.Parse(s)
-		return err == nil && u.Scheme != "" && !strings.ContainsAny(s, " \t\n")
-	case "date":
-		_, err := time.Parse("2006-01-02", s)
-		return err == nil
-	case "date-time":
-		_, err := time.Parse(time.RFC3339Nano, s)
-		return err == nil
-	}
-	return true
 }

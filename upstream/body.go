@@ -13,13 +13,21 @@ import (
 
 // Messages of any size. A client message the proxy relays as a stream is
 // POSTed with the stream as its body (WriteStream); a JSON response over
-// DefaultMaxMessage is handed to the proxy as its head and a stream of the
-// rest of the body (ReadFrame), the POST holding its connection until the
-// proxy has read it. Neither is held whole, with one exception the
-// protocol makes: a request of the 2026-07-28 era carries headers that
-// mirror values from anywhere in its body, and headers go first, so such
-// a message is read whole, up to Options.MaxWholeMessage (16 MiB, the
-// limit of one event of a server's stream, by default).
+// DefaultMaxMessage, or an event of a server's stream whose data is, is
+// handed to the proxy as its head and a stream of the rest (ReadFrame),
+// the body's or the event stream's connection held until the proxy has
+// read it. Neither is held whole, with one exception the protocol makes:
+// a request of the 2026-07-28 era carries headers that mirror values from
+// anywhere in its body, and headers go first, so such a message is read
+// whole, up to Options.MaxWholeMessage (16 MiB by default); likewise the
+// result of a modern tools/list, whose tools the transport checks.
+//
+// Every message reaches the proxy as one line: the CRs and LFs in it
+// (in a JSON text they can only be white space between tokens, and an
+// event's data lines are joined with LF) become spaces, so a message
+// keeps its meaning and its length, and a stdio client's framing (MCP
+// stdio: messages MUST NOT contain embedded newlines) holds even for
+// bytes that are not JSON after all.
 
 // DefaultMaxMessage is the size up to which a JSON response is read whole;
 // a larger one is handed over as a stream. It matches the stdio framing's.
@@ -33,18 +41,23 @@ func (c *Conn) ReadFrame() (jsonrpc.Frame, error) {
 	return f, err
 }
 
-// deliverStream hands a large response to the reader as head and the
-// rest of body, and returns once the reader is through it (or Close).
-func (c *Conn) deliverStream(head []byte, body io.Reader) {
+// deliverStream hands a large message to the reader as head and the
+// rest of body, with the id of the request whose response stream carried
+// it (related; nil for none), and returns once the reader is through it,
+// reporting true, or at Close, reporting false: the reader may then still
+// be reading body.
+func (c *Conn) deliverStream(head []byte, body io.Reader, related json.RawMessage) bool {
 	done := make(chan struct{})
 	select {
-	case c.in <- inbound{msg: head, rest: &doneReader{r: body, done: done}}:
+	case c.in <- inbound{msg: head, rest: &doneReader{r: body, done: done}, related: related}:
 	case <-c.ctx.Done():
-		return
+		return false
 	}
 	select {
 	case <-done:
+		return true
 	case <-c.ctx.Done():
+		return false
 	}
 }
 
@@ -82,10 +95,10 @@ func (c *Conn) readJSONBody(body io.Reader, env envelope, isInit bool) (bool, er
 	if len(head) > limit {
 		if list {
 			c.modern.forgetList(env.ID)
-			c.fail(env.ID, fmt.Sprintf("the server's tools/list result is over %d bytes, the limit of a result the bridge reads whole to check its tools' x-mcp-header annotations (MCP 2026-07-28)", limit))
+			c.fail(env.ID, listTooLarge(limit))
 			return true, nil
 		}
-		c.deliverStream(head, body)
+		c.deliverStream(oneLine(head), oneLineReader{body}, nil)
 		return true, nil
 	}
 	if !json.Valid(head) {
@@ -94,8 +107,36 @@ func (c *Conn) readJSONBody(body io.Reader, env envelope, isInit bool) (bool, er
 	if isInit {
 		c.learnVersion(head)
 	}
-	c.deliver(bytes.TrimSpace(head))
+	c.deliver(oneLine(bytes.TrimSpace(head)))
 	return true, nil
+}
+
+// listTooLarge is the error a modern tools/list gets when its result is
+// over the limit of what the transport reads whole.
+func listTooLarge(limit int) string {
+	return fmt.Sprintf("the server's tools/list result is over %d bytes, the limit of a result the bridge reads whole to check its tools' x-mcp-header annotations (MCP 2026-07-28)", limit)
+}
+
+// oneLine turns the CRs and LFs of b into spaces, in place, and returns b.
+func oneLine(b []byte) []byte {
+	for i := bytes.IndexAny(b, "\r\n"); i >= 0; {
+		b[i] = ' '
+		j := bytes.IndexAny(b[i+1:], "\r\n")
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	return b
+}
+
+// oneLineReader reads r with its CRs and LFs turned into spaces.
+type oneLineReader struct{ r io.Reader }
+
+func (o oneLineReader) Read(p []byte) (int, error) {
+	n, err := o.r.Read(p)
+	oneLine(p[:n])
+	return n, err
 }
 
 // WriteStream POSTs one client message whose bytes write writes, as the

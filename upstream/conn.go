@@ -48,9 +48,10 @@ type Options struct {
 	MaxWholeMessage int
 }
 
-// DefaultMaxWholeMessage is the MaxWholeMessage of a zero Options: the
-// limit internal/sse puts on one event of a server's stream, so a message
-// the bridge holds whole is bounded alike either way.
+// DefaultMaxWholeMessage is the MaxWholeMessage of a zero Options: 16 MiB,
+// the most the transport holds of any message it must read whole (a
+// modern request, or a modern tools/list result), as internal/sse holds
+// of an event's fields.
 const DefaultMaxWholeMessage = sse.DefaultMaxEventSize
 
 // DefaultAckWait is the AckWait of a zero Options. A server that holds a
@@ -76,6 +77,11 @@ type Conn struct {
 
 	// modern is what the 2026-07-28 request metadata needs.
 	modern modernState
+	// retry is the reconnection time the server set last (reconnect.go).
+	retry serverRetry
+	// resumes are the response streams that may be resumed, so a
+	// client's cancellation stops their resumption.
+	resumes resumeSet
 
 	// mu guards the fields below.
 	mu        sync.Mutex
@@ -221,6 +227,7 @@ func (c *Conn) WriteMessage(msg []byte) error {
 		return lg.post(msg)
 	}
 	out := parseOutbound(msg) // batches have no id: their errors are logged
+	c.resumes.cancel(out)
 	if c.modern.cancel(out) {
 		c.wg.Done()
 		return nil // 2026-07-28: the closed response stream is the cancellation

@@ -13,6 +13,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/jsonrpc"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -113,7 +115,9 @@ func TestErrorStatusFailsTheRequest(t *testing.T) {
 // TestResponseStreamResumesAfterPriming drives the resumability section
 // of the streamable HTTP transport with a server that ends its lines with
 // CR alone: the POST's stream carries only a priming event (an id and no
-// data) and drops; the transport must resume it with GET and that id.
+// data) and drops; the transport must resume it with GET and that id. The
+// message comes over two data lines: it reaches the proxy as one line, its
+// join a space.
 func TestResponseStreamResumesAfterPriming(t *testing.T) {
 	var mu sync.Mutex
 	var lastEventIDs []string
@@ -133,7 +137,7 @@ func TestResponseStreamResumesAfterPriming(t *testing.T) {
 	t.Cleanup(srv.Close) // after the Conn's Close, which dial registers later
 	c := dial(t, Options{URL: srv.URL, Transport: "streamable"})
 	c.WriteMessage([]byte(`{"jsonrpc":"2.0","id":"call-1","method":"tools/call","params":{}}`))
-	if got, want := next(t, c), "{\"jsonrpc\":\"2.0\",\n\"id\":\"call-1\",\"result\":{}}"; got != want {
+	if got, want := next(t, c), `{"jsonrpc":"2.0", "id":"call-1","result":{}}`; got != want {
 		t.Fatalf("got %q; want %q", got, want)
 	}
 	mu.Lock()
@@ -143,26 +147,73 @@ func TestResponseStreamResumesAfterPriming(t *testing.T) {
 	}
 }
 
-// TestResponseStreamTooLarge checks that an event over the reader's limit
-// fails the request with a message naming the limit, not a truncation.
-func TestResponseStreamTooLarge(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		io.WriteString(w, "data: ")
-		chunk := strings.Repeat("x", 1<<20)
-		for i := 0; i < 17; i++ { // 17 MiB, over the 16 MiB default
-			if _, err := io.WriteString(w, chunk); err != nil {
+// TestResponseStreamLargeEvents: an event over the size read whole
+// reaches the proxy as a stream (ReadFrame), byte for byte, relating to
+// its request, and answers it; one whose head is not JSON is skipped, and
+// the request fails when its stream ends unanswered.
+func TestResponseStreamLargeEvents(t *testing.T) {
+	const size = 17 << 20 // over the 16 MiB an event could hold before
+	answer := `{"jsonrpc":"2.0","id":2,"result":{"text":"` + strings.Repeat("x", size) + `"}}`
+	tests := []struct {
+		name   string
+		events string
+		want   string // the message the proxy gets; "" for the error
+		err    string
+	}{
+		{name: "a large answer", events: "id: e1\nevent: message\ndata: " + answer + "\n\n", want: answer},
+		{name: "a large event that is not JSON", events: "data: " + strings.Repeat("x", size) + "\n\n",
+			err: "the server closed the response stream before answering"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				io.WriteString(w, tt.events)
+			}))
+			t.Cleanup(srv.Close) // after the Conn's Close, which dial registers later
+			c := dial(t, Options{URL: srv.URL, Transport: "streamable"})
+			c.WriteMessage([]byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{}}`))
+			type frame struct {
+				f       jsonrpc.Frame
+				related json.RawMessage
+				rest    []byte
+				err     error
+			}
+			got := make(chan frame, 1)
+			go func() {
+				f, related, err := c.ReadRelatedFrame()
+				fr := frame{f: f, related: related, err: err}
+				if err == nil && f.Rest != nil {
+					fr.rest, fr.err = io.ReadAll(f.Rest)
+				}
+				got <- fr
+			}()
+			var fr frame
+			select {
+			case fr = <-got:
+			case <-time.After(waitLimit):
+				t.Fatal("no message from the server")
+			}
+			if fr.err != nil {
+				t.Fatal(fr.err)
+			}
+			if tt.want == "" {
+				m := decode(t, string(fr.f.Head))
+				if fr.f.Rest != nil || m.Error == nil || !strings.Contains(m.Error.Message, tt.err) {
+					t.Fatalf("got %.200s; want an error that contains %q", fr.f.Head, tt.err)
+				}
 				return
 			}
-		}
-	}))
-	t.Cleanup(srv.Close) // after the Conn's Close, which dial registers later
-	c := dial(t, Options{URL: srv.URL, Transport: "streamable"})
-	c.WriteMessage([]byte(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`))
-	m := decode(t, next(t, c))
-	want := fmt.Sprintf("over the %d-byte limit", 16<<20)
-	if m.Error == nil || !strings.Contains(m.Error.Message, want) {
-		t.Fatalf("got %+v; want an error that contains %q", m, want)
+			if fr.f.Rest == nil || len(fr.f.Head) > DefaultMaxMessage+64<<10 {
+				t.Fatalf("got a frame with a %d-byte head and Rest %v; want it streamed past %d bytes", len(fr.f.Head), fr.f.Rest != nil, DefaultMaxMessage)
+			}
+			if whole := string(fr.f.Head) + string(fr.rest); whole != tt.want {
+				t.Fatalf("got %d bytes that differ from the %d-byte answer", len(whole), len(tt.want))
+			}
+			if string(fr.related) != "2" {
+				t.Fatalf("the message relates to %s; want request 2", fr.related)
+			}
+		})
 	}
 }
 
@@ -251,5 +302,85 @@ func TestGetStreamStopsOn405(t *testing.T) {
 			c.Close()
 			<-returned
 		})
+	}
+}
+
+// TestCloseDuringALargeEvent closes the Conn while the proxy reads the
+// Rest of a large event: the reader gets an error or the end, and Close
+// returns.
+func TestCloseDuringALargeEvent(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, `data: {"jsonrpc":"2.0","id":2,"result":{"text":"`)
+		chunk := strings.Repeat("x", 1<<20)
+		for range 64 {
+			if _, err := io.WriteString(w, chunk); err != nil {
+				return
+			}
+		}
+		io.WriteString(w, "\"}}\n\n")
+	}))
+	t.Cleanup(srv.Close) // after the Conn's Close, which dial registers later
+	c := dial(t, Options{URL: srv.URL, Transport: "streamable"})
+	c.WriteMessage([]byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{}}`))
+	f, _, err := c.ReadRelatedFrame()
+	if err != nil || f.Rest == nil {
+		t.Fatalf("got a frame with Rest %v, %v; want a streamed event", f.Rest != nil, err)
+	}
+	if _, err := io.CopyN(io.Discard, f.Rest, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan struct{})
+	go func() { c.Close(); close(closed) }()
+	buf := make([]byte, 512) // small reads, so the reading overlaps Close
+	for {
+		if _, err := f.Rest.Read(buf); err != nil {
+			break // the end of the stream, however Close cut it
+		}
+	}
+	select {
+	case <-closed:
+	case <-time.After(waitLimit):
+		t.Fatal("Close did not return while a large event was being read")
+	}
+}
+
+// TestLegacyLargeMessage: a message event of the HTTP+SSE transport over
+// the size read whole reaches the proxy as a stream, byte for byte.
+func TestLegacyLargeMessage(t *testing.T) {
+	answer := `{"jsonrpc":"2.0","id":1,"result":{"text":"` + strings.Repeat("y", 5<<20) + `"}}`
+	answered := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case "GET":
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, "event: endpoint\ndata: /messages\n\n")
+			w.(http.Flusher).Flush()
+			select {
+			case <-answered:
+				io.WriteString(w, "event: message\ndata: "+answer+"\n\n")
+				w.(http.Flusher).Flush()
+			case <-r.Context().Done():
+				return
+			}
+			<-r.Context().Done()
+		case "POST":
+			w.WriteHeader(http.StatusAccepted)
+			close(answered)
+		}
+	}))
+	t.Cleanup(srv.Close) // after the Conn's Close, which dial registers later
+	c := dial(t, Options{URL: srv.URL + "/sse", Transport: "sse"})
+	c.WriteMessage([]byte(initialize))
+	f, err := c.ReadFrame()
+	if err != nil || f.Rest == nil {
+		t.Fatalf("got a frame with Rest %v, %v; want the message streamed", f.Rest != nil, err)
+	}
+	rest, err := io.ReadAll(f.Rest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(f.Head) + string(rest); got != answer {
+		t.Fatalf("got %d bytes that differ from the %d-byte answer", len(got), len(answer))
 	}
 }

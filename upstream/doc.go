@@ -20,7 +20,13 @@
 //     stream, or an error status), the session id and protocol version an
 //     initialize answer sets, and the fall-back to HTTP+SSE;
 //   - stream.go: event streams, a POST's and the standing GET stream, and
-//     their resumption with Last-Event-ID;
+//     their resumption with Last-Event-ID (a POST's stream for as long as
+//     the server serves it, until its response, Close or the client's
+//     cancellation; the GET stream until Close or a 405);
+//   - reconnect.go: the pacing of every resumption and reopening: the
+//     retry the server set last, a jittered exponential backoff when it
+//     set none and after failures, at most one reopening per interval,
+//     every wait ended by Close;
 //   - legacy.go: the HTTP+SSE transport's stream and endpoint POSTs;
 //   - modern.go: the request metadata of MCP 2026-07-28
 //     (MCP-Protocol-Version from the body's _meta, Mcp-Method, Mcp-Name,
@@ -30,17 +36,20 @@
 //     stream, and a server's own JSON-RPC error in an error status passed
 //     to the client as it is;
 //   - body.go: messages of any size: a client message the proxy streams
-//     is POSTed as a streamed body (WriteStream), a JSON response over
-//     4 MiB reaches the proxy as a stream (ReadFrame), neither held whole,
-//     except a 2026-07-28 request, whose headers mirror its body: it is
-//     read whole up to MaxWholeMessage (16 MiB) and refused past it;
+//     is POSTed as a streamed body (WriteStream), a JSON response or an
+//     event over 4 MiB reaches the proxy as a stream (ReadFrame), neither
+//     held whole, except a 2026-07-28 request, whose headers mirror its
+//     body: it is read whole up to MaxWholeMessage (16 MiB) and refused
+//     past it; and every message reaches the proxy as one line;
 //   - errors.go: typed errors (*HTTPStatusError, ErrUnauthorized) and the
 //     advice a failed request carries (DNS, TLS, connection refused),
 //     chosen with errors.As on the cause, never on its text.
 //
 // Every event stream is read by internal/sse, which follows the WHATWG
 // HTML event-stream rules (CR, LF and CRLF line ends, the last event ID
-// persisting across events) and bounds each event's size.
+// persisting across events, the retry field) and hands an event whose
+// data is over DefaultMaxMessage over as a stream, so no event size
+// breaks a response.
 //
 // Messages read from a POST's response stream come with the id of the
 // request it answers (ReadRelated), so the proxy knows which request a

@@ -56,6 +56,8 @@ func (c *Conn) startLegacy() error {
 	endpoint := make(chan string, 1)
 	c.wg.Add(1)
 	go c.readLegacyStream(resp.Body, endpoint)
+	t := time.NewTimer(endpointWait)
+	defer t.Stop()
 	select {
 	case ep, ok := <-endpoint:
 		if !ok || ep == "" {
@@ -70,8 +72,10 @@ func (c *Conn) startLegacy() error {
 		c.legacy = &legacy{c: c, endpoint: base.ResolveReference(ref).String()}
 		c.mu.Unlock()
 		return nil
-	case <-time.After(endpointWait):
+	case <-t.C:
 		return fmt.Errorf("the HTTP+SSE stream sent no endpoint event within %v", endpointWait)
+	case <-c.ctx.Done():
+		return io.ErrClosedPipe
 	}
 }
 
@@ -84,13 +88,15 @@ func (c *Conn) readLegacyStream(body io.ReadCloser, endpoint chan<- string) {
 	defer body.Close()
 	got := false
 	lastID := ""
-	err := readEvents(body, &lastID, func(ev sse.Event) bool {
+	err := c.readEvents(body, &lastID, DefaultMaxMessage, func(ev sse.Event) bool {
 		switch {
+		case !got && ev.Type == eventEndpoint && ev.Rest != nil:
+			c.log.Warn("the server's endpoint event is too large to be a URL; ignored", "over_bytes", DefaultMaxMessage)
 		case !got && ev.Type == eventEndpoint:
 			got = true
 			endpoint <- strings.TrimSpace(string(ev.Data))
-		case ev.Type == eventMessage && json.Valid(ev.Data):
-			c.deliver(bytes.TrimSpace(ev.Data))
+		case ev.Type == eventMessage:
+			c.relayEvent(ev, nil, nil)
 		}
 		return true
 	})

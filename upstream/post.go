@@ -81,7 +81,7 @@ func (c *Conn) send(body io.Reader, outf func() outbound, msg []byte, acked chan
 	if c.handleStatus(req, resp, msg, env, isInit) {
 		return
 	}
-	c.handleBody(resp, env, isInit)
+	c.handleBody(ctx, resp, env, isInit)
 }
 
 // ackGrace is the AckWait timer of one POST, started once its body is
@@ -111,6 +111,10 @@ func (g *ackGrace) stop() {
 	}
 }
 
+// getStreamWait bounds how long an initialize answer waits for the GET
+// stream's first attempt.
+const getStreamWait = 5 * time.Second
+
 // startSession keeps the session id an initialize answer carries, and
 // opens the GET stream before the client sees the initialize result: what
 // the server sends right after the client's initialized notification (a
@@ -123,10 +127,13 @@ func (c *Conn) startSession(resp *http.Response) {
 	c.mu.Lock()
 	c.session = sid
 	c.mu.Unlock()
+	t := time.NewTimer(getStreamWait)
+	defer t.Stop()
 	select {
 	case <-c.startGetStream():
-	case <-time.After(5 * time.Second):
-		c.log.Warn("the server's GET stream did not open within 5s; going on without waiting")
+	case <-c.ctx.Done():
+	case <-t.C:
+		c.log.Warn("the server's GET stream did not open in time; going on without waiting", "waited", getStreamWait)
 	}
 }
 
@@ -185,7 +192,7 @@ func (c *Conn) handleStatus(req *http.Request, resp *http.Response, msg []byte, 
 
 // handleBody delivers a successful POST's response: one JSON message, or
 // an event stream that ends with the response to the request.
-func (c *Conn) handleBody(resp *http.Response, env envelope, isInit bool) {
+func (c *Conn) handleBody(ctx context.Context, resp *http.Response, env envelope, isInit bool) {
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch mt {
 	case "application/json":
@@ -198,7 +205,7 @@ func (c *Conn) handleBody(resp *http.Response, env envelope, isInit bool) {
 			c.fail(env.ID, "the server's response is not JSON; is --url the server's MCP endpoint?")
 		}
 	case "text/event-stream":
-		c.readResponseStream(resp.Body, env, isInit)
+		c.readResponseStream(ctx, resp.Body, env, isInit)
 	default:
 		c.fail(env.ID, fmt.Sprintf("the server answered with Content-Type %q, not JSON or an event stream; is --url the server's MCP endpoint?", resp.Header.Get("Content-Type")))
 	}

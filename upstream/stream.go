@@ -2,12 +2,12 @@ package upstream
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"sync"
-	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -15,19 +15,32 @@ import (
 	"github.com/agenteventprotocol/aep-mcp-bridge/internal/sse"
 )
 
-// maxResumes bounds how often a POST's response stream is resumed before
-// the request fails.
-const maxResumes = 5
+// Event streams: a POST's response stream and its resumption, and the
+// standing GET stream (MCP basic/transports, streamable HTTP: "Sending
+// Messages to the Server", "Listening for Messages from the Server",
+// "Resumability and Redelivery"). Every stream is read by internal/sse;
+// an event whose data passes DefaultMaxMessage reaches the proxy as a
+// stream (relayEvent), as a large JSON body does, so an event of any size
+// passes in bounded memory. Reopening a stream is paced by the server's
+// retry field and a backoff (reconnect.go).
 
-// readEvents reads the event stream body, calling fn for each event until
-// the stream ends or fn returns false. lastID is the stream's last event
-// ID so far (Last-Event-ID); it is updated as the stream sets one. The
+// readEvents reads one response's event stream, calling fn for each
+// event until the stream ends or fn returns false; fn reads the Rest of
+// an event handed over as a stream before it returns. above is the size
+// past which an event's data is handed over so. lastID is the stream's
+// last event ID so far (Last-Event-ID), updated as the stream sets one; a
+// retry the stream sets becomes the session's reconnection time. The
 // error is nil for a stream that ended cleanly or that fn stopped.
-func readEvents(body io.Reader, lastID *string, fn func(sse.Event) bool) error {
-	r := sse.NewReader(body, sse.Options{LastEventID: *lastID})
+func (c *Conn) readEvents(body io.Reader, lastID *string, above int, fn func(sse.Event) bool) error {
+	r := sse.NewReader(body, sse.Options{LastEventID: *lastID, StreamAbove: above})
+	defer func() {
+		*lastID = r.LastEventID()
+		if d, ok := r.Retry(); ok {
+			c.retry.set(d)
+		}
+	}()
 	for {
 		ev, err := r.Next()
-		*lastID = r.LastEventID()
 		if err == io.EOF {
 			return nil
 		}
@@ -37,75 +50,239 @@ func readEvents(body io.Reader, lastID *string, fn func(sse.Event) bool) error {
 		if !fn(ev) {
 			return nil
 		}
+		if ev.Rest != nil && c.ctx.Err() != nil {
+			// Close cut the relay of a streamed event short: the proxy
+			// may still be reading its Rest, so r is no longer ours.
+			return nil
+		}
 	}
 }
 
-// isMessage reports whether an event's data is a JSON-RPC message to
-// deliver; a priming event (an id and empty data) is not.
-func isMessage(data []byte) bool {
-	return len(bytes.TrimSpace(data)) > 0 && json.Valid(data)
-}
-
-// readResponseStream delivers a POST's SSE stream until the response to
-// the request arrives. A stream that drops first is resumed with GET and
-// Last-Event-ID; one that cannot be resumed fails the request.
-func (c *Conn) readResponseStream(body io.Reader, env envelope, isInit bool) {
-	lastID := ""
-	answered := !env.isRequest()
-	want := jsonrpc.IDKey(env.ID)
-	handle := func(ev sse.Event) bool {
-		if len(bytes.TrimSpace(ev.Data)) == 0 {
-			return true
-		}
-		if !json.Valid(ev.Data) {
-			c.log.Warn("the server sent an event that is not JSON; skipped")
-			return true
-		}
-		if isInit {
-			c.learnVersion(ev.Data)
-		}
-		var related json.RawMessage
-		if env.isRequest() {
-			related = env.ID
-		}
-		c.deliverRelated(ev.Data, related)
-		var e envelope
-		if json.Unmarshal(ev.Data, &e) == nil && e.Method == "" && jsonrpc.IDKey(e.ID) == want {
-			answered = true
+// relayEvent hands the JSON-RPC message an event carries to the reader,
+// with the id of the request whose response stream carried it (related;
+// nil for none), and reads the message's envelope into env when env is
+// not nil. It reports false for an event that carries none: a priming
+// event (no data), or data that is not JSON, which is logged and skipped;
+// and for a streamed event whose relay Close cut short.
+// An event handed over as a stream (sse.Event.Rest) is relayed as one, as
+// a large JSON body is (deliverStream): its head must begin a JSON value,
+// and its envelope is read as its bytes pass on to the proxy. Either way
+// the message is one line (oneLine).
+func (c *Conn) relayEvent(ev sse.Event, related json.RawMessage, env *envelope) bool {
+	if ev.Rest == nil {
+		msg := bytes.TrimSpace(ev.Data)
+		if len(msg) == 0 {
 			return false
 		}
+		if !json.Valid(msg) {
+			c.log.Warn("the server sent an event that is not JSON; skipped")
+			return false
+		}
+		if env != nil {
+			json.Unmarshal(msg, env)
+		}
+		c.deliverRelated(oneLine(msg), related)
 		return true
 	}
-	err := readEvents(body, &lastID, handle)
-	for attempt := 0; !answered && c.ctx.Err() == nil; attempt++ {
-		if lastID == "" || attempt >= maxResumes {
-			reason := "the server closed the response stream before answering"
-			if err != nil {
-				reason = "the response stream broke: " + err.Error()
-			}
-			c.fail(env.ID, reason+"; the server may have stopped answering")
+	sc := jsonrpc.NewScanner(jsonrpc.ScanOptions{})
+	sc.Write(ev.Data)
+	if err := sc.Err(); err != nil {
+		c.log.Warn("the server sent a large event that is not JSON; skipped", "err", err)
+		return false // the reader discards the rest
+	}
+	var rest io.Reader = oneLineReader{ev.Rest}
+	if env != nil {
+		rest = io.TeeReader(rest, sc)
+	}
+	if !c.deliverStream(oneLine(ev.Data), rest, related) {
+		return false // Close: the proxy may still be writing to sc
+	}
+	if env != nil {
+		e := sc.Envelope()
+		*env = envelope{ID: e.ID, Method: e.Method}
+	}
+	return true
+}
+
+// responseStream is what readResponseStream knows of one request's
+// response stream.
+type responseStream struct {
+	c       *Conn
+	env     envelope
+	want    string          // the request's id key
+	related json.RawMessage // the request's id; nil for a notification
+	isInit  bool
+	// list says the request is a modern tools/list, whose result the
+	// transport reads whole (see readJSONBody); above is the size past
+	// which an event is streamed.
+	list  bool
+	above int
+
+	answered  bool // the response arrived (or the request was answered otherwise)
+	delivered bool // the current connection delivered a message
+}
+
+// handle delivers one event; it returns false once the response arrived.
+func (rs *responseStream) handle(ev sse.Event) bool {
+	if ev.Rest != nil && rs.list && rs.refuseList(ev) {
+		return false
+	}
+	if rs.isInit && ev.Rest == nil {
+		rs.c.learnVersion(ev.Data)
+	}
+	var e envelope
+	if !rs.c.relayEvent(ev, rs.related, &e) {
+		return true
+	}
+	rs.delivered = true
+	if e.Method == "" && jsonrpc.IDKey(e.ID) == rs.want {
+		rs.answered = true
+		return false
+	}
+	return true
+}
+
+// refuseList answers a modern tools/list whose result is over what the
+// transport reads whole with an error naming the limit, as readJSONBody
+// does; it reports false, changing nothing, for an event whose head shows
+// a request or notification, which is relayed as a stream.
+func (rs *responseStream) refuseList(ev sse.Event) bool {
+	sc := jsonrpc.NewScanner(jsonrpc.ScanOptions{})
+	sc.Write(ev.Data)
+	if sc.Envelope().Method != "" {
+		return false
+	}
+	rs.c.modern.forgetList(rs.env.ID)
+	rs.c.fail(rs.env.ID, listTooLarge(rs.above))
+	rs.answered = true
+	return true // the reader discards the rest
+}
+
+// outcome says how the connection just read went.
+func (rs *responseStream) outcome() outcome {
+	if rs.delivered {
+		return delivered
+	}
+	return idle
+}
+
+// readResponseStream delivers a POST's event stream until the response to
+// the request arrives. A stream that ends first is resumed with GET and
+// Last-Event-ID, paced as reconnect.go says, for as long as the server
+// serves the resumptions: the request fails when the stream set no event
+// ID to resume with, when the server refuses a resumption for good (an
+// HTTP status that is not transient), or after maxResumeRefusals attempts
+// in a row that got no stream. Resuming ends quietly at Close, when ctx
+// ends (a modern request the client cancelled), and when the client
+// cancels the request (notifications/cancelled): nobody waits for the
+// response then.
+func (c *Conn) readResponseStream(ctx context.Context, body io.Reader, env envelope, isInit bool) {
+	rs := &responseStream{c: c, env: env, want: jsonrpc.IDKey(env.ID), isInit: isInit, answered: !env.isRequest(), above: DefaultMaxMessage}
+	if env.isRequest() {
+		rs.related = env.ID
+	}
+	if rs.list = c.modern.awaitsList(env.ID); rs.list {
+		rs.above = max(rs.above, c.opts.MaxWholeMessage)
+	}
+	ctx, stop := c.resumes.add(ctx, env.ID)
+	defer stop()
+	lastID := ""
+	err := c.readEvents(body, &lastID, rs.above, rs.handle)
+	p := c.newPacer()
+	p.record(rs.outcome())
+	for attempt := 1; !rs.answered && ctx.Err() == nil; attempt++ {
+		if lastID == "" || p.refusals >= maxResumeRefusals || permanent(err) {
+			c.fail(env.ID, resumeFailure(lastID, p.refusals, err))
 			return
 		}
-		c.log.Info("the response stream dropped; resuming it", "last_event_id_set", true, "attempt", attempt+1)
-		select {
-		case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
-		case <-c.ctx.Done():
+		d := p.delay()
+		c.log.Debug("the response stream ended before the response; resuming it", "attempt", attempt, "after", d, "err", err)
+		if sleep(ctx, d) != nil {
 			return
 		}
-		resp, rerr := c.get(lastID)
-		if rerr != nil {
-			err = rerr
+		resp, gerr := c.get(ctx, lastID)
+		if gerr != nil {
+			err = gerr
+			p.record(refused)
 			continue
 		}
-		err = readEvents(resp.Body, &lastID, handle)
+		rs.delivered = false
+		err = c.readEvents(resp.Body, &lastID, rs.above, rs.handle)
 		resp.Body.Close()
+		p.record(rs.outcome())
+	}
+}
+
+// resumeFailure says why a response stream cannot be resumed, for the
+// error its request is answered with.
+func resumeFailure(lastID string, refusals int, err error) string {
+	const advice = "; the server may have stopped answering"
+	switch {
+	case lastID == "" && err != nil:
+		return "the response stream broke: " + err.Error() + advice
+	case lastID == "":
+		return "the server closed the response stream before answering" + advice
+	case permanent(err):
+		return "resuming the response stream failed: " + err.Error()
+	default:
+		return fmt.Sprintf("resuming the response stream failed %d times in a row: %v%s", refusals, err, advice)
+	}
+}
+
+// resumeSet holds, by request id, the stop function of each response
+// stream that may be resumed, so the client's notifications/cancelled for
+// the request stops its resumption (and closes a resumed stream then
+// open). The POST's own stream is not closed: under 2025 revisions a
+// closed stream is not a cancellation, and the server may still send on
+// it. It is safe for concurrent use.
+type resumeSet struct {
+	// mu guards stops.
+	mu    sync.Mutex
+	stops map[string]*context.CancelFunc
+}
+
+// add registers the request with id and returns the context its
+// resumption runs in, and the function that ends and forgets it.
+func (s *resumeSet) add(ctx context.Context, id json.RawMessage) (context.Context, func()) {
+	ctx, stop := context.WithCancel(ctx)
+	if !jsonrpc.HasID(id) {
+		return ctx, stop
+	}
+	k, entry := jsonrpc.IDKey(id), &stop
+	s.mu.Lock()
+	if s.stops == nil {
+		s.stops = map[string]*context.CancelFunc{}
+	}
+	s.stops[k] = entry
+	s.mu.Unlock()
+	return ctx, func() {
+		stop()
+		s.mu.Lock()
+		if s.stops[k] == entry { // a reused id may have replaced it
+			delete(s.stops, k)
+		}
+		s.mu.Unlock()
+	}
+}
+
+// cancel stops resuming the stream of the request a client's
+// notifications/cancelled names.
+func (s *resumeSet) cancel(o outbound) {
+	if o.Method != string(mcp.MethodNotificationCancelled) || len(o.cancels) == 0 {
+		return
+	}
+	s.mu.Lock()
+	stop := s.stops[jsonrpc.IDKey(o.cancels)]
+	s.mu.Unlock()
+	if stop != nil {
+		(*stop)()
 	}
 }
 
 // get opens a GET event stream, resuming after lastID when set. A status
 // other than 200 is an *HTTPStatusError.
-func (c *Conn) get(lastID string) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(c.ctx, "GET", c.opts.URL, nil)
+func (c *Conn) get(ctx context.Context, lastID string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", c.opts.URL, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -144,42 +321,45 @@ func (c *Conn) startGetStream() <-chan struct{} {
 	return ready
 }
 
-// keepGetStream reads the GET stream, reopening it after each drop with
-// Last-Event-ID, until Close or until the server says it offers none
-// (405, as the transport spec allows). It closes ready after the first
-// attempt.
+// keepGetStream reads the GET stream, reopening it with Last-Event-ID
+// each time it ends, paced as reconnect.go says, until Close or until the
+// server says it offers none (405, as the transport spec allows). It
+// closes ready after the first attempt.
 func (c *Conn) keepGetStream(ready chan struct{}) {
 	defer c.wg.Done()
 	var once sync.Once
 	first := func() { once.Do(func() { close(ready) }) }
 	defer first()
-	lastID, backoff := "", 200*time.Millisecond
-	for c.ctx.Err() == nil {
-		resp, err := c.get(lastID)
+	lastID := ""
+	p := c.newPacer()
+	for {
+		resp, err := c.get(c.ctx, lastID)
 		first()
-		if err != nil {
-			if hasStatus(err, http.StatusMethodNotAllowed) {
-				c.log.Debug("the server offers no GET stream")
-				return
+		switch {
+		case c.ctx.Err() != nil:
+			return
+		case hasStatus(err, http.StatusMethodNotAllowed):
+			c.log.Debug("the server offers no GET stream")
+			return
+		case err != nil:
+			c.log.Debug("opening the GET stream failed; trying again", "err", err)
+			p.record(refused)
+		default:
+			got := idle
+			err = c.readEvents(resp.Body, &lastID, DefaultMaxMessage, func(ev sse.Event) bool {
+				if c.relayEvent(ev, nil, nil) {
+					got = delivered
+				}
+				return true
+			})
+			resp.Body.Close()
+			if err != nil && c.ctx.Err() == nil {
+				c.log.Info("the GET stream broke; reopening it", "err", err)
 			}
-			select {
-			case <-time.After(backoff):
-			case <-c.ctx.Done():
-				return
-			}
-			backoff = min(backoff*2, 10*time.Second)
-			continue
+			p.record(got)
 		}
-		backoff = 200 * time.Millisecond
-		err = readEvents(resp.Body, &lastID, func(ev sse.Event) bool {
-			if isMessage(ev.Data) {
-				c.deliver(ev.Data)
-			}
-			return true
-		})
-		resp.Body.Close()
-		if err != nil && c.ctx.Err() == nil {
-			c.log.Info("the GET stream broke; reopening it", "err", err)
+		if sleep(c.ctx, p.delay()) != nil {
+			return
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,9 +20,18 @@ func loadAnswers(path string) (*script.Rules, error) {
 }
 
 // runAnswersFrom is `aep-mcp-bridge answers-from LOG.jsonl [...]`.
-func runAnswersFrom(args []string, stdout, stderr io.Writer) error {
+func runAnswersFrom(_ context.Context, args []string, s stdio) error {
+	stdout, stderr := s.out, s.err
+	fs := newFlagSet("answers-from", "answers-from LOG.jsonl [...] > answers.json",
+		"Writes, to stdout, an --answers file with one rule per question answered in the session logs,\n"+
+			"so a run can be replayed without operators (aep-mcp-bridge --answers FILE --answers-only -- COMMAND).")
+	if err := parseArgs(fs, args, s); err != nil {
+		return err
+	}
+	args = fs.Args()
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: aep-mcp-bridge answers-from LOG.jsonl [...] > answers.json")
+		fmt.Fprintln(stderr, "aep-mcp-bridge answers-from: give one or more session logs (LOG.jsonl)")
+		fs.Usage()
 		return errUsage
 	}
 	logs := map[string]io.Reader{}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -33,6 +32,17 @@ type exitError struct {
 }
 
 func (e *exitError) Error() string { return e.msg }
+
+// operatorExits documents the exit statuses of the operator commands.
+const operatorExits = "Exit status: 0 done, 1 an error (the token refused or unsafe), 2 a command-line error,\n" +
+	"5 the endpoint could not be reached."
+
+// noArguments is the usage error of a command that takes no arguments.
+func noArguments(fs *flag.FlagSet, s stdio) error {
+	fmt.Fprintf(s.err, "aep-mcp-bridge %s: unexpected argument %q; it takes flags only\n", fs.Name(), fs.Arg(0))
+	fs.Usage()
+	return errUsage
+}
 
 // defaultEndpoint is the embedded endpoint's address (--listen's default).
 const defaultEndpoint = "http://127.0.0.1:8787"
@@ -73,7 +83,8 @@ func clientToken(token, state string) (string, error) {
 		return "", err
 	}
 	if t == "" {
-		return "", fmt.Errorf("no token: pass --token, set AEP_TOKEN, or run a bridge once so it stores one in %s", dir)
+		return "", fmt.Errorf("no token in %s yet: a bridge stores one there when it first starts, which for a wrapped server is when "+
+			"your MCP client starts it (start or restart the client), or run aep-mcp-bridge demo; or pass --token, or set AEP_TOKEN", dir)
 	}
 	return t, nil
 }
@@ -86,23 +97,18 @@ func newClient(a *clientArgs) (*operator.Client, error) {
 	return &operator.Client{Endpoint: a.endpoint, Token: t, PlainRemote: a.allowPlain}, nil
 }
 
-func subcommandFlags(name, usage string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: aep-mcp-bridge %s\n\nFlags:\n", usage)
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
 // runPending is `aep-mcp-bridge pending [--json]`.
-func runPending(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := subcommandFlags("pending", "pending [--json] [--endpoint URL] [--token T]", stderr)
+func runPending(ctx context.Context, args []string, s stdio) error {
+	stdout := s.out
+	fs := newFlagSet("pending", "pending [--json] [--endpoint URL] [--token T]",
+		"Lists the questions open at the endpoint: id, age, server, kind and prompt.\n"+operatorExits)
 	ca := clientFlags(fs)
 	asJSON := fs.Bool("json", false, "print the questions as JSON, with each one's options and fields")
-	if fs.Parse(args) != nil || fs.NArg() != 0 {
-		return errUsage
+	if err := parseArgs(fs, args, s); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return noArguments(fs, s)
 	}
 	c, err := newClient(ca)
 	if err != nil {
@@ -147,13 +153,18 @@ func oneLine(s string, n int) string {
 }
 
 // runTail is `aep-mcp-bridge tail [--filter JSON] [--json]`.
-func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := subcommandFlags("tail", "tail [--filter JSON] [--json] [--endpoint URL] [--token T]", stderr)
+func runTail(ctx context.Context, args []string, s stdio) error {
+	stdout, stderr := s.out, s.err
+	fs := newFlagSet("tail", "tail [--filter JSON] [--json] [--endpoint URL] [--token T]",
+		"Prints the endpoint's events as they happen, one line each, until interrupted.\n"+operatorExits)
 	ca := clientFlags(fs)
 	filter := fs.String("filter", "", `an attr-match filter, e.g. '{"type":["attention.*"]}'`)
 	asJSON := fs.Bool("json", false, "print raw event lines")
-	if fs.Parse(args) != nil || fs.NArg() != 0 {
-		return errUsage
+	if err := parseArgs(fs, args, s); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return noArguments(fs, s)
 	}
 	if *filter != "" {
 		if _, err := aep.ParseFilter([]byte(*filter)); err != nil {

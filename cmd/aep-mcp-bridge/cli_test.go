@@ -23,7 +23,7 @@ import (
 // demo spawns os.Executable() with the demo-server subcommand.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "demo-server" {
-		if err := runDemoServer(); err != nil {
+		if err := serveDemo(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -111,7 +111,8 @@ func TestDemoTimeoutShowsCancel(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if s := stdout.String(); !strings.Contains(s, `{"action":"cancel"}`) {
+	if s := stdout.String(); !strings.Contains(s, `{"action":"cancel"}`) || !strings.Contains(s, "Nobody answered within 300ms, so the server got cancel.") ||
+		strings.Contains(s, "An operator") {
 		t.Fatalf("output:\n%s", s)
 	}
 }
@@ -199,5 +200,56 @@ func TestTailPrintsEvents(t *testing.T) {
 	s := out.String()
 	if !strings.Contains(s, `session.started`) || !strings.Contains(s, `client {"name":"c"}`) || strings.Contains(s, "attention.timeout") {
 		t.Fatalf("tail printed:\n%s", s)
+	}
+}
+
+// TestRespondValuesFillsDefaults: a partial --values answer gets the
+// declared defaults of the fields it leaves out, as the inbox and the
+// prompt give them, and says which; --no-defaults sends it as given.
+func TestRespondValuesFillsDefaults(t *testing.T) {
+	tests := []struct {
+		name       string
+		extra      []string
+		says       string
+		server     []string // what the server must receive
+		serverNot  []string // and must not
+		saysNoFill bool
+	}{
+		{name: "defaults filled", says: "filled from the declared defaults (--no-defaults leaves them out): Replicas (replicas) = 2, Start with a canary (canary) = yes",
+			server: []string{`"service":"checkout"`, `"replicas":2`, `"canary":true`}},
+		{name: "--no-defaults", extra: []string{"--no-defaults"}, saysNoFill: true,
+			server: []string{`"service":"checkout"`}, serverNot: []string{`"replicas"`, `"canary"`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			stdout, addr, state, id, done := startDemo(t)
+			args := append([]string{"respond", id, "--values", `{"service":"checkout"}`, "--endpoint", "http://" + addr, "--state-dir", state}, tc.extra...)
+			out, errOut, code := cli(t, args...)
+			if code != 0 || strings.TrimSpace(out) != "accepted" {
+				t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+			}
+			if tc.saysNoFill == strings.Contains(errOut, "filled") || !strings.Contains(errOut, tc.says) {
+				t.Errorf("stderr %q; want it to say %q", errOut, tc.says)
+			}
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			_, received, _ := strings.Cut(stdout.String(), "The server received this ElicitResult:")
+			received, _, _ = strings.Cut(strings.TrimSpace(received), "\n")
+			for _, want := range tc.server {
+				if !strings.Contains(received, want) {
+					t.Errorf("the server did not receive %s: %s", want, received)
+				}
+			}
+			for _, not := range tc.serverNot {
+				if strings.Contains(received, not) {
+					t.Errorf("the server received %s: %s", not, received)
+				}
+			}
+		})
+	}
+	_, errOut, code := cli(t, "respond", "01ARZ3NDEKTSV4RRFFQ69G5FAV", "--decline", "--no-defaults")
+	if code != exitUsage || !strings.Contains(errOut, "--no-defaults goes with --values") {
+		t.Errorf("--no-defaults without --values: exit %d, %q", code, errOut)
 	}
 }

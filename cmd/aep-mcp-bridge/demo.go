@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -39,7 +38,16 @@ const demoSchema = `{"type":"object","properties":{
 
 // runDemoServer is the built-in demo MCP server (hidden subcommand): its
 // deploy tool asks for a deployment plan and returns the ElicitResult.
-func runDemoServer() error {
+func runDemoServer(_ context.Context, args []string, s stdio) error {
+	fs := newFlagSet("demo-server", "demo-server", "The demo's MCP server on stdio (aep-mcp-bridge demo starts it).")
+	if err := parseArgs(fs, args, s); err != nil {
+		return err
+	}
+	return serveDemo()
+}
+
+// serveDemo serves the demo's MCP server on the process's stdio.
+func serveDemo() error {
 	s := server.NewMCPServer("aep-mcp-bridge-demo", "1.0.0",
 		server.WithElicitation(),
 		//lint:ignore SA1019 the demo shows the 2025 flow, where the server sends elicitation/create; its client pins 2025-11-25
@@ -65,25 +73,36 @@ type demoConfig struct {
 	insecureToken                bool
 }
 
-func parseDemoFlags(args []string, stderr io.Writer) (demoConfig, error) {
+func parseDemoFlags(args []string, s stdio) (demoConfig, error) {
 	var c demoConfig
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("demo", "demo [--timeout D] [--listen ADDR]",
+		"Runs the whole loop in one command: a built-in MCP server asks a question through the bridge,\n"+
+			"and you answer it in the inbox or with respond from another terminal; it prints the commands.\n"+
+			"Exit status: 0 once the question ended (answered, declined, cancelled or timed out) or on Ctrl-C,\n"+
+			"2 a command-line error, 1 any other error.")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "how long the question waits; unanswered, the server gets cancel")
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:8787", "the endpoint address; a busy port falls back to a free one")
 	fs.StringVar(&c.token, "token", "", "bearer token (default: AEP_TOKEN, else the stored one)")
 	fs.StringVar(&c.state, "state-dir", "", "where the token is stored")
 	fs.StringVar(&c.logDir, "log-dir", "~/.aep/logs", "JSONL session logs; off disables them")
 	fs.BoolVar(&c.insecureToken, "insecure-token", false, "accept a --token or AEP_TOKEN shorter than 32 characters")
-	if fs.Parse(args) != nil || fs.NArg() != 0 || c.timeout <= 0 {
+	if err := parseArgs(fs, args, s); err != nil {
+		return demoConfig{}, err
+	}
+	switch {
+	case fs.NArg() != 0:
+		return demoConfig{}, noArguments(fs, s)
+	case c.timeout <= 0:
+		fmt.Fprintln(s.err, "aep-mcp-bridge demo: --timeout must be positive")
 		return demoConfig{}, errUsage
 	}
 	return c, nil
 }
 
 // runDemo is `aep-mcp-bridge demo`: the whole loop in one command.
-func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c, err := parseDemoFlags(args, stderr)
+func runDemo(ctx context.Context, args []string, s stdio) error {
+	stdout, stderr := s.out, s.err
+	c, err := parseDemoFlags(args, s)
 	if err != nil {
 		return err
 	}
@@ -124,14 +143,21 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	d := &demo{self: self, base: "http://" + h.Addr(), token: token, timeout: c.timeout, stdout: stdout,
-		inbox: inboxCommand(h.Addr(), where, c.state), showToken: isTerminal(stdout)}
-	questions := h.Hub().Subscribe(func(ev *aep.Event) bool { return ev.Type == "attention.requested" }, 4)
+	d := &demo{cmd: selfCommand(self), base: "http://" + h.Addr(), token: token, timeout: c.timeout, stdout: stdout,
+		flags: clientFlagsText(h.Addr(), where, c.state), tokenFlag: where == "--token", showToken: isTerminal(stdout)}
+	events := h.Hub().Subscribe(func(ev *aep.Event) bool {
+		switch ev.Type {
+		case "attention.requested", "attention.answered", "attention.timeout":
+			return true
+		}
+		return false
+	}, 16)
+	defer events.Close()
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- b.Run(runCtx); b2cW.Close() }()
-	res, err := d.run(ctx, runCtx, transport.NewIO(b2cR, c2bW, nil), questions)
+	res, err := d.run(ctx, runCtx, transport.NewIO(b2cR, c2bW, nil), events)
 	runErr := <-done
 	if err != nil && ctx.Err() != nil {
 		// Interrupted (Ctrl-C): the question is withdrawn with the
@@ -142,7 +168,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	d.report(res, b.LogPath())
+	d.report(res, endingOf(events), b.LogPath())
 	if runErr != nil && !errors.Is(runErr, context.Canceled) {
 		return runErr
 	}
@@ -153,19 +179,21 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 // through the bridge, and the question it raises is printed with the ways
 // to answer it.
 type demo struct {
-	self, base, token string
-	timeout           time.Duration
-	stdout            io.Writer
-	// inbox is the command that prints the inbox link; showToken says
-	// the link itself may be printed, because stdout is a terminal and
-	// not a log file.
-	inbox     string
+	// cmd is how the user runs this program (selfCommand); flags are
+	// the operator flags that reach this demo's endpoint and token.
+	cmd, flags  string
+	base, token string
+	tokenFlag   bool // the token came from --token: the commands need it too
+	timeout     time.Duration
+	stdout      io.Writer
+	// showToken says the inbox link itself may be printed, because
+	// stdout is a terminal and not a log file.
 	showToken bool
 }
 
 // run calls the tool, prints the question when it is raised, and returns
 // the tool's result once someone answered. It closes the client.
-func (d *demo) run(ctx, runCtx context.Context, tr *transport.Stdio, questions *bus.Subscription) (*mcp.CallToolResult, error) {
+func (d *demo) run(ctx, runCtx context.Context, tr *transport.Stdio, events *bus.Subscription) (*mcp.CallToolResult, error) {
 	mc := client.NewClient(tr, client.WithProtocolVersion("2025-11-25"))
 	defer mc.Close()
 	if err := mc.Start(runCtx); err != nil {
@@ -189,13 +217,18 @@ func (d *demo) run(ctx, runCtx context.Context, tr *transport.Stdio, questions *
 		results <- result{r, err}
 	}()
 	fmt.Fprintf(d.stdout, "The demo MCP server asked a question through the bridge (it waits %s).\n\n", d.timeout)
-	select {
-	case q := <-questions.C:
-		d.printQuestion(q.Event.ID)
-	case r := <-results:
-		return nil, fmt.Errorf("the demo tool ended before asking: %v", r.err)
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	for asked := false; !asked; {
+		select {
+		case e := <-events.C:
+			if e.Event.Type == "attention.requested" {
+				d.printQuestion(e.Event.ID)
+				asked = true
+			}
+		case r := <-results:
+			return nil, fmt.Errorf("the demo tool ended before asking: %v", r.err)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 	select {
 	case r := <-results:
@@ -208,23 +241,24 @@ func (d *demo) run(ctx, runCtx context.Context, tr *transport.Stdio, questions *
 	}
 }
 
-// printQuestion says how to answer question id.
+// printQuestion says how to answer question id, with commands that run
+// as printed.
 func (d *demo) printQuestion(id string) {
-	cmdName := "aep-mcp-bridge"
-	if strings.Contains(d.self, "go-build") { // started with go run
-		cmdName = "go run ./cmd/aep-mcp-bridge"
-	}
-	endpointFlag := ""
-	if d.base != "http://127.0.0.1:8787" {
-		endpointFlag = " --endpoint " + d.base
-	}
 	if d.showToken {
 		fmt.Fprintf(d.stdout, "Answer it in the inbox:\n  %s/#token=%s\n\n", d.base, d.token)
 	} else {
-		fmt.Fprintf(d.stdout, "Answer it in the inbox at %s/ (for the link with the token, run: %s)\n\n", d.base, strings.Replace(d.inbox, "aep-mcp-bridge", cmdName, 1))
+		fmt.Fprintf(d.stdout, "Answer it in the inbox at %s/ (for the link with the token, run: %s inbox%s)\n\n", d.base, d.cmd, d.flags)
 	}
-	fmt.Fprintf(d.stdout, "or from another terminal:\n  %s respond %s --values '{\"service\":\"checkout\",\"replicas\":3,\"canary\":true,\"region\":\"eu-west\",\"checks\":[\"smoke\",\"load\"]}'%s\n\n", cmdName, id, endpointFlag)
-	fmt.Fprintf(d.stdout, "(or answer field by field: %s respond %s%s; or: %s respond %s --decline%s)\n\n", cmdName, id, endpointFlag, cmdName, id, endpointFlag)
+	respond := d.cmd + " respond " + id
+	fmt.Fprintf(d.stdout, "or from another terminal, with one of:\n")
+	fmt.Fprintf(d.stdout, "  %s --values '{\"service\":\"checkout\",\"replicas\":3,\"canary\":true,\"region\":\"eu-west\",\"checks\":[\"smoke\",\"load\"]}'%s\n", respond, d.flags)
+	fmt.Fprintf(d.stdout, "  %s%s\n", respond, d.flags)
+	fmt.Fprintf(d.stdout, "  %s --decline%s\n", respond, d.flags)
+	fmt.Fprintln(d.stdout, "(the first answers with values, the second asks field by field, the third declines)")
+	if d.tokenFlag {
+		fmt.Fprintln(d.stdout, "(these commands need the token you gave with --token: set AEP_TOKEN to it first)")
+	}
+	fmt.Fprintln(d.stdout)
 }
 
 // isTerminal reports whether w is a terminal.
@@ -233,8 +267,42 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// report prints the ElicitResult the server received.
-func (d *demo) report(res *mcp.CallToolResult, logPath string) {
+// ending is how the question ended, as the bus recorded it.
+type ending struct {
+	timedOut bool
+	option   string // an operator's option: decline, cancel, accept
+	by       string // who answered
+}
+
+// endingOf reads the events recorded since the question was asked. The
+// bridge publishes attention.answered or attention.timeout before the
+// server gets its result, so by the time the demo has the tool's result
+// they wait in the subscription's queue.
+func endingOf(events *bus.Subscription) ending {
+	var e ending
+	for {
+		select {
+		case d := <-events.C:
+			switch d.Event.Type {
+			case "attention.timeout":
+				e.timedOut = true
+			case "attention.answered":
+				var a aep.AttentionAnswered
+				if json.Unmarshal(d.Event.Data, &a) == nil {
+					e.option, e.by = a.Answer.Option, a.By
+					if e.option == "" && a.Answer.Values == nil {
+						e.option = strings.ToLower(strings.TrimSpace(a.Answer.Text))
+					}
+				}
+			}
+		default:
+			return e
+		}
+	}
+}
+
+// report prints the ElicitResult the server received, and why.
+func (d *demo) report(res *mcp.CallToolResult, how ending, logPath string) {
 	text := ""
 	if len(res.Content) > 0 {
 		if tc, ok := res.Content[0].(mcp.TextContent); ok {
@@ -242,8 +310,17 @@ func (d *demo) report(res *mcp.CallToolResult, logPath string) {
 		}
 	}
 	fmt.Fprintf(d.stdout, "The server received this ElicitResult:\n  %s\n", strings.TrimSpace(text))
-	if strings.Contains(text, `"action":"cancel"`) {
-		fmt.Fprintln(d.stdout, "\nNobody answered in time, so the server got cancel.")
+	who := "An operator"
+	if how.by != "" {
+		who += " (" + oneLine(how.by, 60) + ")"
+	}
+	switch {
+	case how.timedOut:
+		fmt.Fprintf(d.stdout, "\nNobody answered within %s, so the server got cancel.\n", d.timeout)
+	case how.option == "cancel":
+		fmt.Fprintf(d.stdout, "\n%s cancelled the question, so the server got cancel.\n", who)
+	case how.option == "decline":
+		fmt.Fprintf(d.stdout, "\n%s declined, so the server got decline.\n", who)
 	}
 	if logPath != "" {
 		fmt.Fprintf(d.stdout, "\nThe session's events are in %s\n", logPath)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"html"
-	"io"
 	"net/url"
 	"os"
 	"os/exec"
@@ -22,12 +21,18 @@ import (
 // there. The token is never put on a command line (other users can read
 // those in the process list): the browser is pointed at a small page in
 // the private state folder that forwards to the link.
-func runInbox(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := subcommandFlags("inbox", "inbox [--no-open] [--endpoint URL] [--token T] [--state-dir DIR]", stderr)
+func runInbox(ctx context.Context, args []string, s stdio) error {
+	stdout, stderr := s.out, s.err
+	fs := newFlagSet("inbox", "inbox [--no-open] [--endpoint URL] [--token T] [--state-dir DIR]",
+		"Prints the operator inbox's link, with the token, once the endpoint has proved it knows the token,\n"+
+			"and opens it in a browser when there is a desktop.\n"+operatorExits)
 	ca := clientFlags(fs)
 	noOpen := fs.Bool("no-open", false, "print the link only; do not open a browser")
-	if fs.Parse(args) != nil || fs.NArg() != 0 {
-		return errUsage
+	if err := parseArgs(fs, args, s); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return noArguments(fs, s)
 	}
 	base, err := url.Parse(strings.TrimRight(ca.endpoint, "/"))
 	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
@@ -80,7 +85,9 @@ func checkEndpoint(ctx context.Context, base, token string, plain bool) error {
 	defer cancel()
 	err := (&operator.Client{Endpoint: base, Token: token, PlainRemote: plain}).Check(ctx)
 	if errors.Is(err, operator.ErrUnreachable) {
-		return &exitError{exitUnreachable, fmt.Sprintf("no bridge answers at %s: start one, or pass --endpoint", base)}
+		return &exitError{exitUnreachable, fmt.Sprintf("no bridge answers at %s yet. A bridge runs while the MCP server it fronts runs: "+
+			"after aep-mcp-bridge wrap, it starts when your MCP client starts that server (start or restart the client, or reload its servers), "+
+			"and the inbox is there from then on. To see one now, run aep-mcp-bridge demo; for a bridge elsewhere, pass --endpoint", base)}
 	}
 	return err
 }
@@ -138,12 +145,20 @@ func writeLauncher(dir, link string) (string, error) {
 // inboxCommand is the command line that prints the inbox link of the
 // endpoint at addr, for the token from where.
 func inboxCommand(addr, where, stateFlag string) string {
-	cmd := "aep-mcp-bridge inbox"
+	return "aep-mcp-bridge inbox" + clientFlagsText(addr, where, stateFlag)
+}
+
+// clientFlagsText is the operator flags (with a leading space) that
+// reach the endpoint at addr with the token from where: --endpoint unless
+// it is the default, --state-dir when the token is the one stored there.
+// The token itself is never printed.
+func clientFlagsText(addr, where, stateFlag string) string {
+	flags := ""
 	if "http://"+addr != defaultEndpoint {
-		cmd += " --endpoint http://" + addr
+		flags += " --endpoint http://" + addr
 	}
 	if stateFlag != "" && where != "--token" && where != "AEP_TOKEN" {
-		cmd += " --state-dir " + shellQuote(stateFlag)
+		flags += " --state-dir " + shellQuote(stateFlag)
 	}
-	return cmd
+	return flags
 }

@@ -6,6 +6,7 @@
 //
 //	aep-mcp-bridge [flags] -- COMMAND [ARGS...]
 //	aep-mcp-bridge serve [flags] (-- COMMAND [ARGS...] | --url URL)
+//	aep-mcp-bridge SUBCOMMAND [flags] [ARGS...]   (aep-mcp-bridge help lists them)
 //
 // The bridge spawns COMMAND as the upstream MCP server over stdio and serves
 // the MCP client on its own stdin and stdout. Logs go to stderr. serve
@@ -14,7 +15,9 @@
 //
 // The same binary is the operators' command line (inbox, pending, respond,
 // tail), rewrites MCP client configs to run every server through it (wrap,
-// unwrap), and runs a demo (demo). See the README for each.
+// unwrap), and runs a demo (demo). The subcommands are one table
+// (commands.go); a word that is neither a subcommand nor after -- is a
+// usage error before anything starts. See the README for each.
 package main
 
 import (
@@ -35,7 +38,7 @@ func mainCode(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	err := run(ctx, args, os.Stdin, os.Stdout, os.Stderr)
 	stop()
-	if err != nil && !errors.Is(err, errUsage) {
+	if err != nil && !errors.Is(err, errUsage) && !errors.Is(err, errHelp) {
 		fmt.Fprintln(os.Stderr, "aep-mcp-bridge:", err)
 	}
 	return exitCode(err)

@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 )
@@ -25,7 +27,7 @@ func TestRelayAllowPlainReachesTheHost(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var stderr bytes.Buffer
 			args := append([]string{"--listen", "off", "--token", tok, "--state-dir", t.TempDir(), "--log-dir", "off"}, tc.args...)
-			c, err := parseFlags(append(args, "--", "true"), &stderr)
+			c, err := parseFlags(append(args, "--", "true"), stdio{out: io.Discard, err: &stderr})
 			if err != nil {
 				t.Fatalf("parseFlags: %v\n%s", err, stderr.String())
 			}
@@ -44,9 +46,11 @@ func TestRelayAllowPlainReachesTheHost(t *testing.T) {
 			}
 		})
 	}
-	var stderr bytes.Buffer
-	(&config{}).flagSet("aep-mcp-bridge serve", serveUsage, &stderr).PrintDefaults()
-	if !strings.Contains(stderr.String(), "-relay-allow-plain") {
+	var help bytes.Buffer
+	if err := run(context.Background(), []string{"serve", "--help"}, nil, &help, io.Discard); exitCode(err) != 0 {
+		t.Fatal(err)
+	}
+	if !strings.Contains(help.String(), "-relay-allow-plain") {
 		t.Fatal("serve does not take --relay-allow-plain")
 	}
 }
@@ -61,7 +65,7 @@ func TestAllowPlainReachesTheOperatorClient(t *testing.T) {
 		{args: nil},
 		{args: []string{"--allow-plain"}, plain: true},
 	} {
-		fs := subcommandFlags("pending", "pending", &bytes.Buffer{})
+		fs := newFlagSet("pending", "pending", "")
 		ca := clientFlags(fs)
 		if err := fs.Parse(append([]string{"--endpoint", "http://bridge.example:8787", "--token", strings.Repeat("t", 32)}, tc.args...)); err != nil {
 			t.Fatal(err)

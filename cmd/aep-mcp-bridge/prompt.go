@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +14,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/fieldinput"
 	"github.com/agenteventprotocol/aep-mcp-bridge/operator"
 )
 
@@ -147,7 +147,7 @@ func (t *terminal) askOption(ctx context.Context, opts []aep.Choice) (aep.Answer
 		if err != nil {
 			return aep.Answer{}, err
 		}
-		if id, ok := pickChoice(strings.TrimSpace(s), opts); ok {
+		if id, ok := fieldinput.PickChoice(strings.TrimSpace(s), opts); ok {
 			return aep.Answer{Option: id}, nil
 		}
 		fmt.Fprintf(t.out, "  ✗ choose one of 1 to %d, or an id\n", len(opts))
@@ -158,107 +158,70 @@ func (t *terminal) askOption(ctx context.Context, opts []aep.Choice) (aep.Answer
 // checks each answer as it is typed.
 func (t *terminal) askForm(ctx context.Context, fields []aep.FieldSpec) (aep.Answer, error) {
 	values := map[string]any{}
-	for i, f := range fields {
-		rules := newFieldRules(f)
-		req := ""
-		if f.Required {
-			req = " (required)"
-		}
-		fmt.Fprintf(t.out, "\n[%d/%d] %s%s\n", i+1, len(fields), printable(f.Label, false), req)
-		if f.Description != "" {
-			for _, l := range strings.Split(printable(f.Description, true), "\n") {
-				fmt.Fprintf(t.out, "      %s\n", l)
-			}
-		}
-		for _, l := range describeField(f) {
-			fmt.Fprintf(t.out, "      %s\n", printable(l, false))
-		}
-		for {
-			fmt.Fprint(t.out, "> ")
-			s, err := t.readLine(ctx, f.Secret)
-			if err != nil {
-				return aep.Answer{}, err
-			}
-			v, given := parseTyped(f, s)
-			if msg := rules.check(v, given); msg != "" {
-				fmt.Fprintf(t.out, "  ✗ %s\n", printable(msg, false))
-				continue
-			}
-			if given {
-				values[f.ID] = v
-			}
-			break
+	for i := range fields {
+		if err := t.askField(ctx, fields, i, values); err != nil {
+			return aep.Answer{}, err
 		}
 	}
 	return aep.Answer{Values: values}, nil
 }
 
-// parseTyped reads a typed line as a field's value. An empty line takes
-// the default, or gives no value (a required multi-select gets the empty
-// list, which is a value). What cannot be read as the field's type is
-// passed on as typed, so the bridge's rules name the problem.
-func parseTyped(f aep.FieldSpec, s string) (any, bool) {
-	trimmed := strings.TrimSpace(s)
-	if trimmed == "" {
-		switch {
-		case f.Default != nil && !f.Secret && !redactedDefault(f):
-			return defaultValue(f.Default), true
-		case f.Type == "select" && f.Multi && f.Required:
-			return []any{}, true
-		}
-		return nil, false
+// askField asks field i of fields until its value passes the checks its
+// field spec carries, and sets (or, left empty, clears) it in values.
+func (t *terminal) askField(ctx context.Context, fields []aep.FieldSpec, i int, values map[string]any) error {
+	f := fields[i]
+	rules := fieldinput.NewRules(f)
+	req := ""
+	if f.Required {
+		req = " (required)"
 	}
-	switch f.Type {
-	case "number":
-		return json.Number(trimmed), true
-	case "boolean":
-		switch strings.ToLower(trimmed) {
-		case "y", "yes", "true":
-			return true, true
-		case "n", "no", "false":
-			return false, true
+	fmt.Fprintf(t.out, "\n[%d/%d] %s%s\n", i+1, len(fields), printable(f.Label, false), req)
+	if f.Description != "" {
+		for _, l := range strings.Split(printable(f.Description, true), "\n") {
+			fmt.Fprintf(t.out, "      %s\n", l)
 		}
-		return trimmed, true
-	case "select":
-		if !f.Multi {
-			if id, ok := pickChoice(trimmed, f.Choices); ok {
-				return id, true
-			}
-			return trimmed, true
-		}
-		var ids []any
-		for _, part := range strings.Split(trimmed, ",") {
-			part = strings.TrimSpace(part)
-			if id, ok := pickChoice(part, f.Choices); ok {
-				ids = append(ids, id)
-			} else {
-				ids = append(ids, part)
-			}
-		}
-		return ids, true
 	}
-	return s, true
+	for _, l := range fieldinput.Describe(f) {
+		fmt.Fprintf(t.out, "      %s\n", printable(l, false))
+	}
+	for {
+		fmt.Fprint(t.out, "> ")
+		s, err := t.readLine(ctx, f.Secret)
+		if err != nil {
+			return err
+		}
+		v, given := fieldinput.Parse(f, s)
+		if msg := rules.Check(v, given); msg != "" {
+			fmt.Fprintf(t.out, "  ✗ %s\n", printable(msg, false))
+			continue
+		}
+		delete(values, f.ID)
+		if given {
+			values[f.ID] = v
+		}
+		return nil
+	}
 }
 
-// defaultValue turns a default decoded from JSON into an answer value:
-// numbers travel as json.Number.
-func defaultValue(v any) any {
-	if f, ok := v.(float64); ok {
-		return json.Number(strconv.FormatFloat(f, 'g', -1, 64))
+// refusedField returns the index of the field a rejection's detail names
+// ("field \"ID\": rule: reason", translate.InvalidAnswer's wording), or
+// -1. The detail comes from the endpoint: only a field of the question
+// counts.
+func refusedField(detail string, fields []aep.FieldSpec) int {
+	m := refusedFieldRe.FindStringSubmatch(detail)
+	if m == nil {
+		return -1
 	}
-	return v
-}
-
-// pickChoice reads a choice by its id or, failing that, its 1-based
-// number.
-func pickChoice(s string, choices []aep.Choice) (string, bool) {
-	for _, c := range choices {
-		if c.ID == s {
-			return c.ID, true
+	id, err := strconv.Unquote(m[1])
+	if err != nil {
+		return -1
+	}
+	for i, f := range fields {
+		if f.ID == id {
+			return i
 		}
 	}
-	if n, err := strconv.Atoi(s); err == nil && n >= 1 && n <= len(choices) {
-		return choices[n-1].ID, true
-	}
-	return "", false
+	return -1
 }
+
+var refusedFieldRe = regexp.MustCompile(`^field ("(?:[^"\\]|\\.)*"): `)

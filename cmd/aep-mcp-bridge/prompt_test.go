@@ -40,7 +40,7 @@ func terminalSession(t *testing.T, args ...string) (screen *lockedBuffer, typeLi
 func TestRespondAsksFieldByField(t *testing.T) {
 	stdout, addr, state, id, demoDone := startDemo(t)
 	screen, typeLine, done := terminalSession(t, "respond", id, "--endpoint", "http://"+addr, "--state-dir", state)
-	steps := []struct{ want, answer string }{
+	steps := []step{
 		{"[1/6] Service name (required)", ""},
 		{"field \"service\": required: a value is required", "x"},
 		{"field \"service\": minLength: must be at least 2 characters", "Checkout"},
@@ -54,19 +54,8 @@ func TestRespondAsksFieldByField(t *testing.T) {
 		{"[6/6] On-call email", "nobody"},
 		{"field \"contact\": format: must be a valid email address", ""},
 	}
-	for _, s := range steps {
-		screen.waitFor(t, s.want)
-		typeLine(s.answer)
-	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("respond: %v\n%s", err, screen.String())
-		}
-	case <-time.After(waitLimit):
-		t.Fatalf("respond did not finish:\n%s", screen.String())
-	}
-	screen.waitFor(t, "accepted")
+	typeSteps(t, screen, typeLine, steps)
+	answered(t, screen, done)
 	for _, want := range []string{
 		"The service to deploy, as named in the service catalog", // the description
 		"text, 2 to 40 characters, matching the pattern ^[a-z][a-z0-9-]*$",
@@ -88,6 +77,68 @@ func TestRespondAsksFieldByField(t *testing.T) {
 			t.Errorf("the server did not receive %s:\n%s", want, stdout.String())
 		}
 	}
+}
+
+// TestRespondAsksAgainWhatTheBridgeRefuses: a rule the field spec does
+// not carry (replicas is an integer; the spec says only "number") is
+// refused by the bridge once the answer is sent; the prompt says why,
+// asks that field again with every other answer kept, and sends again.
+func TestRespondAsksAgainWhatTheBridgeRefuses(t *testing.T) {
+	stdout, addr, state, id, demoDone := startDemo(t)
+	screen, typeLine, done := terminalSession(t, "respond", id, "--endpoint", "http://"+addr, "--state-dir", state)
+	typeSteps(t, screen, typeLine, []step{
+		{"[1/6] Service name (required)", "checkout"},
+		{"[2/6] Replicas", "2.5"},
+		{"[3/6] Start with a canary", "no"},
+		{"[4/6] Region", "2"},
+		{"[5/6] Checks to run", "load"},
+		{"[6/6] On-call email", "oncall@example.com"},
+		{"the bridge refused the answer: field \"replicas\": type: must be an integer\r\n  Answer that field again; the others are kept.", "3"},
+	})
+	answered(t, screen, done)
+	if n := strings.Count(screen.String(), "[2/6] Replicas"); n != 2 {
+		t.Errorf("Replicas was asked %d times; want 2:\n%s", n, screen.String())
+	}
+	for _, other := range []string{"[1/6]", "[3/6]", "[4/6]", "[5/6]", "[6/6]"} {
+		if n := strings.Count(screen.String(), other); n != 1 {
+			t.Errorf("%s was asked %d times; want once", other, n)
+		}
+	}
+	if err := <-demoDone; err != nil {
+		t.Fatal(err)
+	}
+	_, received, _ := strings.Cut(stdout.String(), "The server received this ElicitResult:")
+	for _, want := range []string{`"service":"checkout"`, `"replicas":3`, `"canary":false`, `"region":"us-east"`, `"checks":["load"]`, `"contact":"oncall@example.com"`} {
+		if !strings.Contains(received, want) {
+			t.Errorf("the server did not receive %s:\n%s", want, received)
+		}
+	}
+}
+
+// step is what the terminal shows, and the line typed once it does.
+type step struct{ want, answer string }
+
+// typeSteps types each step's answer once the terminal shows its want.
+func typeSteps(t *testing.T, screen *lockedBuffer, typeLine func(string), steps []step) {
+	t.Helper()
+	for _, s := range steps {
+		screen.waitFor(t, s.want)
+		typeLine(s.answer)
+	}
+}
+
+// answered waits for respond to end without error, saying accepted.
+func answered(t *testing.T, screen *lockedBuffer, done <-chan error) {
+	t.Helper()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("respond: %v\n%s", err, screen.String())
+		}
+	case <-time.After(waitLimit):
+		t.Fatalf("respond did not finish:\n%s", screen.String())
+	}
+	screen.waitFor(t, "accepted")
 }
 
 // waitLimit bounds every wait here; tests wait on output, not on time.

@@ -23,7 +23,7 @@ var errUsage = errors.New("usage")
 func exitCode(err error) int {
 	var ee *exitError
 	switch {
-	case err == nil:
+	case err == nil, errors.Is(err, errHelp):
 		return 0
 	case errors.Is(err, errUsage):
 		return exitUsage
@@ -58,47 +58,58 @@ type config struct {
 	stateDir           string
 	cpuProfile         string
 	command            []string
+	version            bool
 
 	// tokenWhere says where the token came from, once loaded.
 	tokenWhere string
 }
 
-const usage = `usage: aep-mcp-bridge [flags] -- COMMAND [ARGS...]
+// topUsage prints the binary's own usage: the bridge's synopsis, the
+// subcommands and what the bridge does; the flags follow.
+func topUsage(w io.Writer) {
+	fmt.Fprint(w, `usage: aep-mcp-bridge [flags] -- COMMAND [ARGS...]
        aep-mcp-bridge [flags] --url https://host/mcp [--header 'Authorization: Bearer …' ...]
-       aep-mcp-bridge serve [flags] (-- COMMAND [ARGS...] | --url URL)
-       aep-mcp-bridge demo [--timeout D]
-       aep-mcp-bridge inbox [--no-open]
-       aep-mcp-bridge pending [--json]
-       aep-mcp-bridge respond ID [--values JSON | --accept | --decline | --cancel | --text S]
-       aep-mcp-bridge tail [--filter JSON] [--json]
-       aep-mcp-bridge wrap CONFIG [--write] | unwrap CONFIG [--write]
-       aep-mcp-bridge answers-from LOG.jsonl [...] > answers.json
+       aep-mcp-bridge SUBCOMMAND [flags] [ARGS...]
 
-Fronts the MCP server COMMAND (spawned over stdio) for the MCP client on this
-process's stdin/stdout. Each elicitation/create from the server becomes an AEP
-attention request (kind "form") that an operator answers; the answer goes back
-to the server as an ElicitResult.
+Fronts the MCP server COMMAND (spawned over stdio, after --) for the MCP
+client on this process's stdin/stdout. Each elicitation/create from the
+server becomes an AEP attention request (kind "form") that an operator
+answers; the answer goes back to the server as an ElicitResult.
 
-Flags:
-`
+Subcommands (aep-mcp-bridge SUBCOMMAND --help for each):
+`)
+	writeCommandList(w)
+	fmt.Fprint(w, `
+Exit status: 0 done, 1 an error, 2 a command-line error (nothing was
+started or written); the operator subcommands document theirs.
+`)
+}
 
-func parseFlags(args []string, stderr io.Writer) (*config, error) {
+// parseFlags parses the bridge's command line (no subcommand).
+func parseFlags(args []string, s stdio) (*config, error) {
 	c := &config{}
-	fs := c.flagSet("aep-mcp-bridge", usage, stderr)
-	if err := c.parse(fs, args, stderr); err != nil {
+	fs := topFlagSet(c)
+	if err := c.parse(fs, args, s); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
+// topFlagSet is the bridge's flag set: every flag serve takes too, and
+// --version.
+func topFlagSet(c *config) *flag.FlagSet {
+	fs := c.flagSet("aep-mcp-bridge", topUsage)
+	fs.BoolVar(&c.version, "version", false, "print the version and exit")
+	return fs
+}
+
 // flagSet defines the bridge's flags on a new flag set, for the bridge
 // and for serve, which takes every one of them.
-func (c *config) flagSet(name, usageText string, stderr io.Writer) *flag.FlagSet {
+func (c *config) flagSet(name string, usage func(io.Writer)) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, usageText)
-		fs.PrintDefaults()
+		usage(fs.Output())
+		printFlags(fs)
 	}
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "how long a question waits for an answer; then attention.timeout, and the server gets cancel")
 	fs.StringVar(&c.logDir, "log-dir", "~/.aep/logs", "JSONL session logs at DIR/<agent>/<session>.jsonl; \"off\" disables them")
@@ -128,16 +139,22 @@ func (c *config) flagSet(name, usageText string, stderr io.Writer) *flag.FlagSet
 	return fs
 }
 
-// parse parses args and checks them: an upstream command or --url, and
-// sane durations.
-func (c *config) parse(fs *flag.FlagSet, args []string, stderr io.Writer) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return errUsage
-		}
-		return errUsage
+// parse parses args and checks them: an upstream command after -- or
+// --url, and sane durations. A word that is not a flag and does not
+// follow -- is refused here, before anything is started or written.
+func (c *config) parse(fs *flag.FlagSet, args []string, s stdio) error {
+	stderr := s.err
+	if err := parseArgs(fs, args, s); err != nil {
+		return err
+	}
+	if c.version {
+		fmt.Fprintln(s.out, versionLine())
+		return errHelp
 	}
 	c.command = fs.Args()
+	if n := len(args) - len(c.command); len(c.command) > 0 && (n == 0 || args[n-1] != "--") {
+		return notACommand(stderr, c.command[0])
+	}
 	if c.url != "" && len(c.command) > 0 {
 		fmt.Fprintln(stderr, "aep-mcp-bridge: give either --url or a command after --, not both")
 		return errUsage
@@ -148,7 +165,7 @@ func (c *config) parse(fs *flag.FlagSet, args []string, stderr io.Writer) error 
 	}
 	if c.url == "" && len(c.command) == 0 {
 		fmt.Fprintln(stderr, "aep-mcp-bridge: no upstream server command; pass it after --, e.g.: aep-mcp-bridge -- npx -y @modelcontextprotocol/server-everything")
-		fs.Usage()
+		fmt.Fprintln(stderr, "(or --url URL for a remote server; aep-mcp-bridge help lists the subcommands)")
 		return errUsage
 	}
 	if c.timeout <= 0 {
@@ -163,31 +180,13 @@ func (c *config) parse(fs *flag.FlagSet, args []string, stderr io.Writer) error 
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	s := stdio{in: stdin, out: stdout, err: stderr}
 	if len(args) > 0 {
-		switch args[0] {
-		case "pending":
-			return runPending(ctx, args[1:], stdout, stderr)
-		case "respond":
-			return runRespond(ctx, args[1:], stdin, stdout, stderr)
-		case "inbox":
-			return runInbox(ctx, args[1:], stdout, stderr)
-		case "wrap":
-			return runWrap(args[1:], stdout, stderr, false)
-		case "unwrap":
-			return runWrap(args[1:], stdout, stderr, true)
-		case "tail":
-			return runTail(ctx, args[1:], stdout, stderr)
-		case "demo":
-			return runDemo(ctx, args[1:], stdout, stderr)
-		case "serve":
-			return runServe(ctx, args[1:], stderr)
-		case "demo-server":
-			return runDemoServer()
-		case "answers-from":
-			return runAnswersFrom(args[1:], stdout, stderr)
+		if c, ok := lookupCommand(args[0]); ok {
+			return c.run(ctx, args[1:], s)
 		}
 	}
-	c, err := parseFlags(args, stderr)
+	c, err := parseFlags(args, s)
 	if err != nil {
 		return err
 	}

@@ -20,8 +20,6 @@ Serves MCP clients over streamable HTTP at http://--mcp-listen/mcp (and the
 2024-11-05 HTTP+SSE transport at /sse). Each client session is a bridge
 session of its own, with its own upstream, AEP session, log and questions;
 every question reaches the one AEP endpoint and inbox.
-
-Flags:
 `
 
 // serveConfig is serve's own flags, beside the bridge's.
@@ -31,19 +29,19 @@ type serveConfig struct {
 	sessionIdle                  time.Duration
 }
 
-func parseServeFlags(args []string, stderr io.Writer) (*config, *serveConfig, error) {
+func parseServeFlags(args []string, s stdio) (*config, *serveConfig, error) {
 	c, sc := &config{}, &serveConfig{}
-	fs := c.flagSet("aep-mcp-bridge serve", serveUsage, stderr)
+	fs := c.flagSet("aep-mcp-bridge serve", func(w io.Writer) { fmt.Fprint(w, serveUsage) })
 	fs.StringVar(&sc.mcpListen, "mcp-listen", "127.0.0.1:8788", "where MCP clients connect; streamable HTTP at /mcp")
 	fs.StringVar(&sc.mcpToken, "mcp-token", "", "bearer token MCP clients must send (or env AEP_MCP_TOKEN); default: generated once and stored 0600 beside the AEP token")
 	fs.StringVar(&sc.mcpAuth, "mcp-auth", "token", "token, or none: no client token (allowed only on a loopback --mcp-listen)")
 	fs.IntVar(&sc.maxSessions, "max-sessions", 64, "concurrent client sessions; past it, 503 with Retry-After")
 	fs.DurationVar(&sc.sessionIdle, "session-idle", 30*time.Minute, "a session with no traffic for this long ends")
-	if err := c.parse(fs, args, stderr); err != nil {
+	if err := c.parse(fs, args, s); err != nil {
 		return nil, nil, err
 	}
 	bad := func(msg string) (*config, *serveConfig, error) {
-		fmt.Fprintln(stderr, "aep-mcp-bridge serve: "+msg)
+		fmt.Fprintln(s.err, "aep-mcp-bridge serve: "+msg)
 		return nil, nil, errUsage
 	}
 	switch {
@@ -76,8 +74,9 @@ func loopback(addr string) bool {
 
 // runServe is gateway mode: a host (AEP endpoint, links) and a gateway
 // that gives every MCP client session a bridge session of its own.
-func runServe(ctx context.Context, args []string, stderr io.Writer) error {
-	c, sc, err := parseServeFlags(args, stderr)
+func runServe(ctx context.Context, args []string, s stdio) error {
+	stderr := s.err
+	c, sc, err := parseServeFlags(args, s)
 	if err != nil {
 		return err
 	}

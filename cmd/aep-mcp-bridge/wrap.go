@@ -1,33 +1,42 @@
 package main
 
 import (
-	"errors"
+	"context"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/clientconfig"
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/textdiff"
 )
 
-// backupSuffix names the copy of a config file kept before wrap or unwrap
-// writes it.
-const backupSuffix = ".aep-mcp-bridge.bak"
+// runWrap is `aep-mcp-bridge wrap CONFIG`.
+func runWrap(_ context.Context, args []string, s stdio) error {
+	return rewriteConfig(args, s, false)
+}
 
-// runWrap is `aep-mcp-bridge wrap CONFIG` and, with undo, `unwrap CONFIG`.
-func runWrap(args []string, stdout, stderr io.Writer, undo bool) error {
+// runUnwrap is `aep-mcp-bridge unwrap CONFIG`.
+func runUnwrap(_ context.Context, args []string, s stdio) error {
+	return rewriteConfig(args, s, true)
+}
+
+// rewriteConfig is wrap and, with undo, unwrap.
+func rewriteConfig(args []string, s stdio, undo bool) error {
+	stdout, stderr := s.out, s.err
 	name, verb := "wrap", "wrap"
+	about := "Rewrites an MCP client's config (Claude Code, Claude Desktop, Cursor, VS Code) so that every server runs through the bridge."
 	if undo {
 		name, verb = "unwrap", "unwrap"
+		about = "Undoes wrap: every server that runs through the bridge runs as it did before."
 	}
-	fs := subcommandFlags(name, name+" CONFIG [--write] [--bridge PATH]\n\n"+
-		"Shows the change as a diff; --write makes it, keeping a backup in CONFIG"+backupSuffix+".", stderr)
+	fs := newFlagSet(name, name+" CONFIG [--write] [--bridge PATH]", about+"\n"+
+		"Shows the change as a diff; --write makes it, keeping a backup in CONFIG"+clientconfig.BackupSuffix+".")
 	write := fs.Bool("write", false, "change the file (keeping a backup); without it, only show the diff")
 	bridge := fs.String("bridge", "", "the bridge command written into the config (wrap; default: this program's path)")
 	var path string
 	for rest := args; len(rest) > 0; {
-		if fs.Parse(rest) != nil {
-			return errUsage
+		if err := parseArgs(fs, rest, s); err != nil {
+			return err
 		}
 		if fs.NArg() == 0 {
 			break
@@ -49,10 +58,10 @@ func runWrap(args []string, stdout, stderr io.Writer, undo bool) error {
 	var out []byte
 	var report []string
 	if undo {
-		backup, _ := os.ReadFile(path + backupSuffix)
-		out, report, err = unwrapConfig(src, backup)
+		backup, _ := os.ReadFile(path + clientconfig.BackupSuffix)
+		out, report, err = clientconfig.Unwrap(src, backup)
 	} else {
-		out, report, err = wrapConfig(src, bridgeCommand(*bridge))
+		out, report, err = clientconfig.Wrap(src, bridgeCommand(*bridge))
 	}
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", verb, path, err)
@@ -65,14 +74,18 @@ func runWrap(args []string, stdout, stderr io.Writer, undo bool) error {
 		return nil
 	}
 	if !*write {
-		fmt.Fprint(stdout, unifiedDiff(path, path+" ("+verb+"ped)", string(src), string(out)))
-		fmt.Fprintf(stderr, "aep-mcp-bridge %s: nothing was changed; run again with --write to change %s (a backup goes to %s)\n", name, path, path+backupSuffix)
+		fmt.Fprint(stdout, textdiff.Unified(path, path+" ("+verb+"ped)", string(src), string(out)))
+		fmt.Fprintf(stderr, "aep-mcp-bridge %s: nothing was changed; run again with --write to change %s (a backup goes to %s)\n", name, path, path+clientconfig.BackupSuffix)
 		return nil
 	}
-	if err := writeConfig(path, src, out); err != nil {
+	if err := clientconfig.WriteFile(path, src, out); err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "aep-mcp-bridge %s: %s changed; the previous version is in %s\n", name, path, path+backupSuffix)
+	fmt.Fprintf(stderr, "aep-mcp-bridge %s: %s changed; the previous version is in %s\n", name, path, path+clientconfig.BackupSuffix)
+	if !undo {
+		fmt.Fprintln(stderr, "aep-mcp-bridge wrap: each wrapped server runs through the bridge from the next time your MCP client starts it "+
+			"(start or restart the client, or reload its servers); while one runs, aep-mcp-bridge inbox opens the inbox")
+	}
 	return nil
 }
 
@@ -84,77 +97,8 @@ func bridgeCommand(flagValue string) string {
 		return flagValue
 	}
 	self, err := os.Executable()
-	if err != nil || strings.Contains(self, "go-build") || !isBridge(self) {
-		return bridgeName
+	if err != nil || strings.Contains(self, "go-build") || !clientconfig.IsBridge(self) {
+		return clientconfig.BridgeName
 	}
 	return self
-}
-
-// wrapConfig wraps every server of a config file.
-func wrapConfig(src []byte, bridge string) ([]byte, []string, error) {
-	return rewriteConfig(src, func(e serverEntry) (string, string) { return wrapEntry(src, e, bridge) }, "wrapped")
-}
-
-// unwrapConfig unwraps every wrapped server of a config file.
-func unwrapConfig(src, backup []byte) ([]byte, []string, error) {
-	return rewriteConfig(src, func(e serverEntry) (string, string) { return unwrapEntry(src, e, backup) }, "unwrapped")
-}
-
-// rewriteConfig replaces each server entry by what edit returns for it.
-func rewriteConfig(src []byte, edit func(serverEntry) (string, string), done string) ([]byte, []string, error) {
-	root, err := parseJSONC(src)
-	if err != nil {
-		return nil, nil, err
-	}
-	entries, err := findServers(root)
-	if err != nil {
-		return nil, nil, err
-	}
-	var edits []splice
-	var report []string
-	for _, e := range entries {
-		text, skip := edit(e)
-		if skip != "" {
-			report = append(report, fmt.Sprintf("%s: left as it is: %s", e.label(), skip))
-			continue
-		}
-		edits = append(edits, splice{e.obj.start, e.obj.end, text})
-		report = append(report, fmt.Sprintf("%s: %s", e.label(), done))
-	}
-	out := applySplices(src, 0, len(src), edits)
-	if _, err := parseJSONC([]byte(out)); err != nil {
-		return nil, nil, fmt.Errorf("the rewritten file would not parse (%v); nothing was changed", err)
-	}
-	return []byte(out), report, nil
-}
-
-// writeConfig keeps a backup of old and replaces the file with new
-// atomically, with the file's own mode.
-func writeConfig(path string, old, new []byte) error {
-	target := path
-	if real, err := filepath.EvalSymlinks(path); err == nil {
-		target = real // a linked config (a dotfiles folder) stays linked
-	}
-	mode := fs.FileMode(0o600)
-	if fi, err := os.Stat(path); err == nil {
-		mode = fi.Mode().Perm()
-	}
-	if err := os.WriteFile(path+backupSuffix, old, mode); err != nil {
-		return fmt.Errorf("keeping a backup of %s: %w; nothing was changed", path, err)
-	}
-	os.Chmod(path+backupSuffix, mode) // WriteFile keeps an existing file's mode
-	tmp, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w; nothing was changed", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	_, err = tmp.Write(new)
-	err = errors.Join(err, tmp.Chmod(mode), tmp.Sync(), tmp.Close())
-	if err != nil {
-		return fmt.Errorf("writing %s: %w; nothing was changed", path, err)
-	}
-	if err := os.Rename(tmp.Name(), target); err != nil {
-		return fmt.Errorf("replacing %s: %w; nothing was changed", path, err)
-	}
-	return nil
 }

@@ -22,11 +22,19 @@
 //     event is of type "message";
 //   - an event the stream ends inside is discarded.
 //
-// Two things are the bridge's own, because a peer's bytes are hostile:
-// memory is bounded (Options.MaxEventSize; an event over it stops the
-// stream with a *TooLargeError that names the limit, never a truncated
-// event), and a stream that ends inside an event says so (ErrPartialEvent)
-// rather than ending as if clean.
+// Three things are the bridge's own, because a peer's bytes are hostile
+// and its messages may be of any size:
+//   - memory is bounded (Options.MaxEventSize): an event over it stops the
+//     stream with a *TooLargeError that names the limit, never a
+//     truncated event;
+//   - an event whose data passes Options.StreamAbove is handed over as a
+//     stream (Event.Rest) rather than held, so data of any size passes in
+//     bounded memory; data lines are read piece by piece as they arrive,
+//     and decoded in pieces that decode exactly as the whole line would.
+//     Such an event is handed over before its blank line, so it carries
+//     the id and type its fields set before that point;
+//   - a stream that ends inside an event says so (ErrPartialEvent) rather
+//     than ending as if clean.
 //
 // A Reader parses; reconnecting, and honouring the retry time, is its
 // caller's business (see upstream for MCP's resumption with Last-Event-ID).

@@ -35,3 +35,27 @@ func ExampleReader() {
 	// id=41 type=message data="{\"jsonrpc\":\"2.0\",\n \"method\":\"ping\"}"
 	// resume with Last-Event-ID 41 after 2.5s
 }
+
+// An event whose data passes StreamAbove comes with the first of its data
+// in Data and the rest in Rest, so an event of any size passes through in
+// bounded memory.
+func ExampleReader_streamAbove() {
+	stream := "id: 7\n" +
+		"data: {\"jsonrpc\":\"2.0\",\"id\":1,\n" +
+		"data: \"result\":{\"text\":\"a long answer\"}}\n\n"
+	r := sse.NewReader(strings.NewReader(stream), sse.Options{StreamAbove: 16})
+	ev, err := r.Next()
+	if err != nil {
+		fmt.Println("error:", err)
+		return
+	}
+	rest, err := io.ReadAll(ev.Rest)
+	if err != nil {
+		fmt.Println("error:", err)
+		return
+	}
+	fmt.Printf("id=%s head=%q\nrest=%q\n", ev.ID, ev.Data, rest)
+	// Output:
+	// id=7 head="{\"jsonrpc\":\"2.0\",\"id\":1,"
+	// rest="\n\"result\":{\"text\":\"a long answer\"}}"
+}

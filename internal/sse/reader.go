@@ -13,7 +13,8 @@ import (
 )
 
 // DefaultMaxEventSize is the limit a zero Options.MaxEventSize means:
-// 16 MiB, above any JSON-RPC message the bridge relays in practice.
+// 16 MiB. With Options.StreamAbove set it bounds only what a Reader
+// holds besides an event's data (an id, an event type, a comment).
 const DefaultMaxEventSize = 16 << 20
 
 // keepBuffer is the capacity up to which the line buffer is kept between
@@ -23,14 +24,23 @@ const keepBuffer = 64 << 10
 
 // Options configure a Reader. The zero value is ready to use.
 type Options struct {
-	// MaxEventSize bounds what one event may hold: a line longer than it,
-	// or an event whose data buffer grows past it, stops the stream with a
-	// *TooLargeError. Zero means DefaultMaxEventSize. A Reader holds a
-	// few times this at most: a line, the data, the event type, the id.
+	// MaxEventSize bounds what one event may hold: a line other than
+	// data longer than it, or an event whose data buffer grows past it
+	// (unless StreamAbove hands the data over as a stream first), stops
+	// the stream with a *TooLargeError. Zero means DefaultMaxEventSize. A
+	// Reader holds a few times this at most: a line, the data, the event
+	// type, the id.
 	MaxEventSize int
 	// LastEventID seeds the last event ID, for a stream that resumes an
 	// earlier one (the value sent as Last-Event-ID). "" means none.
 	LastEventID string
+	// StreamAbove, when positive, is the size past which an event's data
+	// is handed over as a stream rather than held: Next returns the event
+	// with the data read so far in Data (a little over StreamAbove bytes)
+	// and the rest in Rest. The data of an event is then unbounded, and
+	// MaxEventSize bounds only the other fields and lines. Zero means
+	// every event is held whole, up to MaxEventSize.
+	StreamAbove int
 }
 
 // Event is one dispatched event.
@@ -43,8 +53,24 @@ type Event struct {
 	// named none.
 	Type string
 	// Data is the data lines joined with LF, without the final LF. It
-	// never contains a CR, and it belongs to the caller.
+	// never contains a CR, and it belongs to the caller. For an event
+	// handed over as a stream (Rest is set) it is the data's first bytes.
 	Data []byte
+	// Rest is nil for an event held whole. For one whose data passed
+	// Options.StreamAbove, it reads the rest of the data, decoded and
+	// joined exactly as Data would have been, to io.EOF at the blank line
+	// that ends the event; when the stream breaks or ends inside the
+	// event, it returns the error Next would have (ErrPartialEvent at an
+	// early end). It must be read before the next call to Next, which
+	// otherwise reads and discards what is left.
+	//
+	// Such an event is handed over before its end, so ID and Type are
+	// those its fields set before its data passed StreamAbove: an id
+	// field after that point still sets the last event ID at the blank
+	// line (LastEventID, once Rest returned io.EOF), and a retry field
+	// still sets the reconnection time, but an event field there can no
+	// longer change the type the caller was given.
+	Rest io.Reader
 }
 
 // TooLargeError reports an event, or one of its lines, over the limit the
@@ -65,10 +91,12 @@ func (e *TooLargeError) Error() string {
 var ErrPartialEvent = errors.New("the event stream ended inside an event; the partial event was discarded")
 
 // Reader reads events from a text/event-stream. It is not safe for
-// concurrent use.
+// concurrent use, and neither is the Rest of the event it handed over
+// last, which reads from the same stream.
 type Reader struct {
-	br  *bufio.Reader
-	max int
+	br     *bufio.Reader
+	max    int
+	stream int // Options.StreamAbove
 
 	line    []byte // a line that spans more than the buffered input
 	started bool   // the leading byte order mark has been looked at
@@ -76,11 +104,12 @@ type Reader struct {
 	pending bool   // a field was seen since the last dispatch
 	err     error  // sticky: the reader stops at the first error
 
-	data      []byte // the data buffer
-	eventType string // the event type buffer
-	lastType  string // the last event type read, kept to reuse its string
-	idBuf     string // the last event ID buffer
-	lastID    string // the last event ID, set at each dispatch
+	data      []byte     // the data buffer
+	rest      *eventRest // the event being handed over as a stream, if any
+	eventType string     // the event type buffer
+	lastType  string     // the last event type read, kept to reuse its string
+	idBuf     string     // the last event ID buffer
+	lastID    string     // the last event ID, set at each dispatch
 	retry     time.Duration
 	hasRetry  bool
 }
@@ -90,8 +119,14 @@ func NewReader(r io.Reader, o Options) *Reader {
 	if o.MaxEventSize <= 0 {
 		o.MaxEventSize = DefaultMaxEventSize
 	}
-	return &Reader{br: bufio.NewReaderSize(r, 32<<10), max: o.MaxEventSize, idBuf: o.LastEventID, lastID: o.LastEventID}
+	return &Reader{br: bufio.NewReaderSize(r, readBuffer), max: o.MaxEventSize, stream: max(o.StreamAbove, 0),
+		idBuf: o.LastEventID, lastID: o.LastEventID}
 }
+
+// readBuffer is the size of the Reader's input buffer: the most it reads
+// from the stream at once, and so the most an event handed over as a
+// stream may hold in Data beyond Options.StreamAbove.
+const readBuffer = 32 << 10
 
 // LastEventID returns the last event ID as of the last blank line: the
 // value to resume the stream with (Last-Event-ID). It is updated even by
@@ -106,7 +141,25 @@ func (r *Reader) Retry() (time.Duration, bool) { return r.retry, r.hasRetry }
 // or an error wrapping ErrPartialEvent when the stream ended inside an
 // event. After an error, every later call returns the same error.
 func (r *Reader) Next() (Event, error) {
+	if r.rest != nil {
+		io.Copy(io.Discard, r.rest) // its error, if any, is r.err
+		r.rest = nil
+	}
 	for r.err == nil {
+		data, err := r.atData()
+		if err != nil {
+			r.err = err
+			break
+		}
+		if data {
+			ev, streamed, err := r.readData()
+			if err != nil {
+				r.err = err
+			} else if streamed {
+				return ev, nil
+			}
+			continue
+		}
 		line, err := r.readLine()
 		if err != nil {
 			r.err = err
@@ -134,15 +187,21 @@ func (r *Reader) dispatch() (Event, bool) {
 		r.eventType = ""
 		return Event{}, false
 	}
-	ev := Event{ID: r.lastID, Type: r.eventType, Data: r.data[:len(r.data)-1]}
-	if ev.Type == "" {
-		ev.Type = "message"
-	}
+	ev := Event{ID: r.lastID, Type: r.typeOrMessage(), Data: r.data[:len(r.data)-1]}
 	r.data, r.eventType = nil, "" // the event keeps the buffer
 	return ev, true
 }
 
-// processLine applies one non-empty line to the buffers.
+// typeOrMessage is the event type: the event type buffer, or "message".
+func (r *Reader) typeOrMessage() string {
+	if r.eventType == "" {
+		return "message"
+	}
+	return r.eventType
+}
+
+// processLine applies one non-empty line other than a data line to the
+// buffers.
 func (r *Reader) processLine(line []byte) error {
 	if line[0] == ':' {
 		return nil // a comment
@@ -161,14 +220,6 @@ func (r *Reader) processLine(line []byte) error {
 			r.lastType = string(value)
 		}
 		r.eventType = r.lastType
-	case "data":
-		if len(r.data)+len(value)+1 > r.max {
-			return &TooLargeError{Limit: r.max}
-		}
-		if r.data == nil {
-			r.data = make([]byte, 0, len(value)+1)
-		}
-		r.data = append(append(r.data, value...), '\n')
 	case "id":
 		if bytes.IndexByte(value, 0) < 0 && string(value) != r.idBuf {
 			r.idBuf = string(value)
@@ -199,6 +250,194 @@ func parseRetry(v []byte) (time.Duration, bool) {
 		ms = ms*10 + int64(c-'0')
 	}
 	return time.Duration(ms) * time.Millisecond, true
+}
+
+// Data lines are read apart from the other lines, piece by piece as the
+// input arrives, so that an event's data need never be held whole: the
+// field name is told from the line's first bytes (atData), and its value
+// is decoded in pieces that end where the decoder holds no partial
+// sequence (valuePiece), which decode exactly as the whole line would.
+
+// atData reports whether the next line is a data field ("data", then a
+// colon or the line's end). If it is, it consumes the field name, the
+// colon and the one space after it, leaving the value. It reads only the
+// bytes it must to tell.
+func (r *Reader) atData() (bool, error) {
+	if err := r.start(); err != nil {
+		return false, err
+	}
+	const name = "data"
+	for n := 1; n <= len(name)+1; n++ {
+		b, err := r.br.Peek(n)
+		if len(b) < n {
+			if err != nil && err != io.EOF {
+				return false, err
+			}
+			return false, nil // the input ends first: readLine sees how
+		}
+		if n <= len(name) {
+			if b[n-1] != name[n-1] {
+				return false, nil
+			}
+			continue
+		}
+		switch b[n-1] {
+		case ':':
+			r.br.Discard(n)
+			if sp, _ := r.br.Peek(1); len(sp) == 1 && sp[0] == ' ' {
+				r.br.Discard(1)
+			}
+		case '\r', '\n':
+			r.br.Discard(len(name)) // a data field with an empty value
+		default:
+			return false, nil // another field ("database: …")
+		}
+	}
+	return true, nil
+}
+
+// readData reads the value of a data line into the data buffer. When the
+// buffer passes Options.StreamAbove, it hands the event over as a stream
+// instead (streamed is true).
+func (r *Reader) readData() (ev Event, streamed bool, err error) {
+	r.pending = true
+	for {
+		piece, ended, err := r.valuePiece()
+		if err != nil {
+			return Event{}, false, err
+		}
+		if r.stream == 0 && len(r.data)+len(piece)+1 > r.max {
+			return Event{}, false, &TooLargeError{Limit: r.max}
+		}
+		r.data = r.grow(len(piece) + 1)
+		r.data = append(r.data, piece...)
+		if r.stream > 0 && len(r.data) > r.stream {
+			ev := Event{ID: r.idBuf, Type: r.typeOrMessage(), Data: r.data}
+			r.data = nil
+			r.rest = &eventRest{r: r, inLine: !ended, lfOwed: ended}
+			ev.Rest = r.rest
+			return ev, true, nil
+		}
+		if ended {
+			r.data = append(r.data, '\n')
+			return Event{}, false, nil
+		}
+	}
+}
+
+// grow returns the data buffer with room for n more bytes. While it may
+// yet be handed over as a stream, it never grows past the most it can
+// hold then (StreamAbove and one read), so its growth allocates at most
+// about twice that.
+func (r *Reader) grow(n int) []byte {
+	if len(r.data)+n <= cap(r.data) {
+		return r.data
+	}
+	c := max(2*cap(r.data), len(r.data)+n)
+	if r.stream > 0 {
+		c = max(min(c, r.stream+readBuffer+1), len(r.data)+n)
+	}
+	return append(make([]byte, 0, c), r.data...)
+}
+
+// valuePiece returns the next piece of the current line, decoded as
+// UTF-8, and whether the line ended with it (its end is then consumed).
+// A piece ends where the input buffered so far does, short of a sequence
+// that later bytes may complete. It is valid until the next read.
+func (r *Reader) valuePiece() (piece []byte, ended bool, err error) {
+	want := 1
+	for {
+		if r.br.Buffered() < want {
+			if b, err := r.br.Peek(want); len(b) < want {
+				return nil, false, r.endOfInput(err)
+			}
+		}
+		buf, _ := r.br.Peek(r.br.Buffered())
+		if i := lineEnd(buf); i >= 0 {
+			r.skipLF = buf[i] == '\r'
+			r.br.Discard(i + 1) // within the buffered bytes: buf stays valid
+			return toValidUTF8(buf[:i]), true, nil
+		}
+		n := completeUTF8(buf)
+		if n == 0 {
+			want = len(buf) + 1 // only the start of a sequence: read on
+			continue
+		}
+		r.br.Discard(n)
+		return toValidUTF8(buf[:n]), false, nil
+	}
+}
+
+// eventRest is the Rest of an event handed over as a stream. It goes on
+// reading the event's lines where readData stopped: the data lines'
+// values go to the caller, joined with LF; the other lines apply to the
+// Reader as Next applies them; the blank line ends it.
+type eventRest struct {
+	r      *Reader
+	inLine bool   // inside a data line's value
+	lfOwed bool   // a data line ended: its LF goes out if another follows
+	pend   []byte // decoded bytes not yet read
+	err    error  // io.EOF at the event's end, or what stopped it
+}
+
+// dataLF is the LF that joins two data lines.
+var dataLF = []byte{'\n'}
+
+func (e *eventRest) Read(p []byte) (int, error) {
+	for len(e.pend) == 0 {
+		if e.err != nil {
+			return 0, e.err
+		}
+		e.fill()
+	}
+	n := copy(p, e.pend)
+	e.pend = e.pend[n:]
+	return n, nil
+}
+
+// fill reads the next piece of the event: a piece of a data line's value,
+// the LF between two data lines, or a line that is not data.
+func (e *eventRest) fill() {
+	r := e.r
+	if e.inLine {
+		piece, ended, err := r.valuePiece()
+		if err != nil {
+			e.fail(err)
+			return
+		}
+		e.pend, e.inLine, e.lfOwed = piece, !ended, ended
+		return
+	}
+	data, err := r.atData()
+	if err != nil {
+		e.fail(err)
+		return
+	}
+	if data {
+		if e.lfOwed {
+			e.pend, e.lfOwed = dataLF, false
+		}
+		e.inLine = true
+		return
+	}
+	line, err := r.readLine()
+	switch {
+	case err != nil:
+		e.fail(err)
+	case len(line) == 0:
+		r.dispatch() // the data buffer is empty: it commits the id only
+		e.err = io.EOF
+	default:
+		if err := r.processLine(line); err != nil {
+			e.fail(err)
+		}
+	}
+}
+
+// fail stops the event and the Reader with err.
+func (e *eventRest) fail(err error) {
+	e.err = err
+	e.r.err = err
 }
 
 // readLine returns the next line without its end (LF, CR or CRLF), decoded
@@ -334,15 +573,8 @@ func toValidUTF8(b []byte) []byte {
 // bound of the second byte (no overlong forms), ED and F4 its upper bound
 // (no surrogates, nothing past U+10FFFF).
 func invalidPrefix(b []byte) int {
-	var need int
-	switch c := b[0]; {
-	case c >= 0xC2 && c <= 0xDF:
-		need = 1
-	case c >= 0xE0 && c <= 0xEF:
-		need = 2
-	case c >= 0xF0 && c <= 0xF4:
-		need = 3
-	default:
+	need := continuations(b[0])
+	if need == 0 {
 		return 1
 	}
 	lo, hi := byte(0x80), byte(0xBF)
@@ -364,4 +596,37 @@ func invalidPrefix(b []byte) int {
 		lo, hi = 0x80, 0xBF
 	}
 	return n
+}
+
+// continuations returns how many continuation bytes the lead byte c
+// takes, or 0 when c leads no sequence (ASCII, a continuation byte, or a
+// byte UTF-8 never uses).
+func continuations(c byte) int {
+	switch {
+	case c >= 0xC2 && c <= 0xDF:
+		return 1
+	case c >= 0xE0 && c <= 0xEF:
+		return 2
+	case c >= 0xF0 && c <= 0xF4:
+		return 3
+	}
+	return 0
+}
+
+// completeUTF8 returns the length of b without the sequence it may end
+// with that later bytes could still complete: b can be decoded up to
+// there as if it were all there is, and the rest decoded with the bytes
+// that follow.
+func completeUTF8(b []byte) int {
+	for k := 1; k <= utf8.UTFMax-1 && k <= len(b); k++ {
+		c := b[len(b)-k]
+		if c >= 0x80 && c <= 0xBF {
+			continue // a continuation byte: its lead is further back
+		}
+		if need := continuations(c); k <= need && invalidPrefix(b[len(b)-k:]) == k {
+			return len(b) - k
+		}
+		return len(b)
+	}
+	return len(b)
 }

@@ -1,9 +1,12 @@
 package sse
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"errors"
 	"io"
 	"math"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -246,6 +249,222 @@ func BenchmarkReader(b *testing.B) {
 			if _, err := r.Next(); err != nil {
 				break
 			}
+		}
+	}
+}
+
+// streamedEv is an event of the streaming tables: Data is the whole data
+// (Data, then Rest), Streamed says whether it came with a Rest, and
+// LastID is the last event ID once it was read to its end.
+type streamedEv struct {
+	ID, Type, Data string
+	Streamed       bool
+	LastID         string
+}
+
+// readStreamed reads every event of r, each Rest through wrap.
+func readStreamed(r *Reader, wrap func(io.Reader) io.Reader) ([]streamedEv, error) {
+	var got []streamedEv
+	for {
+		e, err := r.Next()
+		if err != nil {
+			return got, err
+		}
+		data := string(e.Data)
+		if e.Rest != nil {
+			rest, err := io.ReadAll(wrap(e.Rest))
+			if err != nil {
+				return got, err
+			}
+			data += string(rest)
+		}
+		got = append(got, streamedEv{e.ID, e.Type, data, e.Rest != nil, r.LastEventID()})
+	}
+}
+
+func TestReaderStreamsLargeEvents(t *testing.T) {
+	tests := []struct {
+		name  string
+		in    string
+		above int
+		want  []streamedEv
+	}{
+		{name: "an event at the threshold is held whole", in: "data: 12345\n\n", above: 5,
+			want: []streamedEv{{"", "message", "12345", false, ""}}},
+		{name: "one past it is streamed", in: "id: 1\nevent: big\ndata: 123456\n\n", above: 5,
+			want: []streamedEv{{"1", "big", "123456", true, "1"}}},
+		{name: "data lines join with LF across the hand-over", in: "data: abc\ndata: def\ndata: ghi\n\n", above: 5,
+			want: []streamedEv{{"", "message", "abc\ndef\nghi", true, ""}}},
+		{name: "the hand-over can fall on an empty line", in: "data: abcde\ndata\ndata: x\n\n", above: 5,
+			want: []streamedEv{{"", "message", "abcde\n\nx", true, ""}}},
+		{name: "the final LF is dropped", in: "data: abcdefgh\ndata\n\n", above: 5,
+			want: []streamedEv{{"", "message", "abcdefgh\n", true, ""}}},
+		{name: "an id after the hand-over sets the last event id", in: "id: 1\ndata: abcdefgh\nid: 2\n\ndata: s\n\n", above: 5,
+			want: []streamedEv{{"1", "message", "abcdefgh", true, "2"}, {"2", "message", "s", false, "2"}}},
+		{name: "an event field after the hand-over does not change the type given", in: "event: a\ndata: abcdefgh\nevent: b\n\ndata: s\n\n", above: 5,
+			want: []streamedEv{{"", "a", "abcdefgh", true, ""}, {"", "message", "s", false, ""}}},
+		{name: "comments and unknown fields inside are skipped", in: "data: abcdefgh\n: ping\nfoo: bar\ndata: z\n\n", above: 5,
+			want: []streamedEv{{"", "message", "abcdefgh\nz", true, ""}}},
+		{name: "CR and CRLF line ends", in: "data: abcdefgh\rdata: y\r\ndata: z\r\n\r\ndata: s\r\r", above: 5,
+			want: []streamedEv{{"", "message", "abcdefgh\ny\nz", true, ""}, {"", "message", "s", false, ""}}},
+		{name: "a field named like data is not data", in: "database: x\ndata: abcdefgh\n\n", above: 5,
+			want: []streamedEv{{"", "message", "abcdefgh", true, ""}}},
+		{name: "invalid UTF-8 is replaced in the rest too", in: "data: abcde\xE2\x82\xAC\xE2\x82|\xF0\x9F\x98\x80\n\n", above: 5,
+			want: []streamedEv{{"", "message", "abcde€\uFFFD|😀", true, ""}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, src := range []struct {
+				name string
+				r    io.Reader
+				rest func(io.Reader) io.Reader
+			}{
+				{"whole", strings.NewReader(tt.in), func(r io.Reader) io.Reader { return r }},
+				{"bytewise", iotest.OneByteReader(strings.NewReader(tt.in)), iotest.OneByteReader},
+			} {
+				got, err := readStreamed(NewReader(src.r, Options{StreamAbove: tt.above}), src.rest)
+				if diff := cmp.Diff(tt.want, got); diff != "" {
+					t.Errorf("%s: events (-want +got):\n%s", src.name, diff)
+				}
+				if err != io.EOF {
+					t.Errorf("%s: got error %v; want io.EOF", src.name, err)
+				}
+			}
+		})
+	}
+}
+
+// TestReaderStreamedEventEnds checks how a streamed event's Rest ends
+// when the stream does not reach the event's blank line: the error is
+// the one Next would have returned, and Next returns it again after.
+func TestReaderStreamedEventEnds(t *testing.T) {
+	boom := errors.New("connection reset")
+	tests := []struct {
+		name    string
+		in      io.Reader
+		partial bool
+		err     error
+	}{
+		{name: "the stream ends inside the line", in: strings.NewReader("data: abcdefgh"), partial: true},
+		{name: "the stream ends after a line", in: strings.NewReader("data: abcdefgh\ndata: x\n"), partial: true},
+		{name: "the connection breaks", in: io.MultiReader(strings.NewReader("data: abcdefgh"), iotest.ErrReader(boom)), err: boom},
+		{name: "a line inside is over the limit", in: strings.NewReader("data: abcdefgh\nid: " + strings.Repeat("x", 40) + "\n\n"), err: &TooLargeError{Limit: 32}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := NewReader(tt.in, Options{StreamAbove: 5, MaxEventSize: 32})
+			e, err := r.Next()
+			if err != nil || e.Rest == nil {
+				t.Fatalf("got %+v, %v; want an event with a Rest", e, err)
+			}
+			_, err = io.ReadAll(e.Rest)
+			switch {
+			case tt.partial && (!errors.Is(err, ErrPartialEvent) || !errors.Is(err, io.ErrUnexpectedEOF)):
+				t.Fatalf("Rest ended with %v; want ErrPartialEvent wrapping io.ErrUnexpectedEOF", err)
+			case tt.err != nil && !cmp.Equal(err, tt.err, cmp.Comparer(func(a, b error) bool { return a.Error() == b.Error() })):
+				t.Fatalf("Rest ended with %v; want %v", err, tt.err)
+			}
+			if _, again := r.Next(); again != err {
+				t.Fatalf("Next returned %v after Rest ended with %v; want the same", again, err)
+			}
+		})
+	}
+}
+
+// TestReaderDiscardsAnUnreadRest: Next reads past what the caller left
+// of a streamed event, and the next event is whole.
+func TestReaderDiscardsAnUnreadRest(t *testing.T) {
+	r := NewReader(strings.NewReader("id: 1\ndata: abcdefgh\ndata: more\nid: 2\n\ndata: next\n\n"), Options{StreamAbove: 5})
+	e, err := r.Next()
+	if err != nil || e.Rest == nil {
+		t.Fatalf("got %+v, %v; want an event with a Rest", e, err)
+	}
+	b := make([]byte, 2)
+	if _, err := io.ReadFull(e.Rest, b); err != nil {
+		t.Fatal(err)
+	}
+	e, err = r.Next()
+	if err != nil || string(e.Data) != "next" || e.ID != "2" || e.Rest != nil {
+		t.Fatalf("got %+v, %v; want the whole event next with id 2", e, err)
+	}
+}
+
+// patternReader yields n bytes of a repeating pattern, then EOF.
+type patternReader struct {
+	pattern []byte
+	n, off  int
+}
+
+func (p *patternReader) Read(b []byte) (int, error) {
+	if p.n == 0 {
+		return 0, io.EOF
+	}
+	k := 0
+	for k < len(b) && p.n > 0 {
+		c := copy(b[k:min(len(b), k+p.n)], p.pattern[p.off:])
+		k, p.n, p.off = k+c, p.n-c, (p.off+c)%len(p.pattern)
+	}
+	return k, nil
+}
+
+// TestReaderStreamsInBoundedMemory streams one 64 MiB event, its data
+// as one line with multi-byte runes across every read boundary, and
+// checks every byte, and that what the Reader allocated is bounded by
+// StreamAbove (at most four times it), not by the event's size.
+func TestReaderStreamsInBoundedMemory(t *testing.T) {
+	const size, above = 64 << 20, 4 << 20
+	pattern := []byte(`{"k":"välue ✓ 😀"},`) // 1-, 2-, 3- and 4-byte runes
+	want := sha256.New()
+	io.Copy(want, &patternReader{pattern: pattern, n: size})
+	in := io.MultiReader(strings.NewReader("id: big\ndata: "), &patternReader{pattern: pattern, n: size}, strings.NewReader("\n\ndata: after\n\n"))
+
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	r := NewReader(in, Options{StreamAbove: above})
+	e, err := r.Next()
+	if err != nil || e.Rest == nil {
+		t.Fatalf("got %v; want an event with a Rest", err)
+	}
+	got := sha256.New()
+	got.Write(e.Data)
+	n, err := io.Copy(got, e.Rest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	if total := int64(len(e.Data)) + n; total != size || !bytes.Equal(got.Sum(nil), want.Sum(nil)) {
+		t.Fatalf("got %d bytes of data that differ from the %d sent", total, size)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 4*above {
+		t.Fatalf("the Reader allocated %d MiB to stream a %d MiB event with StreamAbove %d MiB; want at most %d", alloc>>20, size>>20, above>>20, 4*above>>20)
+	}
+	if e, err := r.Next(); err != nil || string(e.Data) != "after" || e.ID != "big" {
+		t.Fatalf("got %+v, %v; want the next event whole", e, err)
+	}
+}
+
+func TestCompleteUTF8(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int
+	}{
+		{"", 0},
+		{"abc", 3},
+		{"ab\xE2", 2},
+		{"ab\xE2\x82", 2},
+		{"ab\xE2\x82\xAC", 5},
+		{"\xF0\x9F\x98", 0},
+		{"\xF0\x9F\x98\x80", 4},
+		{"a\xE2\x28", 3},     // E2 cannot take 28: nothing more completes it
+		{"a\xE0\x80", 3},     // E0 80 is an overlong start: already invalid
+		{"a\xED\xA0", 3},     // a surrogate: already invalid
+		{"a\xC0", 2},         // C0 leads nothing
+		{"a\x80\x80\x80", 4}, // continuation bytes with no lead in reach
+	}
+	for _, tt := range tests {
+		if got := completeUTF8([]byte(tt.in)); got != tt.want {
+			t.Errorf("completeUTF8(%q) = %d; want %d", tt.in, got, tt.want)
 		}
 	}
 }

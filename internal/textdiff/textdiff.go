@@ -1,15 +1,22 @@
-package main
+// Package textdiff writes unified diffs of text, line by line, as diff -u
+// and patch read them. wrap and unwrap show the change they would make to
+// an MCP client's config this way before they make it.
+//
+// It does no I/O.
+package textdiff
 
 import (
 	"fmt"
 	"strings"
 )
 
-// unifiedDiff returns the unified diff (3 lines of context) that turns a
-// into b, or "" when they are equal. Lines are compared with Myers'
-// algorithm, whose cost grows with the number of changed lines, so a
-// large ~/.claude.json with a few wrapped servers diffs quickly.
-func unifiedDiff(nameA, nameB, a, b string) string {
+// Unified returns the unified diff (3 lines of context) that turns a into
+// b, headed by the names nameA and nameB, or "" when they are equal. A
+// last line without a line feed is marked "\ No newline at end of file".
+// Lines are compared with Myers' algorithm, whose cost grows with the
+// number of changed lines, so a large ~/.claude.json with a few wrapped
+// servers diffs quickly.
+func Unified(nameA, nameB, a, b string) string {
 	if a == b {
 		return ""
 	}

@@ -1,26 +1,28 @@
-package main
+package fieldinput
 
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/translate"
 )
 
-// fieldRules checks answers to one field with the bridge's own rules and
+// Rules checks answers to one field with the bridge's own rules and
 // wording: it rebuilds the one-property schema the field spec describes
 // and validates with translate, so what the terminal says about an answer
 // is what the bridge would say. Rules a field spec does not carry
 // (integer-ness, exclusive bounds, multipleOf) are left to the bridge.
-type fieldRules struct {
+type Rules struct {
 	spec aep.FieldSpec
 	form *translate.Form // nil when the spec names something translate cannot rebuild
 }
 
-func newFieldRules(s aep.FieldSpec) fieldRules {
-	r := fieldRules{spec: s}
+// NewRules returns the rules of the field s.
+func NewRules(s aep.FieldSpec) Rules {
+	r := Rules{spec: s}
 	schema := map[string]any{"type": "object", "properties": map[string]any{s.ID: specSchema(s)}}
 	if s.Required {
 		schema["required"] = []string{s.ID}
@@ -84,9 +86,9 @@ func specSchema(s aep.FieldSpec) map[string]any {
 	return p
 }
 
-// check returns the bridge's message for value (nil: no value given), or
-// "" when the value passes.
-func (r fieldRules) check(value any, given bool) string {
+// Check returns the bridge's message for value (given false: no value),
+// or "" when the value passes.
+func (r Rules) Check(value any, given bool) string {
 	if r.form == nil {
 		return ""
 	}
@@ -100,9 +102,10 @@ func (r fieldRules) check(value any, given bool) string {
 	return ""
 }
 
-// describeField lists what an operator needs to answer a field right the
-// first time: its type, constraints, choices and default.
-func describeField(s aep.FieldSpec) []string {
+// Describe lists what an operator needs to answer a field right the
+// first time: its type, constraints, choices and default. The lines carry
+// the peer's text as it is: escape them for the terminal.
+func Describe(s aep.FieldSpec) []string {
 	var lines []string
 	var c []string
 	n := func(v *int) string { return fmt.Sprint(*v) }
@@ -160,9 +163,26 @@ func describeField(s aep.FieldSpec) []string {
 	case s.Default != nil && redactedDefault(s):
 		lines = append(lines, "default: hidden by redaction on the bus; type the value")
 	case s.Default != nil:
-		lines = append(lines, "default: "+defaultText(s)+" (press Enter to take it)")
+		lines = append(lines, "default: "+DefaultText(s)+" (press Enter to take it)")
 	}
 	return lines
+}
+
+// FillDefaults adds to values the declared default of every field that
+// values leaves out, as the inbox and the field-by-field prompt offer
+// them: never a secret field's, nor a default the bus shows redacted
+// (it is not the server's value). It returns the fields it filled, in
+// declared order.
+func FillDefaults(fields []aep.FieldSpec, values map[string]any) []aep.FieldSpec {
+	var filled []aep.FieldSpec
+	for _, f := range fields {
+		if _, ok := values[f.ID]; ok || f.Default == nil || f.Secret || redactedDefault(f) {
+			continue
+		}
+		values[f.ID] = defaultValue(f.Default)
+		filled = append(filled, f)
+	}
+	return filled
 }
 
 // redactedDefault reports a default the bus shows redacted (an email at
@@ -173,8 +193,8 @@ func redactedDefault(s aep.FieldSpec) bool {
 	return ok && strings.Contains(str, "[REDACTED:")
 }
 
-// defaultText shows a field's default as an operator would type it.
-func defaultText(s aep.FieldSpec) string {
+// DefaultText shows a field's default as an operator would type it.
+func DefaultText(s aep.FieldSpec) string {
 	switch v := s.Default.(type) {
 	case bool:
 		if v {
@@ -191,4 +211,74 @@ func defaultText(s aep.FieldSpec) string {
 		return strings.Join(parts, ", ")
 	}
 	return fmt.Sprint(s.Default)
+}
+
+// Parse reads a typed line as a field's value. An empty line takes
+// the default, or gives no value (a required multi-select gets the empty
+// list, which is a value). What cannot be read as the field's type is
+// passed on as typed, so the bridge's rules name the problem.
+func Parse(f aep.FieldSpec, s string) (any, bool) {
+	trimmed := strings.TrimSpace(s)
+	if trimmed == "" {
+		switch {
+		case f.Default != nil && !f.Secret && !redactedDefault(f):
+			return defaultValue(f.Default), true
+		case f.Type == "select" && f.Multi && f.Required:
+			return []any{}, true
+		}
+		return nil, false
+	}
+	switch f.Type {
+	case "number":
+		return json.Number(trimmed), true
+	case "boolean":
+		switch strings.ToLower(trimmed) {
+		case "y", "yes", "true":
+			return true, true
+		case "n", "no", "false":
+			return false, true
+		}
+		return trimmed, true
+	case "select":
+		if !f.Multi {
+			if id, ok := PickChoice(trimmed, f.Choices); ok {
+				return id, true
+			}
+			return trimmed, true
+		}
+		var ids []any
+		for _, part := range strings.Split(trimmed, ",") {
+			part = strings.TrimSpace(part)
+			if id, ok := PickChoice(part, f.Choices); ok {
+				ids = append(ids, id)
+			} else {
+				ids = append(ids, part)
+			}
+		}
+		return ids, true
+	}
+	return s, true
+}
+
+// defaultValue turns a default decoded from JSON into an answer value:
+// numbers travel as json.Number.
+func defaultValue(v any) any {
+	if f, ok := v.(float64); ok {
+		return json.Number(strconv.FormatFloat(f, 'g', -1, 64))
+	}
+	return v
+}
+
+// PickChoice reads a choice by its id or, failing that, its 1-based
+// number.
+func PickChoice(s string, choices []aep.Choice) (string, bool) {
+	for _, c := range choices {
+		if c.ID == s {
+			return c.ID, true
+		}
+	}
+	if n, err := strconv.Atoi(s); err == nil && n >= 1 && n <= len(choices) {
+		return choices[n-1].ID, true
+	}
+	return "", false
 }

@@ -1,7 +1,9 @@
-package main
+package clientconfig
 
 import (
 	"strings"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/jsonc"
 )
 
 // unwrapEntry returns the entry's object as it was before wrap, or a
@@ -11,24 +13,24 @@ import (
 // entry is rebuilt from the bridge's arguments: a stdio entry exactly as
 // wrap left it, a URL entry with its url, type and headers.
 func unwrapEntry(src []byte, e serverEntry, backup []byte) (text, skip string) {
-	cmd := e.obj.member("command")
-	if cmd == nil || cmd.val.kind != '"' || !isBridge(cmd.val.str) {
+	cmd := e.obj.Member("command")
+	if cmd == nil || cmd.Val.Kind != '"' || !IsBridge(cmd.Val.Str) {
 		return "", "does not run through the bridge"
 	}
-	if t, ok := fromBackup(src, e, backup, cmd.val.str); ok {
+	if t, ok := fromBackup(src, e, backup, cmd.Val.Str); ok {
 		return t, ""
 	}
-	args := e.obj.member("args")
-	if args == nil || args.val.kind != '[' {
+	args := e.obj.Member("args")
+	if args == nil || args.Val.Kind != '[' {
 		return "", "runs the bridge without arguments; not wrapped by wrap"
 	}
-	for _, a := range args.val.elems {
-		if a.kind != '"' {
+	for _, a := range args.Val.Elems {
+		if a.Kind != '"' {
 			return "", "its args are not all strings"
 		}
 	}
-	for i, a := range args.val.elems {
-		switch a.str {
+	for i, a := range args.Val.Elems {
+		switch a.Str {
 		case "--":
 			return unwrapStdio(src, e, i)
 		case "--url":
@@ -44,11 +46,11 @@ func fromBackup(src []byte, e serverEntry, backup []byte, bridge string) (string
 	if backup == nil {
 		return "", false
 	}
-	root, err := parseJSONC(backup)
+	root, err := jsonc.Parse(backup)
 	if err != nil {
 		return "", false
 	}
-	entries, err := findServers(root)
+	entries, err := findServers(root, backup)
 	if err != nil {
 		return "", false
 	}
@@ -56,8 +58,8 @@ func fromBackup(src []byte, e serverEntry, backup []byte, bridge string) (string
 		if b.section != e.section || b.name != e.name {
 			continue
 		}
-		if w, skip := wrapEntry(backup, b, bridge); skip == "" && w == string(src[e.obj.start:e.obj.end]) {
-			return string(backup[b.obj.start:b.obj.end]), true
+		if w, skip := wrapEntry(backup, b, bridge); skip == "" && w == string(src[e.obj.Start:e.obj.End]) {
+			return string(backup[b.obj.Start:b.obj.End]), true
 		}
 	}
 	return "", false
@@ -66,24 +68,24 @@ func fromBackup(src []byte, e serverEntry, backup []byte, bridge string) (string
 // unwrapStdio undoes wrapStdio: dash is the index of "--" in args.
 func unwrapStdio(src []byte, e serverEntry, dash int) (string, string) {
 	obj := e.obj
-	cmd := obj.member("command")
-	ai := memberIndex(obj, "args")
-	elems := obj.members[ai].val.elems
+	cmd := obj.Member("command")
+	ai := obj.MemberIndex("args")
+	elems := obj.Members[ai].Val.Elems
 	if dash+1 >= len(elems) {
 		return "", "runs the bridge with -- but no command after it"
 	}
 	orig := elems[dash+1]
-	edits := []splice{{cmd.val.start, cmd.val.end, string(src[orig.start:orig.end])}}
+	edits := []splice{{cmd.Val.Start, cmd.Val.End, string(src[orig.Start:orig.End])}}
 	switch {
 	case dash+2 < len(elems):
-		edits = append(edits, splice{elems[0].start, elems[dash+2].start, ""})
-	case ai > 0 && obj.members[ai-1].key == "command" && onlyComma(src[cmd.val.end:obj.members[ai].keyStart]):
+		edits = append(edits, splice{elems[0].Start, elems[dash+2].Start, ""})
+	case ai > 0 && obj.Members[ai-1].Key == "command" && onlyComma(src[cmd.Val.End:obj.Members[ai].KeyStart]):
 		// wrap added the args member right after the command
-		edits = append(edits, splice{cmd.val.end, obj.members[ai].val.end, ""})
+		edits = append(edits, splice{cmd.Val.End, obj.Members[ai].Val.End, ""})
 	default:
-		edits = append(edits, splice{elems[0].start, elems[len(elems)-1].end, ""})
+		edits = append(edits, splice{elems[0].Start, elems[len(elems)-1].End, ""})
 	}
-	return applySplices(src, obj.start, obj.end, edits), ""
+	return applySplices(src, obj.Start, obj.End, edits), ""
 }
 
 // onlyComma reports whether b is a comma amid whitespace.
@@ -94,17 +96,17 @@ func onlyComma(b []byte) bool {
 // unwrapURL undoes wrapURL from the bridge's arguments.
 func unwrapURL(src []byte, e serverEntry) (string, string) {
 	obj := e.obj
-	cmd := obj.member("command")
-	ai := memberIndex(obj, "args")
+	cmd := obj.Member("command")
+	ai := obj.MemberIndex("args")
 	var url, transport string
 	var headerEnv []string
-	elems := obj.members[ai].val.elems
+	elems := obj.Members[ai].Val.Elems
 	for i := 0; i < len(elems); i++ {
 		next := ""
 		if i+1 < len(elems) {
-			next = elems[i+1].str
+			next = elems[i+1].Str
 		}
-		switch elems[i].str {
+		switch elems[i].Str {
 		case "--url":
 			url, i = next, i+1
 		case "--transport":
@@ -116,31 +118,31 @@ func unwrapURL(src []byte, e serverEntry) (string, string) {
 		}
 	}
 	var headers []string
-	env := memberIndex(obj, "env")
+	env := obj.MemberIndex("env")
 	for _, name := range headerEnv {
 		if env < 0 {
 			return "", "its headers' environment is missing"
 		}
-		v := obj.members[env].val.member(name)
-		if v == nil || v.val.kind != '"' {
+		v := obj.Members[env].Val.Member(name)
+		if v == nil || v.Val.Kind != '"' {
 			return "", "its header variable " + name + " is missing"
 		}
-		k, val, ok := strings.Cut(v.val.str, ":")
+		k, val, ok := strings.Cut(v.Val.Str, ":")
 		if !ok {
 			return "", "its header variable " + name + " is not 'Name: value'"
 		}
 		headers = append(headers, jsonText(strings.TrimSpace(k))+colonOf(src, cmd)+jsonText(strings.TrimSpace(val)))
 	}
-	ws := spaceBefore(src, cmd.keyStart)
+	ws := memberSep(src, obj, e.st)
 	text := `"url"` + colonOf(src, cmd) + jsonText(url)
 	if len(headers) > 0 {
-		text += "," + ws + `"headers"` + colonOf(src, cmd) + objectText(headers, ws, spaceBefore(src, obj.end-1), fileStyle(src))
+		text += "," + ws + `"headers"` + colonOf(src, cmd) + objectText(headers, ws, spaceBefore(src, obj.End-1), e.st)
 	}
-	edits := []splice{{cmd.keyStart, cmd.val.end, text}, removeMember(obj, ai)}
+	edits := []splice{{cmd.KeyStart, cmd.Val.End, text}, removeMember(obj, ai)}
 	if env >= 0 && len(headerEnv) > 0 {
 		edits = append(edits, removeMember(obj, env))
 	}
-	if ti := memberIndex(obj, "type"); ti >= 0 && obj.members[ti].val.str == "stdio" {
+	if ti := obj.MemberIndex("type"); ti >= 0 && obj.Members[ti].Val.Str == "stdio" {
 		t := "http"
 		switch transport {
 		case "sse":
@@ -148,10 +150,10 @@ func unwrapURL(src []byte, e serverEntry) (string, string) {
 		case "streamable":
 			t = "streamable-http"
 		}
-		v := obj.members[ti].val
-		edits = append(edits, splice{v.start, v.end, jsonText(t)})
+		v := obj.Members[ti].Val
+		edits = append(edits, splice{v.Start, v.End, jsonText(t)})
 	}
-	return applySplices(src, obj.start, obj.end, dedupe(edits)), ""
+	return applySplices(src, obj.Start, obj.End, dedupe(edits)), ""
 }
 
 // objectText lays out an object's members as the entry around it is laid
@@ -162,10 +164,14 @@ func objectText(members []string, memberWS, closeWS string, st style) string {
 	if !strings.Contains(memberWS, "\n") {
 		return "{" + strings.Join(members, ","+st.item) + "}"
 	}
+	nl := "\n"
+	if strings.Contains(memberWS, "\r\n") { // a CRLF file stays one
+		nl = "\r\n"
+	}
 	indent := memberWS[strings.LastIndexByte(memberWS, '\n')+1:]
 	outer := closeWS[strings.LastIndexByte(closeWS, '\n')+1:]
 	inner := indent + strings.TrimPrefix(indent, outer)
-	return "{\n" + inner + strings.Join(members, ",\n"+inner) + "\n" + indent + "}"
+	return "{" + nl + inner + strings.Join(members, ","+nl+inner) + nl + indent + "}"
 }
 
 // dedupe merges removals that touch, so two adjacent member removals do

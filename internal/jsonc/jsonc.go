@@ -1,59 +1,79 @@
-package main
+package jsonc
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"unicode/utf8"
 )
 
-// The MCP clients' config files are JSON, and VS Code's are JSON with
-// comments and trailing commas. wrap and unwrap edit them in place, so
-// they need each value's byte span: this parser records spans and nothing
-// else is touched, which keeps comments, formatting, key order and
-// unknown keys exactly as they were.
-
-// jnode is one value of a config file and its byte span [start, end).
-type jnode struct {
-	kind       byte // '{', '[', '"', or 'v' for numbers, true, false and null
-	start, end int
-	str        string // a string's value
-	members    []jmember
-	elems      []*jnode
+// Node is one value of a document and its byte span [Start, End).
+type Node struct {
+	Kind       byte // '{', '[', '"', or 'v' for numbers, true, false and null
+	Start, End int
+	Str        string   // a string's value
+	Members    []Member // an object's members, in the file's order
+	Elems      []*Node  // an array's elements
 }
 
-// jmember is one member of an object: its key's span and its value.
-type jmember struct {
-	key              string
-	keyStart, keyEnd int
-	val              *jnode
+// Member is one member of an object: its key, the key's span (quotes
+// included) and its value.
+type Member struct {
+	Key              string
+	KeyStart, KeyEnd int
+	Val              *Node
 }
 
-// member returns the member named key, or nil.
-func (n *jnode) member(key string) *jmember {
-	if n == nil || n.kind != '{' {
+// Member returns the first member named key of an object, or nil (also
+// when n is nil or not an object).
+func (n *Node) Member(key string) *Member {
+	if n == nil || n.Kind != '{' {
 		return nil
 	}
-	for i := range n.members {
-		if n.members[i].key == key {
-			return &n.members[i]
+	for i := range n.Members {
+		if n.Members[i].Key == key {
+			return &n.Members[i]
 		}
 	}
 	return nil
 }
 
-// maxConfigDepth bounds nesting, so a hostile file cannot exhaust the stack.
-const maxConfigDepth = 512
+// MemberIndex returns the index of the first member named key, or -1.
+func (n *Node) MemberIndex(key string) int {
+	if n == nil {
+		return -1
+	}
+	for i, m := range n.Members {
+		if m.Key == key {
+			return i
+		}
+	}
+	return -1
+}
 
-type jparser struct {
+// bom is the UTF-8 byte order mark.
+var bom = []byte("\ufeff")
+
+// MaxDepth bounds nesting, so a hostile file cannot exhaust the stack.
+const MaxDepth = 512
+
+type parser struct {
 	b     []byte
 	i     int
 	depth int
 }
 
-// parseJSONC parses a JSON or JSONC document.
-func parseJSONC(b []byte) (*jnode, error) {
-	p := &jparser{b: b}
+// Parse parses a JSON or JSONC document. An error names the line and
+// column where the document stops being one. A UTF-8 byte order mark at
+// the start, which some Windows editors write, is skipped (RFC 8259 §8.1
+// lets a parser ignore it): spans count from the first byte, so an editor
+// that splices into the document keeps the mark.
+func Parse(b []byte) (*Node, error) {
+	p := &parser{b: b}
+	if bytes.HasPrefix(b, bom) {
+		p.i = len(bom)
+	}
 	if err := p.space(); err != nil {
 		return nil, err
 	}
@@ -70,14 +90,14 @@ func parseJSONC(b []byte) (*jnode, error) {
 	return n, nil
 }
 
-func (p *jparser) errorf(format string, a ...any) error {
+func (p *parser) errorf(format string, a ...any) error {
 	line := 1 + strings.Count(string(p.b[:min(p.i, len(p.b))]), "\n")
 	col := p.i - strings.LastIndexByte(string(p.b[:min(p.i, len(p.b))]), '\n')
 	return fmt.Errorf("line %d, column %d: %s", line, col, fmt.Sprintf(format, a...))
 }
 
 // space skips whitespace and comments.
-func (p *jparser) space() error {
+func (p *parser) space() error {
 	for p.i < len(p.b) {
 		switch c := p.b[p.i]; {
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
@@ -99,15 +119,15 @@ func (p *jparser) space() error {
 	return nil
 }
 
-func (p *jparser) value() (*jnode, error) {
+func (p *parser) value() (*Node, error) {
 	if p.i >= len(p.b) {
 		return nil, p.errorf("unexpected end of the document")
 	}
 	switch c := p.b[p.i]; {
 	case c == '{' || c == '[':
 		p.depth++
-		if p.depth > maxConfigDepth {
-			return nil, p.errorf("nested deeper than %d levels", maxConfigDepth)
+		if p.depth > MaxDepth {
+			return nil, p.errorf("nested deeper than %d levels", MaxDepth)
 		}
 		defer func() { p.depth-- }()
 		if c == '{' {
@@ -123,8 +143,8 @@ func (p *jparser) value() (*jnode, error) {
 	}
 }
 
-func (p *jparser) object() (*jnode, error) {
-	n := &jnode{kind: '{', start: p.i}
+func (p *parser) object() (*Node, error) {
+	n := &Node{Kind: '{', Start: p.i}
 	p.i++
 	for {
 		if err := p.space(); err != nil {
@@ -132,7 +152,7 @@ func (p *jparser) object() (*jnode, error) {
 		}
 		if p.i < len(p.b) && p.b[p.i] == '}' {
 			p.i++
-			n.end = p.i
+			n.End = p.i
 			return n, nil
 		}
 		if p.i >= len(p.b) || p.b[p.i] != '"' {
@@ -146,7 +166,7 @@ func (p *jparser) object() (*jnode, error) {
 			return nil, err
 		}
 		if p.i >= len(p.b) || p.b[p.i] != ':' {
-			return nil, p.errorf(`expected ":" after the member name %q`, key.str)
+			return nil, p.errorf(`expected ":" after the member name %q`, key.Str)
 		}
 		p.i++
 		if err := p.space(); err != nil {
@@ -156,7 +176,7 @@ func (p *jparser) object() (*jnode, error) {
 		if err != nil {
 			return nil, err
 		}
-		n.members = append(n.members, jmember{key: key.str, keyStart: key.start, keyEnd: key.end, val: v})
+		n.Members = append(n.Members, Member{Key: key.Str, KeyStart: key.Start, KeyEnd: key.End, Val: v})
 		if err := p.space(); err != nil {
 			return nil, err
 		}
@@ -167,12 +187,12 @@ func (p *jparser) object() (*jnode, error) {
 		if p.i < len(p.b) && p.b[p.i] == '}' {
 			continue
 		}
-		return nil, p.errorf(`expected "," or "}" after the member %q`, key.str)
+		return nil, p.errorf(`expected "," or "}" after the member %q`, key.Str)
 	}
 }
 
-func (p *jparser) array() (*jnode, error) {
-	n := &jnode{kind: '[', start: p.i}
+func (p *parser) array() (*Node, error) {
+	n := &Node{Kind: '[', Start: p.i}
 	p.i++
 	for {
 		if err := p.space(); err != nil {
@@ -180,14 +200,14 @@ func (p *jparser) array() (*jnode, error) {
 		}
 		if p.i < len(p.b) && p.b[p.i] == ']' {
 			p.i++
-			n.end = p.i
+			n.End = p.i
 			return n, nil
 		}
 		v, err := p.value()
 		if err != nil {
 			return nil, err
 		}
-		n.elems = append(n.elems, v)
+		n.Elems = append(n.Elems, v)
 		if err := p.space(); err != nil {
 			return nil, err
 		}
@@ -202,7 +222,7 @@ func (p *jparser) array() (*jnode, error) {
 	}
 }
 
-func (p *jparser) string() (*jnode, error) {
+func (p *parser) string() (*Node, error) {
 	start := p.i
 	p.i++
 	for p.i < len(p.b) {
@@ -214,7 +234,7 @@ func (p *jparser) string() (*jnode, error) {
 				p.i = start
 				return nil, p.errorf("a string that is not valid JSON")
 			}
-			return &jnode{kind: '"', start: start, end: p.i, str: s}, nil
+			return &Node{Kind: '"', Start: start, End: p.i, Str: s}, nil
 		case c == '\\':
 			p.i += 2
 		case c < 0x20:
@@ -227,7 +247,7 @@ func (p *jparser) string() (*jnode, error) {
 	return nil, p.errorf("unterminated string")
 }
 
-func (p *jparser) scalar() (*jnode, error) {
+func (p *parser) scalar() (*Node, error) {
 	start := p.i
 	for p.i < len(p.b) && strings.IndexByte("+-.0123456789abcdefghijklmnopqrstuvwxyzE", p.b[p.i]) >= 0 {
 		p.i++
@@ -238,5 +258,5 @@ func (p *jparser) scalar() (*jnode, error) {
 		p.i = start
 		return nil, p.errorf("%q is not a JSON value", text)
 	}
-	return &jnode{kind: 'v', start: start, end: p.i}, nil
+	return &Node{Kind: 'v', Start: start, End: p.i}, nil
 }

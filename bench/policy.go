@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/policy"
+)
+
+// policyShape is one column of the policy table: how many of a policy's
+// rules evaluate a condition for the measured call.
+type policyShape struct {
+	name string
+	// every: one rule in every matches the call by its patterns and
+	// evaluates its (false) condition; 0 means no rule has a condition.
+	every int
+}
+
+var policyShapes = []policyShape{
+	{"patterns only", 0},
+	{"1 rule in 10 evaluates CEL", 10},
+	{"every rule evaluates CEL", 1},
+}
+
+// runPolicy measures policy.Decide for an allowed tools/call against
+// policies of 10, 100 and 1,000 rules: in each round every configuration
+// decides the same call, back to back, up to calls times or for budget,
+// and the table shows
+// the medians over rounds of the time per decision, with the allocations
+// per decision. The call matches no rule, so every rule is tried before
+// the default allows it: the most a policy of that size costs an allowed
+// call.
+func runPolicy(_ context.Context, args []string) error {
+	fs := flag.NewFlagSet("policy", flag.ContinueOnError)
+	calls := fs.Int("calls", 20_000, "decisions per configuration and round, at most")
+	budget := fs.Duration("budget", 250*time.Millisecond, "time per configuration and round, at most (at least 10 decisions)")
+	rounds := fs.Int("rounds", 7, "paired rounds")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	sizes := []int{10, 100, 1000}
+	call := policy.Call{Server: "app", Tool: "read_file", Client: "claude-code",
+		Arguments: []byte(`{"environment":"production","replicas":3,"image":"registry.example/app:1.2.3","path":"/srv/app/config.yaml"}`)}
+	type key struct{ size, shape int }
+	pols := map[key]*policy.Policy{}
+	allocs := map[key]float64{}
+	for _, n := range sizes {
+		for si, s := range policyShapes {
+			p, err := policy.Parse([]byte(syntheticPolicy(n, s.every)))
+			if err != nil {
+				return fmt.Errorf("the %d-rule policy (%s): %w", n, s.name, err)
+			}
+			if d := p.Decide(call); d.Action != policy.Allow || d.Rule != "" || d.Fault != "" {
+				return fmt.Errorf("the %d-rule policy (%s) decides the call %s by %q (%q); want the default allow", n, s.name, d.Action, d.Rule, d.Fault)
+			}
+			k := key{n, si}
+			pols[k] = p
+			allocs[k] = testing.AllocsPerRun(100, func() { p.Decide(call) })
+		}
+	}
+	// The decisions run on one OS thread, so its CPU time is what they
+	// cost even when other processes share the cores.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	per, cpu := map[key][]time.Duration{}, map[key][]time.Duration{}
+	for range *rounds {
+		for _, n := range sizes {
+			for si := range policyShapes {
+				k := key{n, si}
+				p := pols[k]
+				cpu0 := threadCPU()
+				start := time.Now()
+				n := 0
+				for n < *calls && (n < 10 || time.Since(start) < *budget) {
+					p.Decide(call)
+					n++
+				}
+				per[k] = append(per[k], time.Since(start)/time.Duration(n))
+				cpu[k] = append(cpu[k], (threadCPU()-cpu0)/time.Duration(n))
+			}
+		}
+	}
+	digest := testing.Benchmark(func(b *testing.B) {
+		for b.Loop() {
+			policy.ArgsDigest(call.Arguments)
+		}
+	})
+	fmt.Printf("policy.Decide for an allowed tools/call that no rule matches (every rule is tried); up to %d decisions or %s per cell and round, %d rounds; medians of the rounds\n", *calls, *budget, *rounds)
+	fmt.Printf("each cell: wall time per decision, the deciding thread's CPU time per decision, allocations per decision\n\n")
+	head := "| rules |"
+	sep := "|---|"
+	for _, s := range policyShapes {
+		head += " " + s.name + " |"
+		sep += "---|"
+	}
+	fmt.Println(head + " every rule CEL vs patterns only (CPU) |")
+	fmt.Println(sep + "---|")
+	for _, n := range sizes {
+		row := fmt.Sprintf("| %d |", n)
+		for si := range policyShapes {
+			k := key{n, si}
+			row += fmt.Sprintf(" %s µs, %s µs CPU (%.0f allocs) |", us(median(per[k])), us(median(cpu[k])), allocs[k])
+		}
+		ratio := float64(median(cpu[key{n, 2}])) / float64(median(cpu[key{n, 0}]))
+		fmt.Printf("%s %.1f× |\n", row, ratio)
+	}
+	fmt.Printf("\nargs_digest of the call's %d-byte arguments: %s µs (%d allocs)\n", len(call.Arguments),
+		us(time.Duration(digest.NsPerOp())), digest.AllocsPerOp())
+	return nil
+}
+
+// syntheticPolicy writes n rules that the bench call matches none of. Its
+// server and tool patterns mix every kind the matcher has (literal,
+// prefix, suffix, general); with every > 0 each rule has a condition on
+// the arguments, and one rule in every matches the call's tool, so its
+// condition is evaluated, and is false.
+func syntheticPolicy(n, every int) string {
+	var b strings.Builder
+	b.WriteString("groups:\n  oncall: [alice, bob, carol]\nrules:\n")
+	for i := range n {
+		var tool string
+		switch {
+		case every > 0 && i%every == 0:
+			tool = "read_*"
+		case i%4 == 0:
+			tool = fmt.Sprintf("tool_%d", i)
+		case i%4 == 1:
+			tool = fmt.Sprintf("tool_%d_*", i)
+		case i%4 == 2:
+			tool = fmt.Sprintf("*_%d", i)
+		default:
+			tool = fmt.Sprintf("t?ol_[0-9]*_%d", i)
+		}
+		fmt.Fprintf(&b, "  - id: r%d\n    server: ['srv-%d', 'app*']\n    tool: '%s'\n", i, i%7, tool)
+		if every > 0 {
+			fmt.Fprintf(&b, "    when: 'args.environment == \"production\" && args.replicas > %d'\n", 10+i)
+		}
+		b.WriteString([]string{
+			"    action: deny\n    reason: not from an agent\n",
+			"    action: ask\n    approvers: [group:oncall]\n    approvals: 2\n",
+			"    action: allow\n",
+		}[i%3])
+	}
+	return b.String()
+}
+
+// rusageThread is Linux's RUSAGE_THREAD: the calling thread's usage.
+const rusageThread = 1
+
+// threadCPU is the CPU time (user and system) the calling OS thread has
+// used.
+func threadCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(rusageThread, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
