@@ -4,39 +4,19 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"sync"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/jsonrpc"
 )
 
-// Frame is one JSON-RPC message (or batch) as it crosses a Conn, without
-// its framing (the newline of stdio, the body of an HTTP POST).
-type Frame struct {
-	// Head is the message: all of it when Rest is nil, otherwise its
-	// first bytes.
-	Head []byte
-	// Rest, when set, is the remainder of a message too large to hold
-	// whole, relayed as a stream. A Frame read must have its Rest read to
-	// io.EOF (or the Conn closed) before the next Read; a Frame written
-	// has its Rest read to its end by Write.
-	Rest io.Reader
-	// Related, on a Frame read from the server's side, is the id of the
-	// client request on whose response stream the message came (MCP
-	// basic/transports: such a message relates to that request), or nil
-	// when it came on none.
-	Related json.RawMessage
-	// More, on a Frame read, reports that the next message is already
-	// buffered: Read returns it without waiting. On a Frame written, it
-	// lets the Conn hold the message back to send it with the ones that
-	// follow, as MSG_MORE does: the next Write without More sends all it
-	// holds. A written Frame with no bytes (no Head, no Rest) writes
-	// nothing of its own and sends what the Conn holds.
-	More bool
-	// Limit, on a Frame read with Rest set, is the size up to which the
-	// Conn reads a message whole, for the error a refused message gets.
-	Limit int
-}
+// Frame is one JSON-RPC message (or batch) as it crosses a Conn: its
+// bytes (whole, or a head and a stream of the rest), the request a server
+// message relates to, whether more follows at once, and the whole-message
+// limit of a streamed read. It is the type the remote transports
+// (package upstream) share.
+type Frame = jsonrpc.Frame
 
 // Conn is one side of the proxy: a stream of JSON-RPC messages, framed,
 // as go-sdk's Connection is. The proxy reads each side from one goroutine

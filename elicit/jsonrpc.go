@@ -35,12 +35,13 @@ type message struct {
 var wholeScan = jsonrpc.ScanOptions{Alias: true}
 
 // parse reads a whole message (one, not a batch) into m in one pass that
-// also checks it is JSON (readEnvelope), with no copy: m's members are
+// also checks it is JSON (jsonrpc.ReadWhole), with no copy: m's members are
 // slices of raw, which must outlive m. It fails for what is not JSON
 // (nested deeper than maxParseDepth included) and for what is not a
 // JSON-RPC message object.
 func (m *message) parse(raw []byte) error {
-	env, object, valid := readEnvelope(raw)
+	var env jsonrpc.Whole
+	object, valid := jsonrpc.ReadWhole(raw, &wholeMembers, &env)
 	if !valid {
 		return errNotJSON
 	}
@@ -54,13 +55,20 @@ func (m *message) parse(raw []byte) error {
 		}
 		return errors.New("not an object") // Scan refuses every other value
 	}
-	if mv := env.method; mv != nil && mv[0] != '"' && string(mv) != "null" {
+	if mv := env.Method; mv != nil && mv[0] != '"' && string(mv) != "null" {
 		return errors.New("its method is not a string")
 	}
-	*m = message{ID: env.id, Method: methodName(env.method), Params: env.params,
-		Result: env.result, Error: env.error, Meta: env.meta, ReqState: env.reqState,
-		ResultType: env.resultType, ResultMeta: env.resultMeta}
+	*m = message{ID: env.ID, Method: methodName(env.Method), Params: env.Params,
+		Result: env.Result, Error: env.Error, Meta: env.InParams[0], ReqState: env.InParams[1],
+		ResultType: env.InResult[0], ResultMeta: env.InResult[1]}
 	return nil
+}
+
+// wholeMembers are the members of params and result the proxy decides
+// by, in the order parse reads them from jsonrpc.Whole.
+var wholeMembers = jsonrpc.WholeOptions{
+	Params: []string{"_meta", "requestState"},
+	Result: []string{"resultType", "_meta"},
 }
 
 // methodName is the method a JSON string names, without allocating for
@@ -72,7 +80,7 @@ func methodName(v []byte) string {
 	if m, ok := knownMethods[string(v[1:len(v)-1])]; ok {
 		return m
 	}
-	return decodeJSONString(v)
+	return jsonrpc.DecodeString(v)
 }
 
 // knownMethods interns the method names of MCP's requests and

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/attention"
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/jsonrpc"
 	"github.com/agenteventprotocol/aep-mcp-bridge/translate"
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -93,7 +94,7 @@ const (
 // inputRequired intercepts a server's input_required answer to a client
 // request. It returns what to forward and whether it handled the message.
 func (p *Proxy) inputRequired(m *message, raw []byte) ([]byte, bool) {
-	if !m.hasID() || decodeJSONString(m.ResultType) != string(mcp.ResultTypeInputRequired) {
+	if !m.hasID() || jsonrpc.DecodeString(m.ResultType) != string(mcp.ResultTypeInputRequired) {
 		return nil, false
 	}
 	var res inputRequiredResult

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/jsonrpc"
 )
 
 // clientRetry handles a client's own retry of an exchange whose
@@ -17,7 +19,7 @@ func (p *Proxy) clientRetry(m *message, raw []byte) ([]byte, bool) {
 	if !mayAskForInput(m.Method) {
 		return raw, false
 	}
-	state := decodeJSONString(m.ReqState) // "" unless a string
+	state := jsonrpc.DecodeString(m.ReqState) // "" unless a string
 	if state == "" {
 		return raw, false
 	}

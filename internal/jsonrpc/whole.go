@@ -1,144 +1,156 @@
-package elicit
+package jsonrpc
 
 import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"math/bits"
-	"unicode/utf8"
 )
 
-// The envelope of a whole message, read in one pass that also checks the
-// message is JSON, as json.Valid does. The proxy reads every message it
-// relays whole this way, so a message it does not act on costs one pass
-// over its bytes: strings go eight bytes at a time, and nothing is
-// allocated but a method name it does not know.
+// A whole message's envelope, read in the one pass that also checks the
+// message is JSON, as json.Valid does. A proxy that reads every message
+// it relays whole this way pays one pass over its bytes for a message it
+// does not act on: strings go eight bytes at a time, and nothing is
+// allocated.
 //
-// It reads the top-level members of a JSON-RPC message (id, method,
-// params, result, error), and, inside the params and result objects, the
-// members the proxy decides by (see envelope). Member names are matched
-// exactly, after their escapes are decoded; when a member appears twice,
-// the last one counts. These are the rules internal/jsonrpc's Scanner
-// follows for a message relayed as a stream, so a message is read the
-// same way whatever its size.
+// ReadWhole reads the top-level members of a JSON-RPC message (id,
+// method, params, result, error), and, inside the params and result
+// objects, the members the caller names. Member names are matched exactly,
+// after their escapes are decoded; when a member appears twice, the last
+// one counts. These are the rules the Scanner follows for a message read
+// as a stream, so a message reads the same whatever its size.
 
-// envelope is what readEnvelope reads of a message object: the values of
-// its members, as slices of the message (nil when absent).
-type envelope struct {
-	id, method, params, result, error []byte
-	// meta and reqState are params._meta and params.requestState;
-	// resultType and resultMeta are result.resultType and result._meta.
-	meta, reqState         []byte
-	resultType, resultMeta []byte
+// MaxDepth is the deepest nesting json.Valid accepts: Valid and ReadWhole
+// refuse a deeper value as it does.
+const MaxDepth = 10000
+
+// MaxInner is how many members of params and result a Whole holds.
+const MaxInner = 6
+
+// Whole is the envelope ReadWhole reads of a message: the values of its
+// members, as slices of the message, nil when absent.
+type Whole struct {
+	ID, Method, Params, Result, Error []byte
+	// InParams and InResult hold the members of params and of result
+	// that WholeOptions names, in its order.
+	InParams, InResult [MaxInner][]byte
 }
 
-// maxDepth is the deepest nesting json.Valid accepts, and the deepest a
-// message the proxy reads whole may be.
-const maxDepth = maxParseDepth
+// WholeOptions names the members of params and of result ReadWhole
+// reads, up to MaxInner each.
+type WholeOptions struct {
+	Params, Result []string
+}
 
-// readEnvelope checks that b (without leading white space) is one JSON
-// value, and when it is an object reads its envelope. It reports whether
-// b is valid JSON, exactly as json.Valid would, and whether it is an
-// object.
-func readEnvelope(b []byte) (env envelope, object, valid bool) {
-	i := skipSpace(b, 0)
+// Valid reports whether b is one JSON value, exactly as json.Valid does,
+// in one pass and without allocating.
+func Valid(b []byte) bool {
+	end, ok := SkipValue(b, SkipSpace(b, 0), 0)
+	return ok && SkipSpace(b, end) == len(b)
+}
+
+// ReadWhole checks that b is one JSON value, and when it is an object
+// reads its envelope into w. It reports whether b is valid JSON, exactly
+// as json.Valid would, and whether it is an object.
+func ReadWhole(b []byte, o *WholeOptions, w *Whole) (object, valid bool) {
+	*w = Whole{}
+	i := SkipSpace(b, 0)
 	if i == len(b) || b[i] != '{' {
-		end, ok := skipValue(b, i, 0)
-		return env, false, ok && skipSpace(b, end) == len(b)
+		end, ok := SkipValue(b, i, 0)
+		return false, ok && SkipSpace(b, end) == len(b)
 	}
-	i = skipSpace(b, i+1)
+	i = SkipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
-		return env, true, skipSpace(b, i+1) == len(b)
+		return true, SkipSpace(b, i+1) == len(b)
 	}
 	for {
-		key, next, ok := readKey(b, i)
+		key, next, ok := ReadKey(b, i)
 		if !ok {
-			return env, true, false
+			return true, false
 		}
 		start := next
 		var end int
 		switch string(key) {
 		case "params":
-			end, ok = env.readInner(b, start, &env.meta, &env.reqState, "_meta", "requestState")
-			env.params = b[start:end]
+			end, ok = readInner(b, start, o.Params, &w.InParams)
+			w.Params = b[start:end]
 		case "result":
-			end, ok = env.readInner(b, start, &env.resultMeta, &env.resultType, "_meta", "resultType")
-			env.result = b[start:end]
+			end, ok = readInner(b, start, o.Result, &w.InResult)
+			w.Result = b[start:end]
 		default:
-			end, ok = skipValue(b, start, 1)
+			end, ok = SkipValue(b, start, 1)
 			if ok {
 				switch string(key) {
 				case "id":
-					env.id = b[start:end]
+					w.ID = b[start:end]
 				case "method":
-					env.method = b[start:end]
+					w.Method = b[start:end]
 				case "error":
-					env.error = b[start:end]
+					w.Error = b[start:end]
 				}
 			}
 		}
 		if !ok {
-			return env, true, false
+			return true, false
 		}
-		i = skipSpace(b, end)
-		if i == len(b) {
-			return env, true, false
-		}
-		switch b[i] {
-		case ',':
-			i = skipSpace(b, i+1)
-		case '}':
-			return env, true, skipSpace(b, i+1) == len(b)
-		default:
-			return env, true, false
+		var closed bool
+		if i, closed, ok = nextMember(b, end); !ok || closed {
+			return true, ok && SkipSpace(b, i) == len(b)
 		}
 	}
 }
 
-// readInner reads the value of params or result at b[i:], recording the
-// members named a and c of an object in *va and *vc, and returns where
-// the value ends.
-func (env *envelope) readInner(b []byte, i int, va, vc *[]byte, a, c string) (int, bool) {
-	if i >= len(b) || b[i] != '{' {
-		return skipValue(b, i, 1)
+// nextMember reads what follows a member of an object, ending at end: a
+// comma and the next member's start, or the object's closing brace, after
+// which it returns (closed).
+func nextMember(b []byte, end int) (i int, closed, ok bool) {
+	i = SkipSpace(b, end)
+	switch {
+	case i == len(b):
+		return i, false, false
+	case b[i] == ',':
+		return SkipSpace(b, i+1), false, true
+	case b[i] == '}':
+		return i + 1, true, true
 	}
-	i = skipSpace(b, i+1)
+	return i, false, false
+}
+
+// readInner reads the value of params or result at b[i:], recording the
+// members of an object that names lists in out, and returns where the
+// value ends.
+func readInner(b []byte, i int, names []string, out *[MaxInner][]byte) (int, bool) {
+	if i >= len(b) || b[i] != '{' {
+		return SkipValue(b, i, 1)
+	}
+	i = SkipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		return i + 1, true
 	}
 	for {
-		key, next, ok := readKey(b, i)
+		key, next, ok := ReadKey(b, i)
 		if !ok {
 			return i, false
 		}
-		end, ok := skipValue(b, next, 2)
+		end, ok := SkipValue(b, next, 2)
 		if !ok {
 			return end, false
 		}
-		switch string(key) {
-		case a:
-			*va = b[next:end]
-		case c:
-			*vc = b[next:end]
+		for n, name := range names[:min(len(names), MaxInner)] {
+			if string(key) == name {
+				out[n] = b[next:end]
+			}
 		}
-		i = skipSpace(b, end)
-		if i == len(b) {
-			return i, false
-		}
-		switch b[i] {
-		case ',':
-			i = skipSpace(b, i+1)
-		case '}':
-			return i + 1, true
-		default:
-			return i, false
+		var closed bool
+		if i, closed, ok = nextMember(b, end); !ok || closed {
+			return i, ok
 		}
 	}
 }
 
-// readKey reads a member name at b[i:] and the colon after it, and
+// ReadKey reads a member name at b[i:] and the colon after it, and
 // returns the name (its escapes decoded) and where its value starts.
-func readKey(b []byte, i int) ([]byte, int, bool) {
+func ReadKey(b []byte, i int) ([]byte, int, bool) {
 	if i >= len(b) || b[i] != '"' {
 		return nil, i, false
 	}
@@ -150,17 +162,17 @@ func readKey(b []byte, i int) ([]byte, int, bool) {
 	if escaped {
 		key = decodeName(b[i:end])
 	}
-	j := skipSpace(b, end)
+	j := SkipSpace(b, end)
 	if j == len(b) || b[j] != ':' {
 		return nil, j, false
 	}
-	return key, skipSpace(b, j+1), true
+	return key, SkipSpace(b, j+1), true
 }
 
-// decodeName decodes a member name with escapes; a name too long to be
-// one the proxy reads decodes to nothing, as the Scanner's does.
+// decodeName decodes a member name with escapes; a name over maxKey raw
+// bytes decodes to nothing, as the Scanner's does.
 func decodeName(quoted []byte) []byte {
-	if len(quoted) > 130 {
+	if len(quoted) > maxKey+2 {
 		return nil
 	}
 	var s string
@@ -170,22 +182,8 @@ func decodeName(quoted []byte) []byte {
 	return []byte(s)
 }
 
-// decodeJSONString returns the string a JSON string value decodes to, or
-// "" when v is not a string. Invalid UTF-8 decodes to U+FFFD, as
-// encoding/json decodes it.
-func decodeJSONString(v []byte) string {
-	if len(v) < 2 || v[0] != '"' {
-		return ""
-	}
-	if bytes.IndexByte(v, '\\') < 0 && utf8.Valid(v) {
-		return string(v[1 : len(v)-1])
-	}
-	var s string
-	json.Unmarshal(v, &s)
-	return s
-}
-
-func skipSpace(b []byte, i int) int {
+// SkipSpace returns where the JSON white space at b[i:] ends.
+func SkipSpace(b []byte, i int) int {
 	for i < len(b) {
 		switch b[i] {
 		case ' ', '\t', '\n', '\r':
@@ -197,10 +195,11 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
-// skipValue checks the JSON value at b[i:], at depth containers deep, and
-// returns where it ends. It is iterative: a value nested as deep as JSON
-// allows costs a byte of stack per level, not a call.
-func skipValue(b []byte, i, depth int) (int, bool) {
+// SkipValue checks the JSON value at b[i:], depth containers deep, as
+// json.Valid would (MaxDepth included), and returns where it ends. It is
+// iterative: a value nested as deep as JSON allows costs a byte of stack
+// per level, not a call.
+func SkipValue(b []byte, i, depth int) (int, bool) {
 	var small [64]byte
 	open := small[:0] // '{' or '[' for each container entered here
 	for {
@@ -210,17 +209,17 @@ func skipValue(b []byte, i, depth int) (int, bool) {
 		}
 		switch c := b[i]; c {
 		case '{', '[':
-			if depth+len(open)+1 > maxDepth {
+			if depth+len(open)+1 > MaxDepth {
 				return i, false
 			}
-			j := skipSpace(b, i+1)
+			j := SkipSpace(b, i+1)
 			if j < len(b) && (c == '{' && b[j] == '}' || c == '[' && b[j] == ']') {
 				i = j + 1
 				break // an empty container: a whole value
 			}
 			open = append(open, c)
 			if c == '{' {
-				_, next, ok := readKey(b, j)
+				_, next, ok := ReadKey(b, j)
 				if !ok {
 					return next, false
 				}
@@ -263,15 +262,15 @@ func skipValue(b []byte, i, depth int) (int, bool) {
 			if len(open) == 0 {
 				return i, true
 			}
-			i = skipSpace(b, i)
+			i = SkipSpace(b, i)
 			if i == len(b) {
 				return i, false
 			}
 			top := open[len(open)-1]
 			if c := b[i]; c == ',' {
-				i = skipSpace(b, i+1)
+				i = SkipSpace(b, i+1)
 				if top == '{' {
-					_, next, ok := readKey(b, i)
+					_, next, ok := ReadKey(b, i)
 					if !ok {
 						return next, false
 					}
@@ -397,3 +396,8 @@ func skipString(b []byte, i int) (int, bool, bool) {
 func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
+
+// DecodeString returns the string a JSON string value decodes to, or ""
+// when v is not a string; invalid UTF-8 decodes to U+FFFD, as
+// encoding/json decodes it.
+func DecodeString(v []byte) string { return decodeString(v) }

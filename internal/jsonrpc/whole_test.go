@@ -1,27 +1,29 @@
-package elicit
+package jsonrpc
 
 import (
 	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
-
-	"github.com/agenteventprotocol/aep-mcp-bridge/internal/jsonrpc"
 )
 
-// envelopeScan is how the stream path reads the members readEnvelope
-// reads: the reference readEnvelope must agree with.
-var envelopeScan = jsonrpc.ScanOptions{Alias: true, Capture: map[string]int{
+// wholeNames are the members of params and result the tests read.
+var wholeNames = WholeOptions{Params: []string{"_meta", "requestState"}, Result: []string{"resultType", "_meta"}}
+
+// wholeScan is how a Scanner reads the members ReadWhole reads: the
+// reference ReadWhole must agree with.
+var wholeScan = ScanOptions{Alias: true, Capture: map[string]int{
 	"params._meta": 0, "params.requestState": 0, "result.resultType": 0, "result._meta": 0,
 }}
 
-// checkEnvelope compares readEnvelope with json.Valid and, for a JSON
-// object, with what the Scanner reads of it.
-func checkEnvelope(t *testing.T, raw []byte) {
+// checkWhole compares ReadWhole with json.Valid and, for a JSON object,
+// with what the Scanner reads of it; and Valid with json.Valid.
+func checkWhole(t *testing.T, raw []byte) {
 	t.Helper()
-	env, object, valid := readEnvelope(raw)
-	if want := json.Valid(raw); valid != want {
-		t.Fatalf("%.200q: valid %t; json.Valid says %t", raw, valid, want)
+	var w Whole
+	object, valid := ReadWhole(raw, &wholeNames, &w)
+	if want := json.Valid(raw); valid != want || Valid(raw) != want {
+		t.Fatalf("%.200q: ReadWhole says valid %t, Valid %t; json.Valid says %t", raw, valid, Valid(raw), want)
 	}
 	if !valid {
 		return
@@ -32,7 +34,7 @@ func checkEnvelope(t *testing.T, raw []byte) {
 	if !object {
 		return
 	}
-	sc, err := jsonrpc.Scan(raw, envelopeScan)
+	sc, err := Scan(raw, wholeScan)
 	if err != nil {
 		t.Fatalf("%.200q: the Scanner fails on valid JSON: %v", raw, err)
 	}
@@ -40,26 +42,26 @@ func checkEnvelope(t *testing.T, raw []byte) {
 		name      string
 		got, want []byte
 	}{
-		{"id", env.id, sc.IDAt.Of(raw)},
-		{"method", env.method, sc.MethodAt.Of(raw)},
-		{"params", env.params, sc.ParamsAt.Of(raw)},
-		{"result", env.result, sc.ResultAt.Of(raw)},
-		{"error", env.error, sc.ErrorAt.Of(raw)},
-		{"params._meta", env.meta, sc.Members["params._meta"]},
-		{"params.requestState", env.reqState, sc.Members["params.requestState"]},
-		{"result.resultType", env.resultType, sc.Members["result.resultType"]},
-		{"result._meta", env.resultMeta, sc.Members["result._meta"]},
+		{"id", w.ID, sc.IDAt.Of(raw)},
+		{"method", w.Method, sc.MethodAt.Of(raw)},
+		{"params", w.Params, sc.ParamsAt.Of(raw)},
+		{"result", w.Result, sc.ResultAt.Of(raw)},
+		{"error", w.Error, sc.ErrorAt.Of(raw)},
+		{"params._meta", w.InParams[0], sc.Members["params._meta"]},
+		{"params.requestState", w.InParams[1], sc.Members["params.requestState"]},
+		{"result.resultType", w.InResult[0], sc.Members["result.resultType"]},
+		{"result._meta", w.InResult[1], sc.Members["result._meta"]},
 	} {
 		if !bytes.Equal(c.got, c.want) || (c.got == nil) != (c.want == nil) {
 			t.Errorf("%.200q: %s: got %.100q; the Scanner reads %.100q", raw, c.name, c.got, c.want)
 		}
 	}
-	if got := methodName(env.method); got != sc.Method {
+	if got := DecodeString(w.Method); got != sc.Method {
 		t.Errorf("%.200q: method name %q; the Scanner reads %q", raw, got, sc.Method)
 	}
 }
 
-func TestReadEnvelope(t *testing.T) {
+func TestReadWhole(t *testing.T) {
 	deep := func(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
 	for _, raw := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":1}}}`,
@@ -83,14 +85,14 @@ func TestReadEnvelope(t *testing.T) {
 		`{"id":1,"params":{"x":` + deep(9999) + `}}`,
 		deep(10000), deep(10001),
 	} {
-		checkEnvelope(t, []byte(raw))
+		checkWhole(t, []byte(raw))
 	}
 }
 
-// FuzzReadEnvelope: for any bytes, readEnvelope agrees with json.Valid,
-// and, on a JSON object, reads every member as the stream path's Scanner
-// does.
-func FuzzReadEnvelope(f *testing.F) {
+// FuzzReadWhole: for any bytes, ReadWhole and Valid agree with
+// json.Valid, and, on a JSON object, ReadWhole reads every member as the
+// Scanner does.
+func FuzzReadWhole(f *testing.F) {
 	for _, s := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":1},"requestState":"s"}}`,
 		`{"jsonrpc":"2.0","id":"a","result":{"resultType":"input_required","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s"}}}}`,
@@ -100,6 +102,6 @@ func FuzzReadEnvelope(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		checkEnvelope(t, raw)
+		checkWhole(t, raw)
 	})
 }
