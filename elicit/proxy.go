@@ -387,7 +387,10 @@ func (p *Proxy) readLoop(ctx context.Context, ended chan<- Ending, fromClient bo
 	// end of the burst they came in.
 	held := false
 	for {
-		fr, err := src.Read(ctx)
+		// Read under the proxy's own context, not Run's: after Run
+		// returns the reader goes on until Close, answering late requests
+		// (refuseLate).
+		fr, err := src.Read(p.ctx)
 		if err == nil && ctx.Err() != nil {
 			// Run returned: the session is ending and nothing more is
 			// relayed. A request still gets its answer (an error); the

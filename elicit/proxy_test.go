@@ -31,6 +31,8 @@ func newMemConn() *memConn {
 	return &memConn{in: make(chan []byte, 16), wrote: make(chan struct{}, 64), closed: make(chan struct{})}
 }
 
+// Read returns the next message fed in; like a real Conn it stops
+// waiting when ctx ends.
 func (c *memConn) Read(ctx context.Context) (Frame, error) {
 	select {
 	case b := <-c.in:
@@ -41,6 +43,8 @@ func (c *memConn) Read(ctx context.Context) (Frame, error) {
 		return f, nil
 	case <-c.closed:
 		return Frame{}, io.EOF
+	case <-ctx.Done():
+		return Frame{}, ctx.Err()
 	}
 }
 
