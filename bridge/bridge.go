@@ -262,8 +262,10 @@ func (b *Bridge) dial() (upstreamConn, error) {
 			return upstreamConn{}, err
 		}
 		b.log.Info("remote upstream", "url", upstream.DisplayURL(b.opts.URL))
-		rw, _ := b.opts.ClientConn.(RelatedWriter)
-		return upstreamConn{conn: remoteConn{conn, rw}}, nil
+		if rw, ok := b.opts.ClientConn.(RelatedWriter); ok {
+			return upstreamConn{conn: relatedConn{conn, rw}}, nil
+		}
+		return upstreamConn{conn: conn}, nil
 	}
 	p, err := upstream.Start(b.opts.Command, serverEnv(b.opts.Env), b.opts.ServerStderr)
 	if err != nil {

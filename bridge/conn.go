@@ -3,7 +3,6 @@ package bridge
 import (
 	"bytes"
 	"context"
-	"io"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/elicit"
 	"github.com/agenteventprotocol/aep-mcp-bridge/upstream"
@@ -62,50 +61,19 @@ func wholeFrame(f elicit.Frame) ([]byte, error) {
 	return b.Bytes(), err
 }
 
-// remoteConn is a remote upstream as the proxy's elicit.Conn. Each
-// message it reads says which client request's response stream it came
-// on (Frame.Related), and rw, when set, is told too, before the proxy
-// sees the message.
-type remoteConn struct {
-	c  *upstream.Conn
+// relatedConn is a remote upstream that tells rw, before the proxy sees
+// each message it reads, which client request's response stream the
+// message came on. A message streamed from a large JSON response body
+// came on no event stream, so rw is not told of it.
+type relatedConn struct {
+	*upstream.Conn
 	rw RelatedWriter
 }
 
-// Read returns the server's next message. A message streamed from a
-// large JSON response body came on no event stream, so rw is not told
-// of it.
-func (r remoteConn) Read(ctx context.Context) (elicit.Frame, error) {
-	if err := ctx.Err(); err != nil {
-		return elicit.Frame{}, err
+func (r relatedConn) Read(ctx context.Context) (elicit.Frame, error) {
+	f, err := r.Conn.Read(ctx)
+	if err == nil && f.Related != nil && f.Rest == nil {
+		r.rw.Related(f.Head, f.Related)
 	}
-	f, id, err := r.c.ReadRelatedFrame()
-	if err != nil {
-		return elicit.Frame{}, err
-	}
-	if r.rw != nil && id != nil && f.Rest == nil {
-		r.rw.Related(f.Head, id)
-	}
-	return elicit.Frame{Head: f.Head, Rest: f.Rest, Related: id}, nil
+	return f, err
 }
-
-// Write POSTs one client message: whole, or as a streamed body.
-func (r remoteConn) Write(ctx context.Context, f elicit.Frame) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	switch {
-	case f.Rest != nil:
-		return r.c.WriteStream(func(w io.Writer) error {
-			if _, err := w.Write(f.Head); err != nil {
-				return err
-			}
-			_, err := io.Copy(w, f.Rest)
-			return err
-		})
-	case len(f.Head) == 0:
-		return nil // it holds nothing back
-	}
-	return r.c.WriteMessage(f.Head)
-}
-
-func (r remoteConn) Close() error { return r.c.Close() }

@@ -12,9 +12,9 @@ import (
 )
 
 // Messages of any size. A client message the proxy relays as a stream is
-// POSTed with the stream as its body (WriteStream); a JSON response over
+// POSTed with the stream as its body (writeStream); a JSON response over
 // DefaultMaxMessage, or an event of a server's stream whose data is, is
-// handed to the proxy as its head and a stream of the rest (ReadFrame),
+// handed to the proxy as its head and a stream of the rest (Frame.Rest),
 // the body's or the event stream's connection held until the proxy has
 // read it. Neither is held whole, with one exception the protocol makes:
 // a request of the 2026-07-28 era carries headers that mirror values from
@@ -32,14 +32,6 @@ import (
 // DefaultMaxMessage is the size up to which a JSON response is read whole;
 // a larger one is handed over as a stream. It matches the stdio framing's.
 const DefaultMaxMessage = 4 << 20
-
-// ReadFrame returns the next message from the server: whole, or a large
-// JSON response as its head and a stream of the rest, which must be read
-// before the next call (elicit.FrameReader). io.EOF after Close.
-func (c *Conn) ReadFrame() (jsonrpc.Frame, error) {
-	f, _, err := c.ReadRelatedFrame()
-	return f, err
-}
 
 // deliverStream hands a large message to the reader as head and the
 // rest of body, with the id of the request whose response stream carried
@@ -139,17 +131,17 @@ func (o oneLineReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// WriteStream POSTs one client message whose bytes write writes, as the
-// request body, in the order WriteMessage keeps (elicit.StreamWriter).
+// writeStream POSTs one client message whose bytes write writes, as the
+// request body, in the order writeMessage keeps.
 // What the transport needs of the message (its id, to fail it; its
 // method) is read from the bytes as they pass. In a session that may be
 // of the 2026-07-28 era (no 2025 revision was negotiated with initialize),
 // a request's headers mirror its params (Mcp-Method, Mcp-Name,
 // Mcp-Param-*), and headers go before the body: there the message is
 // read whole first, up to Options.MaxWholeMessage, and posted as
-// WriteMessage posts it; a larger one is not posted, and its request is
+// writeMessage posts it; a larger one is not posted, and its request is
 // answered with an error that names the limit.
-func (c *Conn) WriteStream(write func(w io.Writer) error) error {
+func (c *Conn) writeStream(write func(w io.Writer) error) error {
 	c.mu.Lock()
 	lg, closed, version := c.legacy, c.closed, c.version
 	streamed := !closed && (lg != nil || (version != "" && !isModern(version)))
@@ -170,7 +162,7 @@ func (c *Conn) WriteStream(write func(w io.Writer) error) error {
 		if b.sc != nil {
 			return c.refuseWhole(b.sc.Envelope(), b.n, b.max)
 		}
-		return c.WriteMessage(b.buf.Bytes())
+		return c.writeMessage(b.buf.Bytes())
 	}
 	pr, pw := io.Pipe()
 	tee := &envTee{w: pw, sc: jsonrpc.NewScanner(jsonrpc.ScanOptions{})}
@@ -191,7 +183,7 @@ func (c *Conn) WriteStream(write func(w io.Writer) error) error {
 }
 
 // sendStream is the goroutine of one streamed POST, over the HTTP+SSE
-// transport when lg is set; WriteStream counted it.
+// transport when lg is set; writeStream counted it.
 func (c *Conn) sendStream(lg *legacy, body *io.PipeReader, tee *envTee, acked chan struct{}) {
 	defer c.wg.Done()
 	if lg != nil {
@@ -201,7 +193,7 @@ func (c *Conn) sendStream(lg *legacy, body *io.PipeReader, tee *envTee, acked ch
 	c.send(body, tee.outbound, nil, acked)
 }
 
-// refuseWhole answers a client message over the limit of what WriteStream
+// refuseWhole answers a client message over the limit of what writeStream
 // reads whole, which is not posted. A request gets an error naming the
 // limit; a response to one of the server's requests is replaced, for the
 // server, by an error response with its id, so the server does not wait
@@ -215,7 +207,7 @@ func (c *Conn) refuseWhole(env *jsonrpc.Envelope, n, limit int) error {
 		return nil
 	case jsonrpc.HasID(env.ID):
 		c.log.Warn("the client's response to a server request is over the limit of a message read whole; the server gets an error in its place", "bytes", n, "limit", limit)
-		return c.WriteMessage(jsonrpc.ErrorResponse(env.ID, jsonrpc.CodeInternal, "the client's response "+msg[len("the message "):]))
+		return c.writeMessage(jsonrpc.ErrorResponse(env.ID, jsonrpc.CodeInternal, "the client's response "+msg[len("the message "):]))
 	default:
 		c.log.Warn("dropped a client message over the limit of a message read whole: it is neither a request nor a response", "bytes", n, "limit", limit)
 		return nil

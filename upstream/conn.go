@@ -42,7 +42,7 @@ type Options struct {
 	// MaxWholeMessage bounds a client message the transport must read
 	// whole before posting it: one of a session that may be of the
 	// 2026-07-28 era, whose request headers mirror values from anywhere
-	// in its body (WriteStream). A larger request is not posted and is
+	// in its body (writeStream). A larger request is not posted and is
 	// answered with an error that names the limit. Zero means
 	// DefaultMaxWholeMessage.
 	MaxWholeMessage int
@@ -139,36 +139,52 @@ type inbound struct {
 	rest    io.Reader
 }
 
-// ReadMessage returns the next message from the server, whole, however
-// large; io.EOF after Close. The proxy uses ReadFrame.
-func (c *Conn) ReadMessage() ([]byte, error) {
-	m, _, err := c.ReadRelated()
-	return m, err
-}
-
-// ReadRelated is ReadMessage that also returns, for a message the server
-// sent on the response stream of a client request (MCP basic/transports:
-// such messages relate to that request), the request's id; nil for a
-// message from the GET stream, a JSON response body or the HTTP+SSE
-// stream.
-func (c *Conn) ReadRelated() (msg []byte, related json.RawMessage, err error) {
-	f, related, err := c.ReadRelatedFrame()
-	if err != nil || f.Rest == nil {
-		return f.Head, related, err
-	}
-	rest, err := io.ReadAll(f.Rest)
-	return append(f.Head, rest...), related, err
-}
-
-// ReadRelatedFrame is ReadRelated for a reader that takes a large message
-// as a stream (ReadFrame).
-func (c *Conn) ReadRelatedFrame() (jsonrpc.Frame, json.RawMessage, error) {
+// Read returns the next message from the server: whole, or a large JSON
+// response or event as its head and a stream of the rest (Frame.Rest),
+// which must be read before the next Read. Frame.Related is, for a
+// message the server sent on the response stream of a client request
+// (MCP basic/transports: such messages relate to that request), the
+// request's id; nil for a message from the GET stream, a JSON response
+// body or the HTTP+SSE stream. It returns io.EOF after Close, and ctx's
+// error when ctx ends first. With Write and Close it makes Conn an
+// elicit.Conn.
+func (c *Conn) Read(ctx context.Context) (jsonrpc.Frame, error) {
 	select {
 	case m := <-c.in:
-		return jsonrpc.Frame{Head: m.msg, Rest: m.rest}, m.related, nil
+		return jsonrpc.Frame{Head: m.msg, Rest: m.rest, Related: m.related}, nil
 	case <-c.ctx.Done():
-		return jsonrpc.Frame{}, nil, io.EOF
+		return jsonrpc.Frame{}, io.EOF
+	case <-ctx.Done():
+		return jsonrpc.Frame{}, ctx.Err()
 	}
+}
+
+// Write sends one client message to the server: f.Head, or f.Head and
+// then f.Rest as a streamed body (see body.go). For streamable HTTP it is
+// POSTed once the server acknowledged the message before it (its 202, or
+// the start of its response) or AckWait passed after that one's body was
+// sent, so messages reach the server in the order the client sent them;
+// the response (JSON, or an SSE stream) is read in the background, so a
+// long call never blocks the next message. A Frame with no bytes sends
+// nothing: Write holds nothing back. Write does not start once ctx is
+// done.
+func (c *Conn) Write(ctx context.Context, f jsonrpc.Frame) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	switch {
+	case f.Rest != nil:
+		return c.writeStream(func(w io.Writer) error {
+			if _, err := w.Write(f.Head); err != nil {
+				return err
+			}
+			_, err := io.Copy(w, f.Rest)
+			return err
+		})
+	case len(f.Head) == 0:
+		return nil
+	}
+	return c.writeMessage(f.Head)
 }
 
 // deliver hands a server message to the reader.
@@ -205,13 +221,8 @@ func (c *Conn) fail(id json.RawMessage, msg string) {
 	c.deliver(jsonrpc.ErrorResponse(id, jsonrpc.CodeConnectionClosed, msg))
 }
 
-// WriteMessage sends one client message to the server. For streamable
-// HTTP it is POSTed, and WriteMessage returns once the server acknowledged
-// it (the 202, or the start of the response) or AckWait passed after its
-// body was sent, so messages reach the server in the order the client
-// sent them; the response (JSON, or an SSE stream) is read in the
-// background, so a long call never blocks the next message.
-func (c *Conn) WriteMessage(msg []byte) error {
+// writeMessage posts one whole client message (see Write).
+func (c *Conn) writeMessage(msg []byte) error {
 	c.mu.Lock()
 	lg, closed := c.legacy, c.closed
 	if !closed && lg == nil {
@@ -243,7 +254,7 @@ func (c *Conn) WriteMessage(msg []byte) error {
 	return nil
 }
 
-// postCounted is the goroutine of one POST; WriteMessage counted it.
+// postCounted is the goroutine of one POST; writeMessage counted it.
 func (c *Conn) postCounted(msg []byte, out outbound, acked chan struct{}) {
 	defer c.wg.Done()
 	c.post(msg, out, acked)

@@ -23,7 +23,7 @@ func (c *Conn) post(msg []byte, out outbound, acked chan struct{}) {
 	c.send(bytes.NewReader(msg), func() outbound { return out }, msg, acked)
 }
 
-// send is post for a body that may be a stream (WriteStream): outf says
+// send is post for a body that may be a stream (writeStream): outf says
 // what the message is, as far as it has been read (all of it once the body
 // is sent), and msg is the whole message when there is one to send again
 // (the fall-back to HTTP+SSE). A streamed body (an *io.PipeReader) is
