@@ -75,12 +75,12 @@ func (d *doneReader) Read(p []byte) (int, error) {
 // whose x-mcp-header annotations break the rules before the client sees
 // any, so it is read whole up to Options.MaxWholeMessage, and a larger one
 // fails its request with an error naming the limit.
-func (c *Conn) readJSONBody(body io.Reader, env envelope, isInit bool) (bool, error) {
+func (c *Conn) readJSONBody(body io.Reader, size int64, env envelope, isInit bool) (bool, error) {
 	limit, list := DefaultMaxMessage, c.modern.awaitsList(env.ID)
 	if list {
 		limit = max(limit, c.opts.MaxWholeMessage)
 	}
-	head, err := io.ReadAll(io.LimitReader(body, int64(limit)+1))
+	head, err := readUpTo(body, size, limit)
 	if err != nil {
 		return true, err
 	}
@@ -93,7 +93,7 @@ func (c *Conn) readJSONBody(body io.Reader, env envelope, isInit bool) (bool, er
 		c.deliverStream(oneLine(head), oneLineReader{body}, nil)
 		return true, nil
 	}
-	if !json.Valid(head) {
+	if !jsonrpc.Valid(head) {
 		return false, nil
 	}
 	if isInit {
@@ -101,6 +101,30 @@ func (c *Conn) readJSONBody(body io.Reader, env envelope, isInit bool) (bool, er
 	}
 	c.deliver(oneLine(bytes.TrimSpace(head)))
 	return true, nil
+}
+
+// readUpTo reads r to its end, or to limit+1 bytes: in one allocation
+// when size, the body's Content-Length (-1 when unknown), is within limit.
+func readUpTo(r io.Reader, size int64, limit int) ([]byte, error) {
+	if size < 0 || size > int64(limit) {
+		return io.ReadAll(io.LimitReader(r, int64(limit)+1))
+	}
+	b := make([]byte, 0, size+1) // room to read the end without growing
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		switch {
+		case err == io.EOF:
+			return b, nil
+		case err != nil:
+			return b, err
+		case len(b) == cap(b):
+			// More than the Content-Length said: read on as if it were
+			// unknown.
+			rest, err := io.ReadAll(io.LimitReader(r, int64(limit)+1-int64(len(b))))
+			return append(b, rest...), err
+		}
+	}
 }
 
 // listTooLarge is the error a modern tools/list gets when its result is
@@ -168,13 +192,21 @@ func (c *Conn) writeStream(write func(w io.Writer) error) error {
 	tee := &envTee{w: pw, sc: jsonrpc.NewScanner(jsonrpc.ScanOptions{})}
 	c.order.Lock()
 	defer c.order.Unlock()
+	c.awaitPrev()
 	acked := make(chan struct{})
+	if lg == nil {
+		c.prevAck = acked
+		c.lastAck.Store(&acked)
+	}
 	go c.sendStream(lg, pr, tee, acked)
 	err := write(tee)
 	pw.CloseWithError(err)
-	select {
-	case <-acked:
-	case <-c.ctx.Done():
+	if lg != nil {
+		// HTTP+SSE posts one message at a time, each to its end.
+		select {
+		case <-acked:
+		case <-c.ctx.Done():
+		}
 	}
 	if errors.Is(err, io.ErrClosedPipe) {
 		return nil // the POST failed and the client was told; nothing to stop
@@ -190,7 +222,7 @@ func (c *Conn) sendStream(lg *legacy, body *io.PipeReader, tee *envTee, acked ch
 		lg.send(body, func() envelope { return tee.outbound().envelope }, acked)
 		return
 	}
-	c.send(body, tee.outbound, nil, acked)
+	c.send(c.ctx, body, tee.outbound, nil, acked)
 }
 
 // refuseWhole answers a client message over the limit of what writeStream

@@ -8,8 +8,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -72,8 +74,24 @@ type Conn struct {
 	wg   sync.WaitGroup
 
 	// order keeps POSTs in the order the client sent them: each one
-	// goes out once the server acknowledged the one before it.
-	order sync.Mutex
+	// goes out once the server acknowledged the one before it, whose
+	// acknowledgement it guards (prevAck, closed once the server
+	// acknowledged it or AckWait passed). A message waits for the one
+	// before it only when it comes: the caller of Write does not wait for
+	// its own message's acknowledgement.
+	order   sync.Mutex
+	prevAck chan struct{}
+	// lastAck is prevAck, for Close to wait on without order, which a
+	// writer may hold while the server stalls.
+	lastAck atomic.Pointer[chan struct{}]
+
+	// url is opts.URL parsed once (nil when it does not parse: each POST
+	// then parses it, and fails as it says).
+	url *url.URL
+	// jobs hands a POST to an idle poster goroutine (see poster).
+	jobs chan postJob
+	// idlePosters counts the posters waiting for a job.
+	idlePosters atomic.Int32
 
 	// modern is what the 2026-07-28 request metadata needs.
 	modern modernState
@@ -90,6 +108,11 @@ type Conn struct {
 	legacy    *legacy // set when the HTTP+SSE transport is in use
 	getStream bool
 	closed    bool
+	// header is the headers of a POST (Content-Type, Accept, opts.Header
+	// and the session's), built for headerFor (session and version);
+	// each POST gets a copy.
+	header    http.Header
+	headerFor [2]string
 }
 
 // Dial prepares a remote upstream. Nothing is sent until the client's
@@ -103,7 +126,10 @@ func Dial(o Options) (*Conn, error) {
 	if !strings.HasPrefix(o.URL, "http://") && !strings.HasPrefix(o.URL, "https://") {
 		return nil, fmt.Errorf("--url %q: want an http:// or https:// URL", o.URL)
 	}
-	c := &Conn{opts: o, hc: o.Client, log: o.Logger, in: make(chan inbound, 256)}
+	c := &Conn{opts: o, hc: o.Client, log: o.Logger, in: make(chan inbound, 256), jobs: make(chan postJob)}
+	if u, err := url.Parse(o.URL); err == nil {
+		c.url = u
+	}
 	if c.hc == nil {
 		c.hc = &http.Client{Transport: &http.Transport{
 			Proxy:               http.ProxyFromEnvironment,
@@ -225,11 +251,6 @@ func (c *Conn) fail(id json.RawMessage, msg string) {
 func (c *Conn) writeMessage(msg []byte) error {
 	c.mu.Lock()
 	lg, closed := c.legacy, c.closed
-	if !closed && lg == nil {
-		// Counted under mu with the closed check, so Close's Wait never
-		// races an Add.
-		c.wg.Add(1)
-	}
 	c.mu.Unlock()
 	if closed {
 		return io.ErrClosedPipe
@@ -238,42 +259,154 @@ func (c *Conn) writeMessage(msg []byte) error {
 		return lg.post(msg)
 	}
 	out := parseOutbound(msg) // batches have no id: their errors are logged
+	c.order.Lock()
+	defer c.order.Unlock()
+	// What follows a message happens once the server acknowledged it: a
+	// cancellation finds the request posted.
+	c.awaitPrev()
 	c.resumes.cancel(out)
 	if c.modern.cancel(out) {
-		c.wg.Done()
 		return nil // 2026-07-28: the closed response stream is the cancellation
 	}
-	c.order.Lock()
-	acked := make(chan struct{})
-	go c.postCounted(msg, out, acked)
-	select {
-	case <-acked:
-	case <-c.ctx.Done():
+	j := postJob{msg: msg, out: out, acked: make(chan struct{})}
+	if isModern(out.version) {
+		// A modern request's own context: closing its response stream is
+		// how the client cancels it (2026-07-28). It is noted before the
+		// message is handed over, so a cancellation behind it finds it.
+		var cancel context.CancelFunc
+		j.ctx, cancel = context.WithCancel(c.ctx)
+		j.cancel = cancel
+		c.modern.note(out, cancel)
 	}
-	c.order.Unlock()
+	c.prevAck = j.acked
+	c.lastAck.Store(&j.acked)
+	if !c.startPost(j) {
+		j.stop(c)
+		return io.ErrClosedPipe
+	}
 	return nil
 }
 
-// postCounted is the goroutine of one POST; writeMessage counted it.
-func (c *Conn) postCounted(msg []byte, out outbound, acked chan struct{}) {
-	defer c.wg.Done()
-	c.post(msg, out, acked)
+// awaitPrev waits until the server acknowledged the message posted
+// before (or AckWait passed after its body was sent), or Close; c.order
+// is held.
+func (c *Conn) awaitPrev() {
+	if c.prevAck == nil {
+		return
+	}
+	select {
+	case <-c.prevAck:
+	case <-c.ctx.Done():
+	}
 }
 
+// postJob is one message for a poster to POST: its own context (with
+// cancel; nil for the session's) and the channel its acknowledgement
+// closes.
+type postJob struct {
+	msg    []byte
+	out    outbound
+	ctx    context.Context
+	cancel context.CancelFunc
+	acked  chan struct{}
+}
+
+// stop ends the job's own context once its POST is over, and forgets
+// the request that the client's cancellation would close.
+func (j postJob) stop(c *Conn) {
+	if j.cancel != nil {
+		j.cancel()
+		c.modern.done(j.out.ID)
+	}
+}
+
+// maxIdlePosters bounds the poster goroutines kept waiting for work once
+// a burst of concurrent POSTs is over.
+const maxIdlePosters = 4
+
+// startPost hands j to an idle poster, or starts one. A POST's goroutine
+// grows its stack to what the HTTP client needs; a poster keeps its stack
+// for the next POST instead of growing a new goroutine's every time. It
+// reports false, posting nothing, once Close began.
+func (c *Conn) startPost(j postJob) bool {
+	select {
+	case c.jobs <- j:
+		return true
+	default:
+	}
+	c.mu.Lock()
+	closed := c.closed
+	if !closed {
+		// Counted under mu with the closed check, so Close's Wait never
+		// races an Add.
+		c.wg.Add(1)
+	}
+	c.mu.Unlock()
+	if closed {
+		close(j.acked)
+		return false
+	}
+	go c.poster(j)
+	return true
+}
+
+// poster is the goroutine of one POST at a time: it posts j, then waits
+// for the next job while fewer than maxIdlePosters others wait, until
+// Close.
+func (c *Conn) poster(j postJob) {
+	defer c.wg.Done()
+	for {
+		c.post(j)
+		j.stop(c)
+		if c.idlePosters.Add(1) > maxIdlePosters {
+			c.idlePosters.Add(-1)
+			return
+		}
+		select {
+		case j = <-c.jobs:
+			c.idlePosters.Add(-1)
+		case <-c.ctx.Done():
+			c.idlePosters.Add(-1)
+			return
+		}
+	}
+}
+
+// postHeader returns the headers of a POST: Content-Type, Accept,
+// opts.Header and the session's (its id and protocol version), a copy
+// each POST may change.
+func (c *Conn) postHeader() http.Header {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.header == nil || c.headerFor != [2]string{c.session, c.version} {
+		h := http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"}}
+		c.headersLocked(h)
+		c.header, c.headerFor = h, [2]string{c.session, c.version}
+	}
+	return c.header.Clone()
+}
+
+// headers adds opts.Header and the session's headers (its id and
+// protocol version) to h.
 func (c *Conn) headers(h http.Header) {
+	c.mu.Lock()
+	c.headersLocked(h)
+	c.mu.Unlock()
+}
+
+// headersLocked is headers with c.mu held.
+func (c *Conn) headersLocked(h http.Header) {
 	for k, vs := range c.opts.Header {
 		for _, v := range vs {
 			h.Add(k, v)
 		}
 	}
-	c.mu.Lock()
 	if c.session != "" {
 		h.Set(mcp.HeaderSessionID, c.session)
 	}
 	if c.version != "" {
 		h.Set(mcp.HeaderProtocolVersion, c.version)
 	}
-	c.mu.Unlock()
 }
 
 // Close ends the session: DELETE for streamable HTTP, then stops every
@@ -287,6 +420,17 @@ func (c *Conn) Close() error {
 	c.closed = true
 	session, lg := c.session, c.legacy
 	c.mu.Unlock()
+	// The last message handed over is posted before the session ends: it
+	// waits for its acknowledgement, as the next message would, for as
+	// long as the DELETE may take.
+	if last := c.lastAck.Load(); last != nil {
+		t := time.NewTimer(5 * time.Second)
+		select {
+		case <-*last:
+		case <-t.C:
+		}
+		t.Stop()
+	}
 	if session != "" && lg == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		req, err := http.NewRequestWithContext(ctx, "DELETE", c.opts.URL, nil)

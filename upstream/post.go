@@ -15,12 +15,16 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// post sends msg and handles the response. acked is closed once the
-// server acknowledged the message (its 202, or the start of its response),
-// AckWait after its body is on the wire, or when the POST failed, so the
-// next message can follow.
-func (c *Conn) post(msg []byte, out outbound, acked chan struct{}) {
-	c.send(bytes.NewReader(msg), func() outbound { return out }, msg, acked)
+// post sends j's message and handles the response. j.acked is closed
+// once the server acknowledged the message (its 202, or the start of its
+// response), AckWait after its body is on the wire, or when the POST
+// failed, so the next message can follow.
+func (c *Conn) post(j postJob) {
+	ctx := j.ctx
+	if ctx == nil {
+		ctx = c.ctx
+	}
+	c.send(ctx, bytes.NewReader(j.msg), func() outbound { return j.out }, j.msg, j.acked)
 }
 
 // send is post for a body that may be a stream (writeStream): outf says
@@ -28,7 +32,12 @@ func (c *Conn) post(msg []byte, out outbound, acked chan struct{}) {
 // is sent), and msg is the whole message when there is one to send again
 // (the fall-back to HTTP+SSE). A streamed body (an *io.PipeReader) is
 // closed when the POST fails, so its writer stops.
-func (c *Conn) send(body io.Reader, outf func() outbound, msg []byte, acked chan struct{}) {
+//
+// ctx is the request's context: the session's, or a modern request's own,
+// whose cancellation closes its response stream (noted with modern.note
+// before the message was handed over, so the client's cancellation that
+// follows finds it).
+func (c *Conn) send(ctx context.Context, body io.Reader, outf func() outbound, msg []byte, acked chan struct{}) {
 	var once sync.Once
 	signal := func() { once.Do(func() { close(acked) }) }
 	defer signal()
@@ -39,29 +48,19 @@ func (c *Conn) send(body io.Reader, outf func() outbound, msg []byte, acked chan
 	}
 	out := outf()
 	env := out.envelope
-	// A modern request's own context: closing its response stream is
-	// how the client cancels it (2026-07-28).
-	ctx, cancel := context.WithCancel(c.ctx)
-	defer cancel()
-	c.modern.note(out, cancel)
-	defer c.modern.done(env.ID)
-	req, err := http.NewRequestWithContext(ctx, "POST", c.opts.URL, body)
+	g := &ackGrace{}
+	req, err := c.newPost(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) {
+		g.start(c.opts.AckWait, signal)
+	}}), body)
 	if err != nil {
 		abandon(err)
 		c.fail(env.ID, "building the request: "+err.Error())
 		return
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	c.headers(req.Header)
 	c.mu.Lock()
 	legacy := c.version
 	c.mu.Unlock()
 	c.modern.setHeaders(req.Header, out, legacy)
-	g := &ackGrace{}
-	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) {
-		g.start(c.opts.AckWait, signal)
-	}}))
 	resp, err := c.hc.Do(req)
 	g.stop()
 	signal()              // acknowledged, or failed
@@ -82,6 +81,26 @@ func (c *Conn) send(body io.Reader, outf func() outbound, msg []byte, acked chan
 		return
 	}
 	c.handleBody(ctx, resp, env, isInit)
+}
+
+// newPost returns a POST of body to the server's URL, parsed once, with
+// the session's headers (postHeader).
+func (c *Conn) newPost(ctx context.Context, body io.Reader) (*http.Request, error) {
+	if c.url == nil {
+		req, err := http.NewRequestWithContext(ctx, "POST", c.opts.URL, body)
+		if err == nil {
+			req.Header = c.postHeader()
+		}
+		return req, err
+	}
+	req, err := http.NewRequestWithContext(ctx, "POST", "", body)
+	if err != nil {
+		return nil, err
+	}
+	u := *c.url
+	req.URL, req.Host = &u, u.Host
+	req.Header = c.postHeader()
+	return req, nil
 }
 
 // ackGrace is the AckWait timer of one POST, started once its body is
@@ -193,10 +212,10 @@ func (c *Conn) handleStatus(req *http.Request, resp *http.Response, msg []byte, 
 // handleBody delivers a successful POST's response: one JSON message, or
 // an event stream that ends with the response to the request.
 func (c *Conn) handleBody(ctx context.Context, resp *http.Response, env envelope, isInit bool) {
-	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	mt := mediaType(resp.Header.Get("Content-Type"))
 	switch mt {
 	case "application/json":
-		ok, err := c.readJSONBody(resp.Body, env, isInit)
+		ok, err := c.readJSONBody(resp.Body, resp.ContentLength, env, isInit)
 		if err != nil {
 			c.fail(env.ID, "reading the server's response: "+err.Error())
 			return
@@ -209,6 +228,18 @@ func (c *Conn) handleBody(ctx context.Context, resp *http.Response, env envelope
 	default:
 		c.fail(env.ID, fmt.Sprintf("the server answered with Content-Type %q, not JSON or an event stream; is --url the server's MCP endpoint?", resp.Header.Get("Content-Type")))
 	}
+}
+
+// mediaType is the media type of a Content-Type value, lower case, as
+// mime.ParseMediaType reads it; the two an MCP server answers with, as
+// servers write them, are read without it.
+func mediaType(v string) string {
+	switch v {
+	case "application/json", "text/event-stream":
+		return v
+	}
+	mt, _, _ := mime.ParseMediaType(v)
+	return mt
 }
 
 func (c *Conn) hasSession() bool {

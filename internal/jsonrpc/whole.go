@@ -401,3 +401,38 @@ func isHex(c byte) bool {
 // when v is not a string; invalid UTF-8 decodes to U+FFFD, as
 // encoding/json decodes it.
 func DecodeString(v []byte) string { return decodeString(v) }
+
+// Member returns the value of the member called name of the JSON object
+// obj (the last one, when it appears twice), or nil when obj is not an
+// object or has none. Names are matched after their escapes are decoded,
+// exactly.
+func Member(obj []byte, name string) []byte {
+	i := SkipSpace(obj, 0)
+	if i == len(obj) || obj[i] != '{' {
+		return nil
+	}
+	i = SkipSpace(obj, i+1)
+	if i < len(obj) && obj[i] == '}' {
+		return nil
+	}
+	var v []byte
+	for {
+		key, next, ok := ReadKey(obj, i)
+		if !ok {
+			return nil
+		}
+		end, ok := SkipValue(obj, next, 1)
+		if !ok {
+			return nil
+		}
+		if string(key) == name {
+			v = obj[next:end]
+		}
+		var closed bool
+		if i, closed, ok = nextMember(obj, end); !ok {
+			return nil
+		} else if closed {
+			return v
+		}
+	}
+}

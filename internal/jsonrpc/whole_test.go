@@ -34,6 +34,15 @@ func checkWhole(t *testing.T, raw []byte) {
 	if !object {
 		return
 	}
+	// Member reads an object's members as encoding/json decodes them
+	// into a map: exact names, the last one of two.
+	var m map[string]json.RawMessage
+	json.Unmarshal(raw, &m)
+	for _, name := range []string{"id", "params", "_meta"} {
+		if got, want := Member(raw, name), m[name]; !bytes.Equal(got, want) || (got == nil) != (want == nil) {
+			t.Errorf("%.200q: Member %q: got %.100q; encoding/json reads %.100q", raw, name, got, want)
+		}
+	}
 	sc, err := Scan(raw, wholeScan)
 	if err != nil {
 		t.Fatalf("%.200q: the Scanner fails on valid JSON: %v", raw, err)
