@@ -193,18 +193,18 @@ func (c *Conn) writeStream(write func(w io.Writer) error) error {
 	c.order.Lock()
 	defer c.order.Unlock()
 	c.awaitPrev()
-	acked := make(chan struct{})
+	a := newAck()
 	if lg == nil {
-		c.prevAck = acked
-		c.lastAck.Store(&acked)
+		c.prevAck = a
+		c.lastAck.Store(a)
 	}
-	go c.sendStream(lg, pr, tee, acked)
+	go c.sendStream(lg, pr, tee, a)
 	err := write(tee)
 	pw.CloseWithError(err)
 	if lg != nil {
 		// HTTP+SSE posts one message at a time, each to its end.
 		select {
-		case <-acked:
+		case <-a.done:
 		case <-c.ctx.Done():
 		}
 	}
@@ -216,13 +216,13 @@ func (c *Conn) writeStream(write func(w io.Writer) error) error {
 
 // sendStream is the goroutine of one streamed POST, over the HTTP+SSE
 // transport when lg is set; writeStream counted it.
-func (c *Conn) sendStream(lg *legacy, body *io.PipeReader, tee *envTee, acked chan struct{}) {
+func (c *Conn) sendStream(lg *legacy, body *io.PipeReader, tee *envTee, a *ack) {
 	defer c.wg.Done()
 	if lg != nil {
-		lg.send(body, func() envelope { return tee.outbound().envelope }, acked)
+		lg.send(body, func() envelope { return tee.outbound().envelope }, a.done)
 		return
 	}
-	c.send(c.ctx, body, tee.outbound, nil, acked)
+	c.send(c.ctx, body, tee.outbound, nil, a)
 }
 
 // refuseWhole answers a client message over the limit of what writeStream

@@ -74,16 +74,16 @@ type Conn struct {
 	wg   sync.WaitGroup
 
 	// order keeps POSTs in the order the client sent them: each one
-	// goes out once the server acknowledged the one before it, whose
-	// acknowledgement it guards (prevAck, closed once the server
-	// acknowledged it or AckWait passed). A message waits for the one
+	// goes out once the server acknowledged the one before it (or
+	// AckWait passed after that one's body was sent), whose
+	// acknowledgement it guards (prevAck). A message waits for the one
 	// before it only when it comes: the caller of Write does not wait for
 	// its own message's acknowledgement.
 	order   sync.Mutex
-	prevAck chan struct{}
+	prevAck *ack
 	// lastAck is prevAck, for Close to wait on without order, which a
 	// writer may hold while the server stalls.
-	lastAck atomic.Pointer[chan struct{}]
+	lastAck atomic.Pointer[ack]
 
 	// url is opts.URL parsed once (nil when it does not parse: each POST
 	// then parses it, and fails as it says).
@@ -268,7 +268,7 @@ func (c *Conn) writeMessage(msg []byte) error {
 	if c.modern.cancel(out) {
 		return nil // 2026-07-28: the closed response stream is the cancellation
 	}
-	j := postJob{msg: msg, out: out, acked: make(chan struct{})}
+	j := postJob{msg: msg, out: out, ack: newAck()}
 	if isModern(out.version) {
 		// A modern request's own context: closing its response stream is
 		// how the client cancels it (2026-07-28). It is noted before the
@@ -278,8 +278,8 @@ func (c *Conn) writeMessage(msg []byte) error {
 		j.cancel = cancel
 		c.modern.note(out, cancel)
 	}
-	c.prevAck = j.acked
-	c.lastAck.Store(&j.acked)
+	c.prevAck = j.ack
+	c.lastAck.Store(j.ack)
 	if !c.startPost(j) {
 		j.stop(c)
 		return io.ErrClosedPipe
@@ -291,24 +291,19 @@ func (c *Conn) writeMessage(msg []byte) error {
 // before (or AckWait passed after its body was sent), or Close; c.order
 // is held.
 func (c *Conn) awaitPrev() {
-	if c.prevAck == nil {
-		return
-	}
-	select {
-	case <-c.prevAck:
-	case <-c.ctx.Done():
+	if c.prevAck != nil {
+		c.prevAck.wait(c.ctx, c.opts.AckWait)
 	}
 }
 
 // postJob is one message for a poster to POST: its own context (with
-// cancel; nil for the session's) and the channel its acknowledgement
-// closes.
+// cancel; nil for the session's) and its acknowledgement.
 type postJob struct {
 	msg    []byte
 	out    outbound
 	ctx    context.Context
 	cancel context.CancelFunc
-	acked  chan struct{}
+	ack    *ack
 }
 
 // stop ends the job's own context once its POST is over, and forgets
@@ -343,7 +338,7 @@ func (c *Conn) startPost(j postJob) bool {
 	}
 	c.mu.Unlock()
 	if closed {
-		close(j.acked)
+		j.ack.acknowledge()
 		return false
 	}
 	go c.poster(j)
@@ -424,12 +419,9 @@ func (c *Conn) Close() error {
 	// waits for its acknowledgement, as the next message would, for as
 	// long as the DELETE may take.
 	if last := c.lastAck.Load(); last != nil {
-		t := time.NewTimer(5 * time.Second)
-		select {
-		case <-*last:
-		case <-t.C:
-		}
-		t.Stop()
+		ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+		last.wait(ctx, c.opts.AckWait)
+		cancel()
 	}
 	if session != "" && lg == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

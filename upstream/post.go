@@ -15,16 +15,14 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// post sends j's message and handles the response. j.acked is closed
-// once the server acknowledged the message (its 202, or the start of its
-// response), AckWait after its body is on the wire, or when the POST
-// failed, so the next message can follow.
+// post sends j's message and handles the response, acknowledging j.ack
+// (see ack) so the next message can follow.
 func (c *Conn) post(j postJob) {
 	ctx := j.ctx
 	if ctx == nil {
 		ctx = c.ctx
 	}
-	c.send(ctx, bytes.NewReader(j.msg), func() outbound { return j.out }, j.msg, j.acked)
+	c.send(ctx, bytes.NewReader(j.msg), func() outbound { return j.out }, j.msg, j.ack)
 }
 
 // send is post for a body that may be a stream (writeStream): outf says
@@ -37,10 +35,8 @@ func (c *Conn) post(j postJob) {
 // whose cancellation closes its response stream (noted with modern.note
 // before the message was handed over, so the client's cancellation that
 // follows finds it).
-func (c *Conn) send(ctx context.Context, body io.Reader, outf func() outbound, msg []byte, acked chan struct{}) {
-	var once sync.Once
-	signal := func() { once.Do(func() { close(acked) }) }
-	defer signal()
+func (c *Conn) send(ctx context.Context, body io.Reader, outf func() outbound, msg []byte, a *ack) {
+	defer a.acknowledge()
 	abandon := func(err error) {
 		if pr, ok := body.(*io.PipeReader); ok {
 			pr.CloseWithError(err)
@@ -48,9 +44,8 @@ func (c *Conn) send(ctx context.Context, body io.Reader, outf func() outbound, m
 	}
 	out := outf()
 	env := out.envelope
-	g := &ackGrace{}
 	req, err := c.newPost(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) {
-		g.start(c.opts.AckWait, signal)
+		a.sentBody()
 	}}), body)
 	if err != nil {
 		abandon(err)
@@ -62,8 +57,7 @@ func (c *Conn) send(ctx context.Context, body io.Reader, outf func() outbound, m
 	c.mu.Unlock()
 	c.modern.setHeaders(req.Header, out, legacy)
 	resp, err := c.hc.Do(req)
-	g.stop()
-	signal()              // acknowledged, or failed
+	a.acknowledge()       // acknowledged, or failed
 	env = outf().envelope // a streamed message's id may come after its params
 	if err != nil {
 		abandon(err)
@@ -103,30 +97,47 @@ func (c *Conn) newPost(ctx context.Context, body io.Reader) (*http.Request, erro
 	return req, nil
 }
 
-// ackGrace is the AckWait timer of one POST, started once its body is
-// sent and stopped when the answer starts.
-type ackGrace struct {
-	// mu guards the fields below: the transport sends the body on a
-	// goroutine of its own.
-	mu      sync.Mutex
-	t       *time.Timer
-	stopped bool
+// ack is the acknowledgement of one POST, which the message after it
+// waits for: done closes once the server acknowledged the message (its
+// 202, or the start of its response) or the POST failed, and sent once
+// its body is on the wire, from when AckWait runs. Its methods are safe
+// for concurrent use: the HTTP client sends the body on a goroutine of its
+// own.
+type ack struct {
+	done, sent         chan struct{}
+	doneOnce, sentOnce sync.Once
+	// at is when the body was sent; written before sent closes.
+	at time.Time
 }
 
-func (g *ackGrace) start(d time.Duration, f func()) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if !g.stopped && g.t == nil {
-		g.t = time.AfterFunc(d, f)
+func newAck() *ack { return &ack{done: make(chan struct{}), sent: make(chan struct{})} }
+
+func (a *ack) acknowledge() { a.doneOnce.Do(func() { close(a.done) }) }
+
+func (a *ack) sentBody() {
+	a.sentOnce.Do(func() {
+		a.at = time.Now()
+		close(a.sent)
+	})
+}
+
+// wait returns once the message was acknowledged, once ackWait passed
+// after its body was sent, or when ctx ends. Only a message that waits
+// arms a timer.
+func (a *ack) wait(ctx context.Context, ackWait time.Duration) {
+	select {
+	case <-a.done:
+		return
+	case <-ctx.Done():
+		return
+	case <-a.sent:
 	}
-}
-
-func (g *ackGrace) stop() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.stopped = true
-	if g.t != nil {
-		g.t.Stop()
+	t := time.NewTimer(ackWait - time.Since(a.at))
+	defer t.Stop()
+	select {
+	case <-a.done:
+	case <-t.C:
+	case <-ctx.Done():
 	}
 }
 
