@@ -236,8 +236,32 @@ func (c *Conn) handleBody(ctx context.Context, resp *http.Response, env envelope
 		}
 	case "text/event-stream":
 		c.readResponseStream(ctx, resp.Body, env, isInit)
+		c.drainStream(resp.Body)
 	default:
 		c.fail(env.ID, fmt.Sprintf("the server answered with Content-Type %q, not JSON or an event stream; is --url the server's MCP endpoint?", resp.Header.Get("Content-Type")))
+	}
+}
+
+// drainWait and drainMax bound what drainStream reads of a response
+// stream after its response: a server ends the stream at once once it
+// answered (MCP basic/transports: it SHOULD close it), so a stream that
+// has not ended by then will not end soon.
+const (
+	drainWait = 100 * time.Millisecond
+	drainMax  = 64 << 10
+)
+
+// drainStream reads what is left of a POST's event stream once its
+// response came, up to drainWait and drainMax: a body closed before its
+// end closes its connection with it, and the next POST would dial a new
+// one. What it reads is no longer delivered, as the stream's events after
+// the response never were; it is logged, without content.
+func (c *Conn) drainStream(body io.ReadCloser) {
+	t := time.AfterFunc(drainWait, func() { body.Close() })
+	n, _ := io.Copy(io.Discard, io.LimitReader(body, drainMax))
+	t.Stop()
+	if n > 0 {
+		c.log.Debug("the server sent more on a response stream after its response; it was not relayed", "bytes", n)
 	}
 }
 
