@@ -145,19 +145,26 @@ func startHTTPServer(serverBin string) (string, func(), error) {
 	if err != nil {
 		return "", nil, err
 	}
+	return startListener(cmd, stderr, os.Stderr)
+}
+
+// startListener starts cmd, whose out (its stdout or stderr) announces
+// "listening on URL", and returns the URL and the function that stops
+// it; what out says afterwards goes to rest.
+func startListener(cmd *exec.Cmd, out io.Reader, rest io.Writer) (string, func(), error) {
 	if err := cmd.Start(); err != nil {
 		return "", nil, err
 	}
 	stop := func() { cmd.Process.Kill(); cmd.Wait() }
-	sc := bufio.NewScanner(stderr)
+	sc := bufio.NewScanner(out)
 	for sc.Scan() {
 		if url, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
-			go io.Copy(os.Stderr, stderr) // the server's later logs, if any
-			return url, stop, nil
+			go io.Copy(rest, out)
+			return strings.TrimSpace(url), stop, nil
 		}
 	}
 	stop()
-	return "", nil, fmt.Errorf("the HTTP test server exited before it listened: %v", sc.Err())
+	return "", nil, fmt.Errorf("%s exited before it said where it listens: %v", filepath.Base(cmd.Path), sc.Err())
 }
 
 // timeCalls initializes c and times n sequential echo calls.
