@@ -218,6 +218,7 @@ func (m *Manager) Raise(s Spec) (string, error) {
 	var (
 		data    any
 		capture aep.Capture
+		ext     map[string]any
 	)
 	if s.URL != "" {
 		d := &aep.AttentionRequested{Kind: "auth", ExpiresAt: aep.FormatTime(q.expires), RespondVia: s.RespondVia,
@@ -246,6 +247,9 @@ func (m *Manager) Raise(s Spec) (string, error) {
 		}
 		q.fields = s.Form.FieldSpecs() // gating needs the structure, not the gated labels
 		capture = c
+		if v := aep.IntegerFieldsValue(q.fields); v != "" {
+			ext = map[string]any{aep.ExtIntegerFields: v}
+		}
 	} else {
 		d := &aep.AttentionRequested{Kind: "input", ExpiresAt: aep.FormatTime(q.expires), RespondVia: s.RespondVia}
 		capture = m.ceiling
@@ -261,7 +265,8 @@ func (m *Manager) Raise(s Spec) (string, error) {
 			data = d
 		}
 	}
-	ev, raw, err := m.publishRequest(aep.Draft{Type: "attention.requested", Subject: s.Subject, Severity: aep.SeverityNotice, Capture: capture, Data: data})
+	ev, raw, err := m.publishRequest(aep.Draft{Type: "attention.requested", Subject: s.Subject, Severity: aep.SeverityNotice, Capture: capture,
+		Extensions: ext, Data: data})
 	if err != nil {
 		return "", err
 	}

@@ -134,7 +134,7 @@ func New(o Options) (*Bridge, error) {
 	if o.AttentionCapture == 0 {
 		o.AttentionCapture = aep.CaptureRedacted
 	}
-	b := &Bridge{opts: o, log: o.Logger, session: aep.NewID(), hub: o.hub}
+	b := &Bridge{opts: o, log: o.Logger, session: o.host.sessionID(), hub: o.hub}
 	if b.hub == nil {
 		b.hub = bus.NewHub()
 	}

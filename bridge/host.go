@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,6 +17,8 @@ import (
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
 	"github.com/agenteventprotocol/aep-mcp-bridge/control"
 	"github.com/agenteventprotocol/aep-mcp-bridge/endpoint"
+	"github.com/agenteventprotocol/aep-mcp-bridge/notify"
+	"github.com/agenteventprotocol/aep-mcp-bridge/proof"
 	"github.com/agenteventprotocol/aep-mcp-bridge/relay"
 )
 
@@ -62,6 +65,12 @@ type HostOptions struct {
 	// Dial opens the connections of the hub join and the relay links; nil
 	// means a net.Dialer.
 	Dial relay.DialFunc
+	// Notify, if set, notifies webhooks of the questions on the host's
+	// hub (every question it serves: its own sessions', and those of the
+	// bridges and emitters that joined it). Its Hub and Token are the
+	// host's; an empty PublicURL links to the endpoint's own address. nil
+	// means no notifications.
+	Notify *notify.Options
 	// Logger receives logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -89,7 +98,11 @@ type Host struct {
 	ln     net.Listener
 	joined string // the hub this host joined, or ""
 	links  []*relay.Link
-	served chan struct{} // closed when the HTTP server has stopped
+	// key certifies the ids of the sessions of a host with links, so they
+	// stay this process's on the hub or relay across its restarts.
+	key    *proof.Key
+	served chan struct{}    // closed when the HTTP server has stopped
+	notify *notify.Notifier // nil without notifications
 
 	// ctx ends every session run on the host; linkCtx ends the links,
 	// after the sessions, so what the sessions emit last (their
@@ -141,8 +154,16 @@ func NewHost(o HostOptions) (*Host, error) {
 	if err := h.newLinks(); err != nil {
 		return fail(err)
 	}
+	if o.Notify != nil {
+		if err := h.startNotify(*o.Notify); err != nil {
+			return fail(err)
+		}
+	}
 	if h.ln != nil {
 		if err := h.serve(); err != nil {
+			if h.notify != nil {
+				h.notify.Close(context.Background())
+			}
 			return fail(err)
 		}
 	}
@@ -151,6 +172,34 @@ func NewHost(o HostOptions) (*Host, error) {
 		go h.runLink(l)
 	}
 	return h, nil
+}
+
+// startNotify starts the notifier on the host's hub. Without a public
+// URL, links point at the inbox this process serves, or the one of the
+// hub it joined.
+func (h *Host) startNotify(o notify.Options) error {
+	o.Hub, o.Token = h.hub, h.opts.Token
+	if o.Logger == nil {
+		o.Logger = h.log
+	}
+	if o.PublicURL == "" {
+		addr := h.opts.Listen
+		if h.ln != nil {
+			addr = h.ln.Addr().String()
+		}
+		if host, port, err := net.SplitHostPort(addr); err == nil {
+			if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+				host = "localhost"
+			}
+			o.PublicURL = "http://" + net.JoinHostPort(host, port)
+		}
+	}
+	n, err := notify.New(o)
+	if err != nil {
+		return err
+	}
+	h.notify = n
+	return nil
 }
 
 // newLinks creates the link to the joined hub, which must prove the token,
@@ -169,8 +218,15 @@ func (h *Host) newLinks() error {
 	for _, u := range h.opts.Relays {
 		targets = append(targets, target{url: u, plainRemote: h.opts.PlainRelay})
 	}
+	if len(targets) > 0 {
+		key, err := proof.NewKey(rand.Reader)
+		if err != nil {
+			return err
+		}
+		h.key = key
+	}
 	for _, tg := range targets {
-		l, err := relay.NewLink(relay.LinkOptions{URL: tg.url, Token: h.opts.Token, RequireProof: tg.requireProof,
+		l, err := relay.NewLink(relay.LinkOptions{URL: tg.url, Token: h.opts.Token, Key: h.key, RequireProof: tg.requireProof,
 			PlainRemote: tg.plainRemote, Dial: h.opts.Dial, Agent: h.opts.Agent, Instance: h.opts.Instance, Accepts: control.Accepts, Logger: h.log})
 		if err != nil {
 			return fmt.Errorf("--relay: %w", err)
@@ -263,6 +319,18 @@ func (h *Host) runLink(l *relay.Link) {
 	defer h.linkWG.Done()
 	l.Run(h.linkCtx)
 }
+
+// sessionID names a new session: certified to the host's key when it has
+// links (proof.Key.SessionID), a plain id otherwise.
+func (h *Host) sessionID() string {
+	if h == nil || h.key == nil {
+		return aep.NewID()
+	}
+	return h.key.SessionID(aep.NewID())
+}
+
+// Notifier returns the host's notifier, or nil.
+func (h *Host) Notifier() *notify.Notifier { return h.notify }
 
 // Hub returns the hub every session of the host publishes to.
 func (h *Host) Hub() *bus.Hub { return h.hub }
@@ -383,6 +451,11 @@ func (h *Host) Close(ctx context.Context) error {
 	if err := waitFor(ctx, &h.linkWG); err != nil {
 		errs = append(errs, fmt.Errorf("relay links still flushing: %w", err))
 	}
+	if h.notify != nil { // after the sessions' last events, which it sends too
+		if err := h.notify.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	h.hub.Close()
 	return errors.Join(errs...)
 }
@@ -419,6 +492,9 @@ func (h *Host) health() map[string]any {
 		}
 	}
 	out := map[string]any{"relay": relayState}
+	if h.notify != nil {
+		out["notify"] = h.notify.Health()
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	switch len(h.sessions) {

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 )
@@ -49,6 +50,13 @@ type HubOptions struct {
 	// the process's own sessions are always kept. 0 means
 	// DefaultOpenBytes.
 	OpenBytes int64
+	// OpenShare bounds the open questions of one writer from outside the
+	// process (writers.go), so that one that floods leaves room for the
+	// others. 0 means OpenBytes/4.
+	OpenShare int64
+	// Now is the clock expiry and OrphanWait are judged by; nil means
+	// time.Now. Tests set it.
+	Now func() time.Time
 }
 
 func (o HubOptions) withDefaults() HubOptions {
@@ -68,6 +76,10 @@ func (o HubOptions) withDefaults() HubOptions {
 	def64(&o.ReplaySessionBytes, DefaultReplaySessionBytes)
 	def64(&o.ReplayBytes, DefaultReplayBytes)
 	def64(&o.OpenBytes, DefaultOpenBytes)
+	if o.OpenShare == 0 && o.OpenBytes > 0 {
+		o.OpenShare = max(o.OpenBytes/4, 1)
+	}
+	def64(&o.OpenShare, -1) // an unbounded hub: no share either
 	return o
 }
 
@@ -76,9 +88,12 @@ func (o HubOptions) withDefaults() HubOptions {
 //
 //   - Open questions are state, not history: an attention.requested stays
 //     held, whole, until its owner (the same source and session) settles it
-//     with attention.resolved or attention.timeout, or ends the session.
-//     Nothing else evicts it, and every subscription made with SubscribeFrom
-//     starts with the open questions it matches.
+//     with attention.resolved or attention.timeout, or ends the session, or
+//     nobody can answer it any more: ExpiredGrace past its expires_at, or
+//     OrphanWait after its writer left (writers.go). Nothing else evicts
+//     it, and every subscription made with SubscribeFrom starts with the
+//     open questions it matches. One writer from outside holds at most its
+//     share of them in bytes (HubOptions.OpenShare).
 //   - Replay is history, bounded in events per session, in bytes per session
 //     and in events and bytes in total; the least recently written session
 //     with no open question gives up its oldest events first.
@@ -109,7 +124,7 @@ func NewHub() *Hub { return NewHubWith(HubOptions{}) }
 // NewHubWith returns an empty hub with the bounds of o.
 func NewHubWith(o HubOptions) *Hub {
 	return &Hub{opts: o.withDefaults(), subs: map[*Subscription]struct{}{},
-		rings: map[string]*ring{}, lru: list.New(), open: newOpenSet()}
+		rings: map[string]*ring{}, lru: list.New(), open: newOpenSet(o.Now)}
 }
 
 // ReplayDepth returns the per-session replay depth in events, for
@@ -138,7 +153,7 @@ type Stats struct {
 func (h *Hub) Stats() Stats {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.open.dropExpired()
+	h.open.dropDead()
 	return Stats{ReplayEvents: h.heldEvents, ReplaySessions: len(h.rings), ReplayBytes: h.heldBytes,
 		Open: h.open.order.Len(), OpenBytes: h.open.bytes}
 }
@@ -148,16 +163,17 @@ func (h *Hub) Stats() Stats {
 func (h *Hub) Write(ev aep.Event, raw []byte) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.publishLocked(&Delivery{Event: ev, Raw: raw})
+	h.publishLocked(&Delivery{Event: ev, Raw: raw}, "")
 	return nil
 }
 
 // publishLocked updates the open questions, buffers the event for replay
-// and fans it out. An open question asked again with its original id (a
-// relay link re-announcing it) is already in front of every subscriber: it
-// is neither buffered nor published twice.
-func (h *Hub) publishLocked(d *Delivery) {
-	if h.open.apply(d) == reannounced {
+// and fans it out; writer put it in the hub ("" for the process). An open
+// question asked again with its original id (a relay link re-announcing
+// it) is already in front of every subscriber: it is neither buffered nor
+// published twice.
+func (h *Hub) publishLocked(d *Delivery, writer string) {
+	if h.open.apply(d, writer) == reannounced {
 		return
 	}
 	h.record(d)
@@ -169,7 +185,8 @@ type IngestError struct {
 	// Index is the refused event's index in the batch.
 	Index int
 	// Code is "unauthorized" (the event would change another emitter's
-	// question) or "limit-exceeded" (the open questions are at their bound).
+	// question) or "limit-exceeded" (the open questions, or the writer's
+	// share of them, are at their bound).
 	Code   string
 	Detail string
 }
@@ -177,15 +194,81 @@ type IngestError struct {
 func (e *IngestError) Error() string { return e.Code + ": " + e.Detail }
 
 // Ingest records and publishes events that arrived from outside the
-// process, all or none: a question's lifecycle is accepted only from the
-// question's owner, a new question may not reuse the id of another
-// emitter's open question, and a new question that would take the open
-// questions past HubOptions.OpenBytes is refused. Who may write a source or
-// a session at all is the endpoint's to decide before calling Ingest.
+// process without a connection (POST): each event's source is its writer,
+// one that is not connected (writers.go), so the questions a source posts
+// leave the open set OrphanWait after its last post, or at their
+// expires_at. See IngestFrom for the rest.
 func (h *Hub) Ingest(evs []*aep.Event, raws [][]byte) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	writers := make([]string, len(evs))
+	for i, ev := range evs {
+		writers[i] = "source " + ev.Source
+	}
+	if err := h.admitLocked(evs, raws, writers); err != nil {
+		return err
+	}
+	for _, w := range writers {
+		h.open.back(w)
+	}
+	for i, ev := range evs {
+		h.publishLocked(&Delivery{Event: *ev, Raw: raws[i]}, writers[i])
+	}
+	for _, w := range writers {
+		h.open.left(w, false)
+	}
+	return nil
+}
+
+// IngestFrom records and publishes events that the connected writer sent
+// from outside the process, all or none: a question's lifecycle is
+// accepted only from the question's owner, a new question may not reuse
+// the id of another emitter's open question, and a new question that
+// would take the open questions past HubOptions.OpenBytes, or the
+// writer's past HubOptions.OpenShare, is refused. Who may write a source
+// or a session at all is the endpoint's to decide before calling it; it
+// calls Left when the writer's connection ends.
+func (h *Hub) IngestFrom(writer string, evs []*aep.Event, raws [][]byte) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	writers := make([]string, len(evs))
+	for i := range writers {
+		writers[i] = writer
+	}
+	if err := h.admitLocked(evs, raws, writers); err != nil {
+		return err
+	}
+	h.open.back(writer)
+	for i, ev := range evs {
+		h.publishLocked(&Delivery{Event: *ev, Raw: raws[i]}, writer)
+	}
+	return nil
+}
+
+// Left records that writer's connection ended: unless it comes back
+// (IngestFrom or Back), its open questions leave the open set OrphanWait
+// from now, or at their expires_at if sooner. keepDated keeps those that
+// have an expires_at until the rule every question follows (ExpiredGrace
+// past it): a writer that will come back for them, a joined bridge.
+func (h *Hub) Left(writer string, keepDated bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.open.left(writer, keepDated)
+}
+
+// Back records that writer is connected again: its open questions wait
+// for it again.
+func (h *Hub) Back(writer string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.open.back(writer)
+}
+
+// admitLocked decides whether the batch evs, event i put in the hub by
+// writers[i], may be published. Callers hold h.mu.
+func (h *Hub) admitLocked(evs []*aep.Event, raws [][]byte, writers []string) error {
 	var adding int64
+	addingBy := map[string]int64{}
 	asked := map[string]*aep.Event{} // questions asked earlier in this batch
 	for i, ev := range evs {
 		id := questionOf(ev)
@@ -203,18 +286,26 @@ func (h *Hub) Ingest(evs []*aep.Event, raws [][]byte) error {
 			continue
 		}
 		asked[id] = ev
-		adding += deliverySize(&Delivery{Event: *ev, Raw: raws[i]})
-		if limited64(h.opts.OpenBytes, h.open.bytes+adding) {
-			h.open.dropExpired() // questions nobody can answer any more make room
+		size := deliverySize(&Delivery{Event: *ev, Raw: raws[i]})
+		adding += size
+		addingBy[writers[i]] += size
+		over := func() bool {
+			return limited64(h.opts.OpenBytes, h.open.bytes+adding) ||
+				limited64(h.opts.OpenShare, h.open.writerBytes(writers[i])+addingBy[writers[i]])
 		}
-		if limited64(h.opts.OpenBytes, h.open.bytes+adding) {
+		if over() {
+			h.open.dropDead() // questions nobody can answer any more make room
+		}
+		switch {
+		case limited64(h.opts.OpenBytes, h.open.bytes+adding):
 			return &IngestError{Index: i, Code: "limit-exceeded", Detail: fmt.Sprintf(
 				"the open questions held would exceed %d bytes (%d held); no question is dropped to make room, so this one is refused until others are settled",
 				h.opts.OpenBytes, h.open.bytes)}
+		case limited64(h.opts.OpenShare, h.open.writerBytes(writers[i])+addingBy[writers[i]]):
+			return &IngestError{Index: i, Code: "limit-exceeded", Detail: fmt.Sprintf(
+				"this emitter's open questions would exceed %d bytes (%d held), its share of the %d bytes this hub holds for questions from outside; settle or time out some of them first",
+				h.opts.OpenShare, h.open.writerBytes(writers[i]), h.opts.OpenBytes)}
 		}
-	}
-	for i, ev := range evs {
-		h.publishLocked(&Delivery{Event: *ev, Raw: raws[i]})
 	}
 	return nil
 }
@@ -223,14 +314,8 @@ func (h *Hub) Ingest(evs []*aep.Event, raws [][]byte) error {
 func (h *Hub) OpenFrom(source string) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	n := 0
-	prefix := source + "\x00"
-	for k, c := range h.open.perSession {
-		if strings.HasPrefix(k, prefix) {
-			n += c
-		}
-	}
-	return n
+	h.open.dropDead()
+	return h.open.perSource[source]
 }
 
 // MustDeliver reports whether an event may never be dropped on its way to

@@ -47,16 +47,21 @@ type openQuestion struct {
 	d    *Delivery
 	key  string // (source, id): the question's identity (AEP-0001 §7.4)
 	sess string // sessionKey of the owner
-	size int64
-	elem *list.Element // in openSet.order
+	// writer is who put it in the hub (writers.go): "" for the
+	// process's own sessions.
+	writer string
+	size   int64
+	elem   *list.Element // in openSet.order
 	// expires is the question's expires_at; zero when it has none.
 	expires time.Time
 }
 
 // openSet is the state of every open question the hub serves, in the order
-// they were asked. It is not history: a question leaves it only when its
-// owner (the same source and session) settles it with attention.resolved or
-// attention.timeout, or ends the session; nothing else evicts it.
+// they were asked. It is not history: a question leaves it when its owner
+// (the same source and session) settles it with attention.resolved or
+// attention.timeout, or ends the session, and otherwise only once nobody
+// can answer it any more: ExpiredGrace past its expires_at, or when its
+// writer left without coming back (writers.go).
 //
 // The owners (source and session) of the most recently settled questions
 // are kept too, at most keepSettled of them, oldest forgotten first: an
@@ -78,7 +83,15 @@ type openSet struct {
 	byID       map[string]*openQuestion
 	order      *list.List // of *openQuestion, oldest first
 	perSession map[string]int
+	perSource  map[string]int
 	bytes      int64
+	// writers are the writers of open questions, and the connected ones
+	// (writers.go).
+	writers map[string]*writerState
+	// nextCheck is the earliest time a question may leave the open set
+	// for its expiry or its writer's leaving (dropDead): until then,
+	// nothing has to be looked at.
+	nextCheck time.Time
 	// now is the clock expiry is judged by; tests set it.
 	now func() time.Time
 }
@@ -89,9 +102,13 @@ type settledOwner struct {
 	source, session string
 }
 
-func newOpenSet() *openSet {
+func newOpenSet(now func() time.Time) *openSet {
+	if now == nil {
+		now = time.Now
+	}
 	return &openSet{byKey: map[string]*openQuestion{}, byID: map[string]*openQuestion{},
-		order: list.New(), perSession: map[string]int{}, settled: map[string]settledOwner{}, now: time.Now}
+		order: list.New(), perSession: map[string]int{}, perSource: map[string]int{}, writers: map[string]*writerState{},
+		settled: map[string]settledOwner{}, now: now}
 }
 
 // expiresAt reads the expires_at of an attention.requested's data; zero
@@ -108,21 +125,6 @@ func expiresAt(data json.RawMessage) time.Time {
 		return time.Time{}
 	}
 	return t
-}
-
-// dropExpired removes the questions more than ExpiredGrace past their
-// expires_at (see ExpiredGrace), and returns how many.
-func (o *openSet) dropExpired() int {
-	now, n := o.now(), 0
-	for e := o.order.Front(); e != nil; {
-		next := e.Next()
-		if q := e.Value.(*openQuestion); !q.expires.IsZero() && now.Sub(q.expires) > ExpiredGrace {
-			o.remove(q)
-			n++
-		}
-		e = next
-	}
-	return n
 }
 
 func questionKey(source, id string) string { return source + "\x00" + id }
@@ -146,10 +148,11 @@ const (
 	settled
 )
 
-// apply updates the set for an event and says what changed. A lifecycle
-// event settles a question only when it comes from the question's owner:
-// the same source and session as the attention.requested.
-func (o *openSet) apply(d *Delivery) change {
+// apply updates the set for an event that writer put in the hub ("" for
+// the process's own) and says what changed. A lifecycle event settles a
+// question only when it comes from the question's owner: the same source
+// and session as the attention.requested.
+func (o *openSet) apply(d *Delivery, writer string) change {
 	ev := &d.Event
 	switch ev.Type {
 	case typeRequested:
@@ -160,14 +163,17 @@ func (o *openSet) apply(d *Delivery) change {
 		if _, dup := o.byKey[key]; dup {
 			return reannounced
 		}
-		q := &openQuestion{d: d, key: key, sess: sessionKey(ev), size: deliverySize(d), expires: expiresAt(ev.Data)}
+		q := &openQuestion{d: d, key: key, sess: sessionKey(ev), writer: writer, size: deliverySize(d), expires: expiresAt(ev.Data)}
 		q.elem = o.order.PushBack(q)
 		o.byKey[key] = q
 		if _, taken := o.byID[ev.ID]; !taken {
 			o.byID[ev.ID] = q
 		}
 		o.perSession[q.sess]++
+		o.perSource[ev.Source]++
 		o.bytes += q.size
+		o.count(q, 1)
+		o.soon(o.deadline(q))
 		return opened
 	case typeResolved, typeTimeout:
 		q, ok := o.byKey[questionKey(ev.Source, ev.Subject)]
@@ -205,7 +211,11 @@ func (o *openSet) remove(q *openQuestion) {
 	if o.perSession[q.sess]--; o.perSession[q.sess] <= 0 {
 		delete(o.perSession, q.sess)
 	}
+	if o.perSource[q.d.Event.Source]--; o.perSource[q.d.Event.Source] <= 0 {
+		delete(o.perSource, q.d.Event.Source)
+	}
 	o.bytes -= q.size
+	o.count(q, -1)
 }
 
 // questionOf returns the id of the question ev asks or changes the state
@@ -266,9 +276,9 @@ func (o *openSet) rememberSettled(id string, s settledOwner) {
 }
 
 // snapshot returns the open questions f selects, oldest first, after
-// dropping the expired ones.
+// dropping those nobody can answer any more (dropDead).
 func (o *openSet) snapshot(f Filter) []*Delivery {
-	o.dropExpired()
+	o.dropDead()
 	out := make([]*Delivery, 0, o.order.Len())
 	for e := o.order.Front(); e != nil; e = e.Next() {
 		d := e.Value.(*openQuestion).d

@@ -271,7 +271,7 @@ func TestIngestRefusesAQuestionIDOfAnotherOwner(t *testing.T) {
 }
 
 func TestIngestBoundsOpenQuestionsInBytes(t *testing.T) {
-	h := NewHubWith(HubOptions{OpenBytes: 8 << 10})
+	h := NewHubWith(HubOptions{OpenBytes: 8 << 10, OpenShare: -1}) // the total bound alone
 	e := newEmitter("s")
 	big := map[string]string{"prompt": strings.Repeat("x", 3<<10)}
 	var refused *IngestError

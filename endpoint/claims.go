@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/authority"
 )
 
 // Target is a session that accepts commands: the bridge wires each local
@@ -51,105 +52,49 @@ type Claim struct {
 
 // AddClaim registers a session of this process that accepts commands. The
 // session, and its source, are then written only by its bridge: no
-// connection may write into them (see authorize).
-func (e *Endpoint) AddClaim(c Claim) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.claims = append(e.claims, c)
-	e.reserveLocal(c)
-}
+// connection may write into them (package authority).
+func (e *Endpoint) AddClaim(c Claim) { e.access.AddLocal(c.Session, c.Source, c) }
 
 // RemoveClaim forgets the claim of a session of this process that ended.
 // The session stays reserved among the most recent ended ones.
-func (e *Endpoint) RemoveClaim(session string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.claims = slices.DeleteFunc(e.claims, func(c Claim) bool {
-		if c.Session == session && c.owner == nil {
-			e.retireLocal(c)
-			return true
-		}
-		return false
-	})
-}
+func (e *Endpoint) RemoveClaim(session string) { e.access.RemoveLocal(session) }
 
-// claimFor registers, once, the claim of the emitter connection s on
-// session, which it just wrote under source, unless s no longer writes
-// source: another connection took it over since (authority.go), and s's
-// claims went with it.
-func (e *Endpoint) claimFor(s *socket, source, session string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if h := e.sources[source]; h == nil || h.conn != s {
-		return
+// claimOf is the claim a route names: a session of this process's, or the
+// claim of the emitter connection behind it, as its hello declared it.
+func claimOf(r authority.Route[Claim, *socket]) Claim {
+	if r.Conn == nil {
+		return r.Local
 	}
-	for _, c := range e.claims {
-		if c.owner == s && c.Session == session {
-			return
-		}
-	}
-	e.claims = append(e.claims, remoteClaim(s, session))
-}
-
-// remoteClaim is the claim of the emitter connection s on session, as its
-// hello declared it.
-func remoteClaim(s *socket, session string) Claim {
+	s := r.Conn.Peer
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Claim{Session: session, Agent: s.agent, Instance: s.instance, Accepts: s.accepts, Control: s.control,
+	return Claim{Session: r.Session, Agent: s.agent, Instance: s.instance, Accepts: s.accepts, Control: s.control,
 		Emits: s.emits, Target: socketTarget{s}, owner: s}
 }
 
-// moveClaimsLocked gives the claims of the connection old to conn, which
-// took over what old writes: a session both claim stays claimed once, by
-// conn. Callers hold e.mu.
-func (e *Endpoint) moveClaimsLocked(old, conn *socket) {
-	has := map[string]bool{}
-	for _, c := range e.claims {
-		if c.owner == conn {
-			has[c.Session] = true
-		}
-	}
-	e.claims = slices.DeleteFunc(e.claims, func(c Claim) bool { return c.owner == old && has[c.Session] })
-	for i, c := range e.claims {
-		if c.owner == old {
-			e.claims[i] = remoteClaim(conn, c.Session)
-		}
-	}
-}
-
-// dropClaims forgets every claim of a connection that went away.
-func (e *Endpoint) dropClaims(s *socket) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.claims = slices.DeleteFunc(e.claims, func(c Claim) bool { return c.owner == s })
-}
-
 // route finds the one claim of a session (AEP-0004 §4.5).
-func (e *Endpoint) route(session string) (Claim, string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	var found []Claim
-	for _, c := range e.claims {
-		if c.Session == session {
-			found = append(found, c)
-		}
+func (e *Endpoint) route(session string) (Claim, *authority.Refusal) {
+	r, why := e.access.Route(session)
+	if why != nil {
+		return Claim{}, why
 	}
-	switch len(found) {
-	case 0:
-		return Claim{}, "no-route"
-	case 1:
-		return found[0], ""
+	return claimOf(r), nil
+}
+
+// claims returns every live claim, in the order they were made.
+func (e *Endpoint) claims() []Claim {
+	routes := e.access.Claims()
+	out := make([]Claim, len(routes))
+	for i, r := range routes {
+		out[i] = claimOf(r)
 	}
-	return Claim{}, "ambiguous"
+	return out
 }
 
 // accepts is the union of the commands the live claims accept.
 func (e *Endpoint) accepts() []string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	out := []string{}
-	for _, c := range e.claims {
+	for _, c := range e.claims() {
 		for _, a := range c.Accepts {
 			if !slices.Contains(out, a) {
 				out = append(out, a)
@@ -163,10 +108,9 @@ func (e *Endpoint) accepts() []string {
 // rosterEntries is the snapshot of live claims (AEP-0003 §4.1 rules 3-5):
 // one entry per claim, declarations relayed verbatim.
 func (e *Endpoint) rosterEntries() []aep.RosterEntry {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	entries := make([]aep.RosterEntry, 0, len(e.claims))
-	for _, c := range e.claims {
+	claims := e.claims()
+	entries := make([]aep.RosterEntry, 0, len(claims))
+	for _, c := range claims {
 		entry := aep.RosterEntry{Session: c.Session, Agent: c.Agent, Instance: c.Instance, Emits: c.Emits}
 		switch {
 		case c.Control != nil:

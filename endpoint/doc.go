@@ -15,10 +15,11 @@
 // events out to subscribers, each subscription starting with the open
 // questions it matches, and routes each command to the one session that
 // claims it, through the small Target interface; it never decides a command
-// itself. It decides who may write what: the sessions of this process are
+// itself. Who may write what, and who takes which commands, it asks
+// package authority on every surface: the sessions of this process are
 // written only by their bridge, a source only by the one live connection
-// that writes it, a question's lifecycle only by its owner, and consumers
-// send commands, never events (authority.go). Everything a peer sends is
+// that writes it, a question's lifecycle only by its owner (bus), and
+// consumers send commands, never events. Everything a peer sends is
 // bounded: each event in bytes, commands and requests in rate, with one
 // reply for each refused.
 //

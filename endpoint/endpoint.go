@@ -12,9 +12,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gorilla/websocket"
-
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/authority"
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
 	"github.com/agenteventprotocol/aep-mcp-bridge/internal/hostguard"
 	"github.com/agenteventprotocol/aep-mcp-bridge/proof"
@@ -60,11 +59,15 @@ type Options struct {
 
 	// Test knobs: the connection queue (0 means socketQueue), the
 	// liveness timers (0 means pingEvery and pongWait), the handshake
-	// deadline (0 means handshakeWait), and a hook run after a departed
-	// connection's sources are released.
+	// deadline (0 means handshakeWait), the grace of a peer proving the
+	// token (0 means proveGrace), the clock of the proving slots (nil
+	// means time.Now), and a hook run after a departed connection's
+	// sources are released.
 	queue               int
 	pingEvery, pongWait time.Duration
 	handshakeWait       time.Duration
+	proveGrace          time.Duration
+	now                 func() time.Time
 	afterRelease        func()
 }
 
@@ -92,26 +95,22 @@ type Endpoint struct {
 	stop   context.CancelFunc
 	active sync.WaitGroup
 
+	// access decides who may write what and who takes which commands
+	// (package authority); it has its own lock.
+	access *table
+
 	// mu guards the fields below.
-	mu      sync.Mutex
-	claims  []Claim
-	conns   map[*socket]struct{}
-	joining map[*websocket.Conn]struct{} // connections still proving the token
-	proving int                          // requests at /join not yet through the proof
-	closed  bool
-	// localSessions and localSources are reserved for this process's own
-	// sessions, live and recently ended (retired, oldest first);
-	// sources maps a source to the connection that writes it.
-	localSessions map[string]bool
-	localSources  map[string]bool
-	retired       []Claim
-	sources       map[string]*sourceHolder
-	// joinedSessions are the sessions bridges joined to this hub write,
-	// live or among the joinedRetired most recently left (retirements
-	// numbers them).
-	joinedSessions map[string]*joinedSession
-	joinedRetired  []retiredSession
-	retirements    uint64
+	mu     sync.Mutex
+	conns  map[*socket]struct{}
+	closed bool
+	// provers are the requests at /join not yet through the proof
+	// (provers.go); evictions counts the slots taken from them, and
+	// joinFailures the failed proofs since one was last logged, at
+	// joinLogged.
+	provers      map[*prover]struct{}
+	evictions    int
+	joinFailures int
+	joinLogged   time.Time
 }
 
 // New returns an endpoint.
@@ -141,6 +140,12 @@ func New(o Options) (*Endpoint, error) {
 	if o.handshakeWait <= 0 {
 		o.handshakeWait = handshakeWait
 	}
+	if o.proveGrace <= 0 {
+		o.proveGrace = proveGrace
+	}
+	if o.now == nil {
+		o.now = time.Now
+	}
 	if o.Agent == "" {
 		o.Agent = "aep-mcp-bridge"
 	}
@@ -151,10 +156,8 @@ func New(o Options) (*Endpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Endpoint{opts: o, log: o.Logger, policy: policy,
-		conns: map[*socket]struct{}{}, joining: map[*websocket.Conn]struct{}{},
-		localSessions: map[string]bool{}, localSources: map[string]bool{}, sources: map[string]*sourceHolder{},
-		joinedSessions: map[string]*joinedSession{}}
+	e := &Endpoint{opts: o, log: o.Logger, policy: policy, access: authority.NewTable[Claim, *socket](o.Hub),
+		conns: map[*socket]struct{}{}, provers: map[*prover]struct{}{}}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}
@@ -201,14 +204,16 @@ func (e *Endpoint) tokenOK(got string) bool {
 	return subtle.ConstantTimeCompare([]byte(got), []byte(e.opts.Token)) == 1
 }
 
-// auth requires the bearer token. Tokens are never logged.
+// auth requires the bearer token, and hands next the principal it
+// authenticates (principalOf): the token's holder. Tokens are never
+// logged.
 func (e *Endpoint) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if got, _ := bearer(r); !e.tokenOK(got) {
 			unauthorized(w)
 			return
 		}
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, authority.TokenHolder())))
 	})
 }
 
@@ -319,8 +324,10 @@ func (e *Endpoint) Close() {
 	for c := range e.conns {
 		conns = append(conns, c)
 	}
-	for c := range e.joining {
-		c.Close() // a proof in progress ends; serveJoin cleans up
+	for p := range e.provers {
+		if p.conn != nil {
+			p.conn.Close() // a proof in progress ends; serveJoin cleans up
+		}
 	}
 	e.mu.Unlock()
 	for _, c := range conns {

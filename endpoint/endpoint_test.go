@@ -149,9 +149,15 @@ func (w *wsClient) send(v string) {
 	}
 }
 
+// readGuard bounds every read of a test's connection. It is a failure
+// guard, never a synchronisation: a test that writes thousands of events
+// under -race on a loaded machine takes well over ten seconds to be
+// answered, and still passes.
+const readGuard = 60 * time.Second
+
 func (w *wsClient) read() map[string]any {
 	w.t.Helper()
-	w.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	w.c.SetReadDeadline(time.Now().Add(readGuard))
 	_, b, err := w.c.ReadMessage()
 	if err != nil {
 		w.t.Fatalf("read: %v", err)

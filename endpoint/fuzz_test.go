@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/authority"
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
 )
 
@@ -53,6 +54,7 @@ func fuzzSocket(t *testing.T) (*socket, *recordingTarget) {
 	e.AddClaim(Claim{Session: "s1", Agent: "bridge", Accepts: []string{"control.attention.respond"}, Target: tg})
 	s := &socket{e: e, ctrl: make(chan []byte, e.opts.queue), out: make(chan []byte, e.opts.queue),
 		bye: make(chan string, 1), done: make(chan struct{}), subs: map[string]*socketSub{}}
+	s.auth = e.access.Connect(authority.TokenHolder(), s)
 	return s, tg
 }
 

@@ -78,5 +78,6 @@ func streamReady(w http.ResponseWriter, r *http.Request, websocketUpgrade bool, 
 // of the token proof at /join or to hello at /socket.
 const handshakeWait = 10 * time.Second
 
-// resumeCapability is set in hello to the resume secret, see authority.go.
+// resumeCapability is set in hello to the resume secret (package
+// authority: what an emitter proves it is the same one with).
 const resumeCapability = aep.ResumeSecretCapability

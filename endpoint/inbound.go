@@ -12,6 +12,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/authority"
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
 )
 
@@ -171,13 +172,14 @@ func (s *socket) handleHello(f aep.Frame) bool {
 		caps.Experimental = withResumeSecret(caps.Experimental, resume)
 	}
 	s.mu.Lock()
-	s.hello, s.role, s.resume = true, f.Role, resume
+	s.hello, s.role = true, f.Role
 	s.agent, s.instance, s.emits = f.Identity.Agent, f.Identity.Instance, f.Capabilities.Emits
 	if c := f.Capabilities.Control; len(c) > 0 && string(c) != "null" {
 		s.control = c
 		s.accepts = f.Capabilities.Accepts()
 	}
 	s.mu.Unlock()
+	s.e.access.SayHello(s.auth, authority.Hello{Emitter: resume != "", Agent: f.Identity.Agent, Instance: f.Identity.Instance, Resume: resume})
 	s.send(aep.NewHello(aep.RoleBoth, aep.Identity{Agent: s.e.opts.Agent}, caps))
 	return true
 }
@@ -241,7 +243,7 @@ func (s *socket) handleEvent(data []byte) {
 		s.errorFrame("", ev.ID, "unauthorized", why)
 		return
 	}
-	if err := s.e.opts.Hub.Ingest([]*aep.Event{ev}, [][]byte{data}); err != nil {
+	if err := s.e.opts.Hub.IngestFrom(s.e.access.Writer(s.auth), []*aep.Event{ev}, [][]byte{data}); err != nil {
 		var ie *bus.IngestError
 		if errors.As(err, &ie) {
 			s.errorFrame("", ev.ID, ie.Code, ie.Detail)
@@ -251,21 +253,21 @@ func (s *socket) handleEvent(data []byte) {
 	if ev.Session != "" && ev.Seq != nil {
 		// An emitter owns the sessions it sequences: commands for them
 		// are routed to this connection.
-		s.e.claimFor(s, ev.Source, ev.Session)
+		s.e.access.Sequenced(s.auth, ev.Source, ev.Session)
 	}
 }
 
 // command routes a command to the one session that claims it (AEP-0004 §4).
 func (s *socket) command(ev *aep.Event, data []byte) {
-	claim, code := s.e.route(ev.Session)
-	if code != "" {
+	if why := s.e.access.Principal(s.auth).MayCommand(ev); why != nil {
+		s.errorFrame("", ev.ID, why.Code(), why.Detail)
+		return
+	}
+	claim, why := s.e.route(ev.Session)
+	if why != nil {
 		// AEP-0004 §4.2: a connection-scoped refusal; it never enters
 		// the session's history.
-		detail := fmt.Sprintf("no connected emitter owns session %q", ev.Session)
-		if code == "ambiguous" {
-			detail = fmt.Sprintf("more than one live emitter claims session %q; the command was not delivered", ev.Session)
-		}
-		s.errorFrame("", ev.ID, code, detail)
+		s.errorFrame("", ev.ID, why.Code(), why.Detail)
 		return
 	}
 	if !slices.Contains(claim.Accepts, ev.Type) {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/authority"
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
 )
 
@@ -43,7 +44,7 @@ func (e *Endpoint) ingest(w http.ResponseWriter, r *http.Request) {
 	if mt == "application/x-ndjson" {
 		lines = splitLines(body, int(e.opts.MaxBody))
 	}
-	evs, refusal := e.parseBatch(lines)
+	evs, refusal := e.parseBatch(principalOf(r), lines)
 	if refusal != nil {
 		writeJSON(w, refusal.status, refusal.body)
 		return
@@ -70,10 +71,10 @@ type ingestRefusal struct {
 	body   httpError
 }
 
-// parseBatch parses and checks every line before any is written: a batch
-// is accepted whole or refused whole (AEP-0003 §3.2), with the first
-// failing line's index.
-func (e *Endpoint) parseBatch(lines [][]byte) ([]*aep.Event, *ingestRefusal) {
+// parseBatch parses and checks every line that p posted before any is
+// written: a batch is accepted whole or refused whole (AEP-0003 §3.2),
+// with the first failing line's index.
+func (e *Endpoint) parseBatch(p authority.Principal, lines [][]byte) ([]*aep.Event, *ingestRefusal) {
 	refuse := func(status int, code string, i int, detail string) *ingestRefusal {
 		return &ingestRefusal{status, httpError{Error: code, Line: &i, Detail: detail}}
 	}
@@ -91,8 +92,8 @@ func (e *Endpoint) parseBatch(lines [][]byte) ([]*aep.Event, *ingestRefusal) {
 			// Control flows only on the duplex binding (AEP-0004 §4.1).
 			return nil, refuse(http.StatusBadRequest, "invalid-event", i, "commands are accepted only on the WebSocket binding /socket")
 		}
-		if why := e.authorize(nil, ev); why != "" {
-			return nil, refuse(http.StatusForbidden, "unauthorized", i, why)
+		if why := e.access.Post(p, ev.Source, ev.Session); why != nil {
+			return nil, refuse(http.StatusForbidden, why.Code(), i, why.Detail)
 		}
 		evs = append(evs, ev)
 	}

@@ -55,11 +55,18 @@ func joinConn(t *testing.T, srv *httptest.Server, instance string) *wsClient {
 // is ""; it also returns the resume secret the endpoint gave it.
 func joinResuming(t *testing.T, srv *httptest.Server, instance, secret string) (*wsClient, string) {
 	t.Helper()
+	return joinWith(t, srv, instance, secret, nil)
+}
+
+// joinWith is joinResuming that also proves key, unless it is nil.
+func joinWith(t *testing.T, srv *httptest.Server, instance, secret string, key *proof.Key) (*wsClient, string) {
+	t.Helper()
 	c := dialJoin(t, srv.URL)
 	b, challenge, err := proof.NewBridge(testToken, strings.TrimPrefix(srv.URL, "http://"), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
+	b.Claim(key)
 	c.WriteMessage(websocket.TextMessage, challenge)
 	_, response, err := c.ReadMessage()
 	if err != nil {
@@ -155,4 +162,14 @@ func TestJoinRefusesWhoCannotProve(t *testing.T) {
 			}
 		})
 	}
+}
+
+// newProofKey makes a bridge's session key.
+func newProofKey(t *testing.T) *proof.Key {
+	t.Helper()
+	k, err := proof.NewKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }

@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/gorilla/websocket"
 
+	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
 )
 
@@ -62,7 +64,7 @@ func TestIngestCapsEachEvent(t *testing.T) {
 // budget an ingested question is refused with 429, never by dropping an
 // open one.
 func TestOpenQuestionsFromOutsideAreBoundedInBytes(t *testing.T) {
-	f := newFixture(t, bus.HubOptions{OpenBytes: 16 << 10}, Options{})
+	f := newFixture(t, bus.HubOptions{OpenBytes: 16 << 10, OpenShare: -1}, Options{}) // the total bound alone
 	prompt := strings.Repeat("p", 3<<10)
 	accepted := 0
 	for i := range 20 {
@@ -124,4 +126,50 @@ func TestASilentPeerIsClosedAndReleased(t *testing.T) {
 	}
 	alive.c.Close()
 	<-aliveDone
+}
+
+// TestAGoneEmittersQuestionsLeaveTheOpenSet: a /socket emitter that leaves
+// with questions open and does not come back within bus.OrphanWait loses
+// them from the open set, and its source is free again; one that comes
+// back with its resume secret in time keeps them; a joined bridge's dated
+// question waits for its expires_at.
+func TestAGoneEmittersQuestionsLeaveTheOpenSet(t *testing.T) {
+	clock := &testClock{t: time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)}
+	f := newFixture(t, bus.HubOptions{Now: clock.now}, Options{})
+	ask := func(c *wsClient, src, session, id, expires string) {
+		t.Helper()
+		ev := remoteEvent(src, session, id, "attention.requested", "srv", 0)
+		if expires != "" {
+			ev = strings.Replace(ev, `"prompt":"p"`, `"prompt":"p","expires_at":"`+expires+`"`, 1)
+		}
+		if fr := c.sendEvent(ev); fr != nil {
+			t.Fatalf("%s: %v", id, fr)
+		}
+	}
+	gone, _ := emitterResuming(t, f.srv, "gone", "")
+	ask(gone, "aep://g/agent/e/session/G", "G", "GONE", "")
+	returning, secret := emitterResuming(t, f.srv, "returning", "")
+	ask(returning, "aep://r/agent/e/session/R", "R", "BACK", "")
+	bridge := joinConn(t, f.srv, "bridge")
+	ask(bridge, "aep://b/agent/e/session/B", "B", "DATED", clock.now().Add(time.Hour).Format(time.RFC3339))
+	for _, c := range []*wsClient{gone, returning, bridge} {
+		c.c.Close()
+		<-f.released
+	}
+	clock.advance(bus.OrphanWait - time.Second)
+	emitterResuming(t, f.srv, "returning", secret) // back in time
+	clock.advance(time.Second)
+	sub, _ := f.hub.SubscribeFrom(func(ev *aep.Event) bool { return ev.Type == "attention.requested" }, bus.From{}, 8)
+	var open []string
+	for d := range sub.Backlog() {
+		open = append(open, d.Event.ID)
+	}
+	sub.Close()
+	if diff := cmp.Diff([]string{"BACK", "DATED"}, open); diff != "" {
+		t.Fatalf("open questions (-want +got):\n%s", diff)
+	}
+	other := emitterConn(t, f.srv, "other")
+	if fr := other.sendEvent(remoteEvent("aep://g/agent/e/session/G", "G", "NEW", "session.started", "", 1)); fr != nil {
+		t.Fatalf("the gone emitter's source after its questions left: %v; want it free", fr)
+	}
 }

@@ -105,10 +105,9 @@ func TestAJoinedBridgesHoldIsBounded(t *testing.T) {
 	if fr := late.sendEvent(remoteEvent(src, "SC", "X1", "session.started", "", 0)); fr != nil {
 		t.Fatalf("the source after %d joined sessions retired since its own: %v; want it free", retiredJoined, fr)
 	}
-	f.ep.mu.Lock()
-	defer f.ep.mu.Unlock()
 	// The retired sessions' sources and the live one.
-	if n, m := len(f.ep.joinedSessions), len(f.ep.sources); n != retiredJoined+1 || m != retiredJoined+1 {
+	if st := f.ep.access.Stats(); st.JoinedSessions != retiredJoined+1 || st.Sources != retiredJoined+1 {
+		n, m := st.JoinedSessions, st.Sources
 		t.Fatalf("%d joined sessions and %d sources remembered; want %d of each", n, m, retiredJoined+1)
 	}
 }
@@ -268,4 +267,51 @@ func TestAnEmitterTakesOverFromItsOldConnectionStillLive(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestASessionNamedAfterAKeyIsItsBridgesOnAnyHub: a session whose id is
+// certified to a bridge's session key, and a source that names it, are
+// written only by a /join connection that proved the key, on a hub that
+// never saw the bridge (one restarted since, say) as much as on the
+// hub it joined first: a token holder through /socket, /join or POST is
+// refused even when it comes first, and the bridge then writes its
+// session, and gets its commands, as if nobody had tried.
+func TestASessionNamedAfterAKeyIsItsBridgesOnAnyHub(t *testing.T) {
+	key, other := newProofKey(t), newProofKey(t)
+	session := key.SessionID("01J9ZQ3V8Y6S9Q7W5X4R2T1M0N")
+	src := "aep://vm/agent/b/session/" + session
+	f := newFixture(t, bus.HubOptions{}, Options{})
+	srv, hub := f.srv, f.hub
+
+	keyless, _ := joinResuming(t, srv, "host-b/1", "")
+	wrongKey, _ := joinWith(t, srv, "host-b/1", "", other)
+	socket := emitterConn(t, srv, "host-b/1")
+	for i, tc := range []struct {
+		name string
+		c    *wsClient
+		ev   string
+		want string
+	}{
+		{"through /join without the key, in its session under its source", keyless, remoteEvent(src, session, "X1", "session.started", "", 0), "named after a bridge's session key"},
+		{"through /join with another key", wrongKey, remoteEvent(src, session, "X2", "attention.requested", "srv", 0), "named after a bridge's session key"},
+		{"through /socket", socket, remoteEvent(src, session, "X3", "attention.requested", "srv", 0), "named after a bridge's session key"},
+		{"its session under another source", keyless, remoteEvent("aep://evil/agent/e", session, "X4", "session.started", "", 0), "named after a bridge's session key"},
+		{"its source in another session", keyless, remoteEvent(src, "elsewhere", "X5", "attention.requested", "srv", 0), "names a session of a bridge's session key"},
+	} {
+		refusedFor(t, tc.name, tc.c.sendEvent(tc.ev), fmt.Sprintf("X%d", i+1), tc.want)
+	}
+	if code, body := post(t, srv.URL, "application/json", remoteEvent(src, session, "X9", "attention.requested", "srv", 0)); code != http.StatusForbidden || !strings.Contains(body.Detail, "session key") {
+		t.Fatalf("POST into the session: %d %+v; want 403 naming the session key", code, body)
+	}
+	if n := hub.Stats().Open; n != 0 {
+		t.Fatalf("%d open; want no impostor's question", n)
+	}
+
+	bridge, _ := joinWith(t, srv, "host-b/1", "", key)
+	for i, typ := range []string{"session.started", "attention.requested"} {
+		if fr := bridge.sendEvent(remoteEvent(src, session, fmt.Sprintf("B%d", i), typ, "srv", i)); fr != nil {
+			t.Fatalf("the bridge that proved the key, its %s: %v", typ, fr)
+		}
+	}
+	answerReaches(t, srv, bridge, session, "B1", "C1")
 }

@@ -1,11 +1,14 @@
 package endpoint
 
 import (
+	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -95,10 +98,12 @@ func TestHandshakesEndAtTheirDeadline(t *testing.T) {
 }
 
 // TestProvingPeersAreBounded: the peers an endpoint serves before it knows
-// who they are (proving the token at /join) are bounded; one more is
-// refused at once with 503, not queued.
+// who they are (proving the token at /join) are bounded; one more, while
+// none has waited proveGrace (the clock stands still), is refused at once
+// with 503, not queued.
 func TestProvingPeersAreBounded(t *testing.T) {
-	f := newFixture(t, bus.HubOptions{}, Options{})
+	clock := &testClock{t: time.Unix(1e9, 0)}
+	f := newFixture(t, bus.HubOptions{}, Options{now: clock.now})
 	for range maxProving {
 		dialJoin(t, f.srv.URL) // each holds its slot until the proof or its deadline
 	}
@@ -116,4 +121,87 @@ func TestJoinedBridgesDoNotHoldProvingSlots(t *testing.T) {
 	for i := range maxProving + 2 {
 		joinConn(t, f.srv, fmt.Sprintf("host-%d", i)) // fails the test if refused
 	}
+}
+
+// testClock is a clock a test moves.
+type testClock struct {
+	// mu guards t.
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *testClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *testClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// TestAPeerThatDoesNotProveLosesItsSlot: while peers without the token
+// hold every /join slot, a bridge still joins once they have waited
+// proveGrace: it takes the slot of a silent one (no challenge sent)
+// first, then of one that stalls before its finish; one that has not
+// waited that long keeps its slot.
+func TestAPeerThatDoesNotProveLosesItsSlot(t *testing.T) {
+	clock := &testClock{t: time.Unix(1e9, 0)}
+	f := newFixture(t, bus.HubOptions{}, Options{now: clock.now})
+	host := strings.TrimPrefix(f.srv.URL, "http://")
+	// One peer sends its challenge and stalls before its finish; the
+	// others stay silent.
+	staller := dialJoin(t, f.srv.URL)
+	_, challenge, _ := proof.NewBridge("not-the-token", host, rand.Reader)
+	staller.WriteMessage(websocket.TextMessage, challenge)
+	if _, _, err := staller.ReadMessage(); err != nil {
+		t.Fatalf("the hub's response: %v", err)
+	}
+	clock.advance(time.Millisecond) // the staller waits less than the silent ones
+	silent := make([]*websocket.Conn, maxProving-1)
+	for i := range silent {
+		silent[i] = dialJoin(t, f.srv.URL)
+	}
+	refusedBusy := func(when string) {
+		t.Helper()
+		_, resp, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(f.srv.URL, "http")+proof.Path, nil)
+		if err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
+			t.Fatalf("%s: %v %v; want 503", when, resp, err)
+		}
+		resp.Body.Close()
+	}
+	refusedBusy("a newcomer while no peer has waited proveGrace")
+
+	clock.advance(proveGrace)
+	// Newcomers that stay silent too take the silent peers' slots, the
+	// longest waiting first, though the staller waited longer still; a
+	// newcomer's own wait has just begun, so it keeps its slot.
+	for range silent {
+		dialJoin(t, f.srv.URL)
+	}
+	for i, c := range silent {
+		if _, _, err := c.ReadMessage(); err == nil {
+			t.Fatalf("silent peer %d got a frame; want its connection closed", i)
+		}
+	}
+	// (Read the TCP connection: a timed-out WebSocket read is final.)
+	raw := staller.UnderlyingConn()
+	raw.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	if _, err := raw.Read(make([]byte, 1)); !isTimeout(err) {
+		t.Fatalf("the staller while silent peers held slots: %v; want it still waiting", err)
+	}
+	// A bridge takes the staller's slot, and proves the token.
+	joinConn(t, f.srv, "bridge")
+	staller.SetReadDeadline(time.Now().Add(failAfter))
+	if _, _, err := staller.ReadMessage(); err == nil || isTimeout(err) {
+		t.Fatalf("the staller: %v; want its connection closed", err)
+	}
+}
+
+// isTimeout reports whether err is a read deadline's.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }

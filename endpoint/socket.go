@@ -10,6 +10,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/authority"
 )
 
 const (
@@ -61,14 +62,9 @@ type socket struct {
 	// flood and warned belong to the reader goroutine.
 	flood  bucket
 	warned time.Time
-	// joined is set for a connection from /join, whose peer proved the
-	// token: a bridge joined to this hub.
-	joined bool
-	// sources counts the sources this connection writes, and sessions
-	// are the sessions a joined connection writes; the endpoint's mutex
-	// guards both.
-	sources  int
-	sessions map[string]bool
+	// auth is the connection in the endpoint's authority: who it is,
+	// what it writes.
+	auth *authority.Conn[*socket]
 
 	// mu guards the fields below.
 	mu       sync.Mutex
@@ -76,7 +72,6 @@ type socket struct {
 	role     string
 	agent    string
 	instance string
-	resume   string // the resume secret (authority.go); never logged
 	accepts  []string
 	control  json.RawMessage
 	emits    []string
@@ -95,19 +90,17 @@ func (e *Endpoint) serveSocket(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // the upgrader already answered
 	}
-	e.runSocket(conn, false, helloBy)
+	e.runSocket(conn, principalOf(r), helloBy)
 }
 
-// runSocket serves an upgraded connection, from its hello, due by helloBy,
-// to its close: one from /socket, or one from /join whose peer proved the
-// token (joined).
-func (e *Endpoint) runSocket(conn *websocket.Conn, joined bool, helloBy time.Time) {
+// runSocket serves an upgraded connection of principal p, from its hello,
+// due by helloBy, to its close: one from /socket, whose peer presented the
+// token, or one from /join, whose peer proved it.
+func (e *Endpoint) runSocket(conn *websocket.Conn, p authority.Principal, helloBy time.Time) {
 	conn.SetReadLimit(e.opts.MaxEvent)
 	s := &socket{e: e, conn: conn, ctrl: make(chan []byte, e.opts.queue), out: make(chan []byte, e.opts.queue),
-		bye: make(chan string, 1), done: make(chan struct{}), subs: map[string]*socketSub{}, joined: joined, helloBy: helloBy}
-	if joined {
-		s.sessions = map[string]bool{}
-	}
+		bye: make(chan string, 1), done: make(chan struct{}), subs: map[string]*socketSub{}, helloBy: helloBy}
+	s.auth = e.access.Connect(p, s)
 	if !e.enter() {
 		conn.Close()
 		return
@@ -121,8 +114,10 @@ func (e *Endpoint) runSocket(conn *websocket.Conn, joined bool, helloBy time.Tim
 	s.readLoop()
 	// Nothing more can come from the peer: what it wrote is released at
 	// once, so its reconnection is not refused while this one drains.
-	e.dropClaims(s)
-	e.releaseSources(s)
+	e.access.Disconnect(s.auth)
+	if e.opts.afterRelease != nil {
+		e.opts.afterRelease()
+	}
 	// The writer sends what is queued and a closing frame (unless one is
 	// already on its way), then closes; every goroutine ends with it.
 	s.shutdown("the connection ended")

@@ -41,7 +41,7 @@ func (e *Endpoint) serveStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer e.active.Done()
-	sub, exhausted := e.opts.Hub.SubscribeFrom(req.filter.Match, req.from, subscriptionQueue)
+	sub, exhausted := e.opts.Hub.SubscribeFrom(visible(principalOf(r), req.filter.Match), req.from, subscriptionQueue)
 	defer sub.Close()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")

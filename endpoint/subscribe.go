@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/authority"
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
 )
 
@@ -90,7 +91,7 @@ func (s *socket) subscribe(f aep.Frame) {
 		s.errorFrame(f.ID, "", "limit-exceeded", fmt.Sprintf("at most %d subscriptions per connection", maxSubscriptions))
 		return
 	}
-	sub, exhausted := s.e.opts.Hub.SubscribeFrom(req.filter.Match, req.from, subscriptionQueue)
+	sub, exhausted := s.e.opts.Hub.SubscribeFrom(visible(s.e.access.Principal(s.auth), req.filter.Match), req.from, subscriptionQueue)
 	ss := &socketSub{id: f.ID, sub: sub, ceiling: req.ceiling, last: map[string]bus.Position{}}
 	s.mu.Lock()
 	if s.draining {
@@ -212,4 +213,15 @@ func parseFrom(raw json.RawMessage) (bus.From, error) {
 		out.Positions = append(out.Positions, bus.Position{Session: *p.Session, Epoch: e, Seq: *p.Seq})
 	}
 	return out, nil
+}
+
+// visible narrows a subscription's filter to what p may see, on every
+// surface (live, replay and the open-question snapshot alike); it adds
+// nothing for a principal that sees everything.
+func visible(p authority.Principal, match bus.Filter) bus.Filter {
+	sees := p.Filter()
+	if sees == nil {
+		return match
+	}
+	return func(ev *aep.Event) bool { return sees(ev) && match(ev) }
 }

@@ -6,14 +6,32 @@
 (function () {
   const PAGE = 20;             // cards per page: 10,000 open questions stay responsive
   const HISTORY_PAGE = 20;     // settled questions shown before "Show older"
-  const token = new URLSearchParams(location.hash.slice(1)).get("token");
+  const token = takeToken();
   const questions = new Map(); // attention request id -> question
   let open = [];               // ids of open questions, in the order they were asked
-  const history = [];          // ids of settled questions, newest first
+  const settled = [];          // ids of settled questions, newest first
   const commands = new Map();  // command id -> question id
   const seen = new Set();      // source + id, for dedupe (AEP-0001 §7)
   const positions = new Map(); // session -> {session, epoch, seq}
+  const clients = new Map();   // session -> its MCP client, from session.started: {name, version} or null
+  const clientEls = new Map(); // session -> the elements that name its client
   let ws = null, backoff = 1000, page = 0, historyShown = HISTORY_PAGE, renderTimer = 0;
+
+  // The token arrives in the link's fragment. It is taken out of the
+  // address bar and the history at once, and kept for this tab only, so a
+  // reload still connects and nothing else (a bookmark, the history, a
+  // shared screen) keeps it.
+  function takeToken() {
+    const KEY = "aep-mcp-bridge-inbox-token";
+    const fromLink = new URLSearchParams(location.hash.slice(1)).get("token");
+    if (location.hash) history.replaceState(null, "", location.pathname + location.search);
+    try {
+      if (fromLink) sessionStorage.setItem(KEY, fromLink);
+      return fromLink || sessionStorage.getItem(KEY);
+    } catch (e) {
+      return fromLink; // no storage: this page view only
+    }
+  }
 
   const $ = (id) => document.getElementById(id);
   function el(tag, attrs, ...kids) {
@@ -25,7 +43,7 @@
     for (const k of kids) if (k) e.append(k);
     return e;
   }
-  function status(text, cls) { const s = $("status"); s.textContent = text; s.className = cls || ""; }
+  function status(text, cls) { const s = $("status"); s.textContent = text; s.className = cls || ""; if (cls === "stopped") s.dataset.was = "stopped"; }
 
   // ULIDs for command ids (time-sortable, 26 Crockford base32 characters).
   const B32 = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
@@ -65,7 +83,7 @@
     if (!token) {
       status("no token", "down");
       const n = $("notice"); n.hidden = false;
-      n.textContent = "Open this page with the link `aep-mcp-bridge inbox` prints: it carries the token after #token=.";
+      n.textContent = "Open this page with the link `aep-mcp-bridge inbox` prints: it carries the token after #token=, which this tab then keeps.";
       return;
     }
     const proto = location.protocol === "https:" ? "wss:" : "ws:";
@@ -73,20 +91,38 @@
     ws.onopen = () => ws.send(JSON.stringify({ type: "hello", versions: ["0.1"], role: "consumer", identity: { agent: "inbox", instance: "browser" } }));
     ws.onmessage = (m) => { let f; try { f = JSON.parse(m.data, exact); } catch (e) { return; } onFrame(f); };
     ws.onclose = () => {
+      ws = null;
       status("reconnecting…", "down");
+      probe();
       setTimeout(connect, backoff);
       backoff = Math.min(backoff * 2, 10000);
     };
   }
+
+  // probe tells a bridge that stopped from a connection that dropped:
+  // when nothing answers at this address any more, the badge says so
+  // instead of "reconnecting…" forever. The page still reconnects when a
+  // bridge serves the address again.
+  function probe() {
+    fetch("/healthz", { cache: "no-store" }).then(() => {}, () => {
+      if (ws && ws.readyState === 1) return;
+      status("bridge stopped", "stopped");
+      notice("The bridge at " + location.host + " has stopped: nothing answers there, and the questions below can no longer be answered. This page reconnects when a bridge serves this address again.");
+    });
+  }
+
+  function notice(text) { const n = $("notice"); n.hidden = !text; n.textContent = text || ""; }
 
   function onFrame(f) {
     if (!f || typeof f.type !== "string") return;
     if (f.type === "hello") {
       backoff = 1000;
       status("connected", "up");
+      if ($("status").dataset.was === "stopped") notice("");
+      $("status").dataset.was = "";
       // Resume by position after a drop; replay everything held the first time.
       const from = positions.size ? Array.from(positions.values()) : "all";
-      ws.send(JSON.stringify({ type: "subscribe", id: "inbox", filter: { type: ["attention.*", "control.*"] }, from }));
+      ws.send(JSON.stringify({ type: "subscribe", id: "inbox", filter: { type: ["attention.*", "control.*", "session.started"] }, from }));
       return;
     }
     if (f.type === "error") { onError(f); return; }
@@ -97,7 +133,7 @@
   function onError(f) {
     const qid = f.cause && commands.get(f.cause);
     if (qid && questions.has(qid)) { showAck(questions.get(qid), "rejected", (f.code || "error") + (f.detail ? ": " + f.detail : "")); return; }
-    const n = $("notice"); n.hidden = false; n.textContent = "The endpoint refused a request: " + (f.code || "") + " " + (f.detail || "");
+    notice("The endpoint refused a request: " + (f.code || "") + " " + (f.detail || ""));
   }
 
   function onEvent(ev) {
@@ -110,15 +146,19 @@
     seen.add(key);
     const d = ev.data || {};
     switch (ev.type) {
+      case "session.started":
+        if (typeof ev.session === "string") setClient(ev.session, d.client && typeof d.client.name === "string" ? d.client : null);
+        break;
       case "attention.requested":
         if (questions.has(ev.id)) return;
+        markIntegers(d, ev.aepmcpbridgeint);
         questions.set(ev.id, { id: ev.id, ev, data: d, state: "pending", card: null });
         open.push(ev.id);
         schedule();
         break;
       case "attention.answered": {
         const q = questions.get(ev.subject);
-        if (q) q.answered = { by: d.by, via: d.via, answer: d.answer || {}, time: ev.time };
+        if (q) q.answered = { by: d.by, via: d.via, answer: d.answer || {}, time: ev.time, capture: ev.capture };
         break;
       }
       case "attention.resolved": case "attention.timeout": {
@@ -127,18 +167,61 @@
         q.state = ev.type === "attention.timeout" ? "timeout" : (d.resolution || "resolved");
         q.endTime = ev.time;
         open = open.filter((id) => id !== q.id);
-        history.unshift(q.id);
+        settled.unshift(q.id);
         schedule();
         break;
       }
       case "control.accepted": case "control.rejected": {
         const qid = commands.get(ev.cause);
         if (!qid || !questions.has(qid)) return;
-        if (ev.type === "control.accepted") showAck(questions.get(qid), "accepted", "accepted");
-        else showAck(questions.get(qid), "rejected", "rejected (" + (d.reason || "?") + ")" + (d.detail ? ": " + d.detail : ""));
+        const q = questions.get(qid);
+        if (ev.type === "control.accepted") { showAck(q, "accepted", "accepted"); break; }
+        showAck(q, "rejected", "rejected (" + (d.reason || "?") + ")" + (typeof d.detail === "string" ? ": " + d.detail : ""));
+        refuseAtField(q, d.detail);
         break;
       }
     }
+  }
+
+  // markIntegers marks the form's integer fields, which the envelope names
+  // (the bridge's aepmcpbridgeint attribute: a JSON string holding an
+  // array of field ids); the field specs themselves never say.
+  function markIntegers(d, raw) {
+    let ids = [];
+    try { ids = typeof raw === "string" ? JSON.parse(raw) : []; } catch (e) { ids = []; }
+    const named = new Set(Array.isArray(ids) ? ids.filter((x) => typeof x === "string") : []);
+    for (const f of Array.isArray(d.fields) ? d.fields : []) if (f && typeof f === "object") f.integer = named.has(f.id);
+  }
+
+  // refuseAtField shows the bridge's refusal under the field its detail
+  // names ("field \"replicas\": type: must be an integer") and moves the
+  // focus there; the fields keep what was typed.
+  function refuseAtField(q, detail) {
+    const m = /^field ("(?:[^"\\]|\\.)*"): ([\s\S]+)$/.exec(typeof detail === "string" ? detail : "");
+    const id = m && Check.goUnquote(m[1]);
+    const input = id !== null && id !== undefined && (q.inputs || []).find((r) => r.id === id);
+    if (!input) return;
+    input.refuse(m[2]);
+    input.focus();
+  }
+
+  // setClient records a session's MCP client and names it on the cards
+  // of the session's questions.
+  function setClient(session, client) {
+    clients.set(session, client);
+    for (const e of clientEls.get(session) || []) e.textContent = clientText(session);
+  }
+  function clientText(session) {
+    if (!clients.has(session)) return "MCP client: unknown";
+    const c = clients.get(session);
+    if (!c) return "MCP client: unnamed (it sent no clientInfo)";
+    return "MCP client: " + c.name + (typeof c.version === "string" && c.version ? " " + c.version : "");
+  }
+  function clientSpan(session) {
+    const e = el("span", { class: "client", text: clientText(session) });
+    if (!clientEls.has(session)) clientEls.set(session, []);
+    clientEls.get(session).push(e);
+    return e;
   }
 
   function showAck(q, cls, text) {
@@ -149,7 +232,9 @@
 
   // Rendering is batched: a burst of events (a 10,000-question snapshot)
   // costs one render of one page.
-  function schedule() { if (!renderTimer) renderTimer = setTimeout(render, 30); }
+  // A render waits for a mouse button to be released: cards that come
+  // and go never move the page between a press and its release.
+  function schedule() { if (!renderTimer) renderTimer = setTimeout(() => Fields.afterPress(render, render), 30); }
 
   function render() {
     renderTimer = 0;
@@ -196,10 +281,10 @@
 
   function renderHistory() {
     const hist = $("history");
-    if (!history.length) { hist.replaceChildren(el("p", { class: "empty", text: "Nothing answered yet." })); return; }
-    const shown = history.slice(0, historyShown).map((id) => questions.get(id)).map((q) => q.hcard || (q.hcard = historyCard(q)));
-    if (history.length > historyShown) {
-      const more = el("button", { type: "button", text: "Show older (" + (history.length - historyShown).toLocaleString("en") + " more)" });
+    if (!settled.length) { hist.replaceChildren(el("p", { class: "empty", text: "Nothing answered yet." })); return; }
+    const shown = settled.slice(0, historyShown).map((id) => questions.get(id)).map((q) => q.hcard || (q.hcard = historyCard(q)));
+    if (settled.length > historyShown) {
+      const more = el("button", { type: "button", text: "Show older (" + (settled.length - historyShown).toLocaleString("en") + " more)" });
       more.addEventListener("click", () => { historyShown += HISTORY_PAGE; renderHistory(); });
       shown.push(more);
     }
@@ -211,6 +296,7 @@
     return [
       el("h3", { text: ev.subject || "an MCP server" }),
       el("div", { class: "meta" },
+        clientSpan(ev.session),
         el("span", { text: "via " + ev.agent }),
         el("span", { text: "session " + ev.session }),
         el("span", { class: "age", "data-time": ev.time }),
@@ -237,6 +323,7 @@
   function formFor(q) {
     const form = el("form", { novalidate: true });
     const inputs = (q.data.fields || []).map((f, i) => Fields.control(q.id, f, i));
+    q.inputs = inputs;
     for (const r of inputs) form.append(r.node);
     const ack = el("p", { class: "ack", role: "status", "aria-live": "polite" });
     q.ackEl = ack;
@@ -248,7 +335,7 @@
       const values = {};
       let first = null;
       for (const r of inputs) {
-        const res = r.check();
+        const res = r.check("submit");
         if (res.error && !first) first = { r, msg: res.error };
         else if (!res.error && res.given) values[r.id] = res.value;
       }
@@ -316,8 +403,9 @@
     let outcome, who = "", how = "";
     if (a) {
       const ans = a.answer || {};
-      outcome = ans.option ? { accept: "Accepted", decline: "Declined", cancel: "Cancelled" }[ans.option] || ans.option : "Accepted";
-      const by = a.by || "someone";
+      const option = typeof ans.option === "string" ? ans.option : "";
+      outcome = option ? { accept: "Accepted", decline: "Declined", cancel: "Cancelled" }[option] || option : "Accepted";
+      const by = typeof a.by === "string" ? a.by : "someone";
       who = by.startsWith("policy:") ? "by the scripted rule " + by.slice(7) : "by " + by;
       how = a.via === "oob" ? "in the MCP client" : (by.startsWith("policy:") ? "automatically" : "through the AEP endpoint");
     } else if (q.state === "timeout") outcome = "Timed out: nobody answered, the server got cancel";
@@ -326,13 +414,54 @@
     else if (q.state === "abandoned") outcome = "Abandoned: it expired and its asker went away without timing it out; nobody can answer it";
     else outcome = "Settled (" + q.state + ")";
     const t = (a && a.time) || q.endTime;
-    const values = a && a.answer && a.answer.values ? Object.entries(a.answer.values) : [];
+    const rows = a ? recordedValues(q, a) : [];
     return el("article", { class: "card", "data-qid": q.id },
-      el("div", { class: "meta" }, el("span", { text: q.ev.subject || "" }), el("span", { text: "asked " + when(q.ev.time) })),
+      el("div", { class: "meta" }, el("span", { text: q.ev.subject || "" }), clientSpan(q.ev.session), el("span", { text: "asked " + when(q.ev.time) })),
       el("p", { class: "outcome" }, el("strong", { text: outcome }), document.createTextNode(who ? " " + who : ""),
         document.createTextNode(how ? " " + how : ""), el("time", { datetime: t || "", text: t ? " at " + when(t) : "" })),
-      values.length ? el("dl", { class: "values" }, ...values.flatMap(([k, v]) => [el("dt", { text: k }), el("dd", { text: typeof v === "string" ? v : JSON.stringify(v) })])) : null,
+      rows.length ? el("dl", { class: "values" }, ...rows.flatMap(([label, value, why]) =>
+        [el("dt", { text: label }), el("dd", {}, document.createTextNode(value), why ? el("span", { class: "why", text: why }) : null)])) : null,
       el("blockquote", { class: "untrusted" }, el("span", { class: "untrusted-label", text: "The server asked" }), document.createTextNode(q.data.prompt || "")));
+  }
+
+  // Why a recorded value is not what was typed, by the redaction marker in
+  // it (AEP-0003 §9.4).
+  const REDACTION = {
+    secret: "a secret field's value, or a credential in the text, is never recorded; the server received it as typed",
+    pii: "the bridge records free text at the redacted capture level, which removes email addresses and phone numbers; the server received it as typed",
+  };
+  const MARKER = /\[REDACTED:([a-z_-]+)\]/;
+
+  // recordedValues lists an answer's values as [label, value, why] rows,
+  // under the fields' labels in the form's order, choices by their labels.
+  function recordedValues(q, a) {
+    const values = a.answer && a.answer.values && typeof a.answer.values === "object" ? a.answer.values : {};
+    const fields = Array.isArray(q.data.fields) ? q.data.fields : [];
+    const known = new Set(fields.map((f) => f.id));
+    const rows = [];
+    const low = a.capture === "metadata" || a.capture === "none";
+    for (const f of fields) {
+      if (Object.prototype.hasOwnProperty.call(values, f.id)) rows.push(valueRow(f, values[f.id]));
+      else if (low && f.type === "string" && !f.secret) rows.push([String(f.label), "not recorded", "free text is left out at the " + a.capture + " capture level"]);
+    }
+    for (const [k, v] of Object.entries(values)) if (!known.has(k)) rows.push(valueRow({ id: k, label: k }, v));
+    return rows;
+  }
+
+  function valueRow(f, v) {
+    const label = String(f.label === undefined ? f.id : f.label);
+    const choice = (id) => { const c = (f.choices || []).find((c) => c.id === id); return c ? String(c.label) : String(id); };
+    let text;
+    if (v instanceof Fields.Raw) text = v.text;
+    else if (typeof v === "boolean") text = v ? "yes" : "no";
+    else if (f.type === "select" && Array.isArray(v)) text = v.length ? v.map(choice).join(", ") : "none";
+    else if (f.type === "select" && typeof v === "string") text = choice(v);
+    else if (typeof v === "string") text = v;
+    else text = JSON.stringify(v);
+    const m = typeof v === "string" ? MARKER.exec(v) : null;
+    let why = m ? REDACTION[m[1]] || "the bridge's redaction (" + m[1] + ") replaced part of this text before it reached the bus; the server received it as typed" : "";
+    if (m && f.secret) why = REDACTION.secret;
+    return [label, text, why];
   }
 
   // A question more than this past its expires_at belongs to an asker that
@@ -350,7 +479,7 @@
       const q = questions.get(id);
       q.state = "abandoned";
       q.endTime = q.data.expires_at;
-      history.unshift(id);
+      settled.unshift(id);
     }
     open = open.filter((id) => questions.get(id).state === "pending");
     schedule();

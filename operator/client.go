@@ -206,12 +206,16 @@ func requested(b []byte) (sourced, bool) {
 	var ev struct {
 		ID, Type, Source, Session, Agent, Subject, Time string
 		Data                                            aep.AttentionRequested
+		Integers                                        json.RawMessage `json:"aepmcpbridgeint"` // aep.ExtIntegerFields
 	}
 	if json.Unmarshal(b, &ev) != nil || ev.Type != "attention.requested" || ev.ID == "" || ev.Session == "" {
 		return sourced{}, false
 	}
 	t, _ := time.Parse(time.RFC3339Nano, ev.Time)
 	d := ev.Data
+	// The integer fields are named in the envelope; an ill-formed value
+	// marks none, and the bridge still checks every answer.
+	aep.MarkIntegerFields(ev.Integers, d.Fields)
 	return sourced{Question{ID: ev.ID, Session: ev.Session, Agent: ev.Agent, Server: ev.Subject, Prompt: d.Prompt,
 		Kind: d.Kind, Asked: t, ExpiresAt: d.ExpiresAt, RespondVia: d.RespondVia, Options: d.Options, Fields: d.Fields}, ev.Source}, true
 }

@@ -21,6 +21,19 @@
 // The hub proves first: a peer that does not know the token learns nothing
 // from the bridge but a random nonce. MACs are compared in constant time.
 //
+// The bridge's finish may also prove its session key (Key): an Ed25519
+// key pair made once per bridge process, whose fingerprint ends the id of
+// every session the bridge names (Key.SessionID: the id, ".k", 24
+// lowercase base32 characters). The finish then carries the public key
+// ("key") and its signature ("sig") of the transcript above, labelled
+// "bridge-key"; the hub verifies it (Hub.Key) and refuses the whole
+// finish when it does not verify. A hub that has never seen the bridge,
+// one restarted since, say, can thus tell that a connection may write a
+// session, from the session's id alone: no state to keep or lose, and a
+// token holder without the key cannot take the session. The members are
+// optional: a hub that does not know them ignores them, and a bridge that
+// sends none proves no key.
+//
 // The package is pure: no I/O, no goroutines. The relay package runs the
 // bridge's side over a connection, the endpoint package the hub's side.
 package proof

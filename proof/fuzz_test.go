@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -65,6 +66,44 @@ func FuzzExchange(f *testing.F) {
 		}
 		if err := gh.Finish(fin); err != nil {
 			t.Fatal(err)
+		}
+	})
+}
+
+// FuzzSessionKey reads session ids as a hub does: nothing panics, and a
+// fingerprint is returned only for an id that ends with ".k" and it.
+func FuzzSessionKey(f *testing.F) {
+	k, _ := NewKey(rand.Reader)
+	f.Add(k.SessionID("01J9ZQ3V8Y6S9Q7W5X4R2T1M0N"))
+	f.Add("01J9ZQ3V8Y6S9Q7W5X4R2T1M0N")
+	f.Add(".k" + k.Fingerprint())
+	f.Add("aep://h/agent/a/session/x.kaaaaaaaaaaaaaaaaaaaaaaaa")
+	f.Fuzz(func(t *testing.T, s string) {
+		if fp := SessionKey(s); fp != "" && (len(fp) != FingerprintLen || s[:len(s)-FingerprintLen-2]+".k"+fp != s || len(s) == FingerprintLen+2) {
+			t.Fatalf("SessionKey(%q) = %q", s, fp)
+		}
+		if fp := SourceKey(s); fp != "" && !strings.HasSuffix(s, ".k"+fp) {
+			t.Fatalf("SourceKey(%q) = %q", s, fp)
+		}
+	})
+}
+
+// FuzzFinishKey gives a hub a finish with the token's proof and fuzzed
+// key proof members: unless both are absent, the finish is refused and
+// no key is proved (a signature made without the key cannot verify).
+func FuzzFinishKey(f *testing.F) {
+	f.Add("", "")
+	f.Add("AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE", "AQEB")
+	f.Add("not base64", "CQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQk")
+	f.Fuzz(func(t *testing.T, key, sig string) {
+		h, err := keyExchange(t, nil, func(fr *Frame) { fr.Key, fr.Sig = key, sig })
+		switch {
+		case key == "" && sig == "":
+			if err != nil || h.Key() != "" {
+				t.Fatalf("a finish without a key proof: %v, Key() %q", err, h.Key())
+			}
+		case err == nil || h.Key() != "":
+			t.Fatalf("a made-up key proof (%q, %q) was accepted: Key() %q", key, sig, h.Key())
 		}
 	})
 }

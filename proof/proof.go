@@ -59,6 +59,11 @@ type Frame struct {
 	// the bridge verifies against the host it dialed, and names both when
 	// they differ (a proxy that rewrites Host breaks the proof).
 	Host string `json:"host,omitempty"`
+	// Key and Sig, in a finish, prove the bridge's session key: its
+	// Ed25519 public key and its signature of the exchange's transcript
+	// (see Key). A hub that does not know them ignores them.
+	Key string `json:"key,omitempty"`
+	Sig string `json:"sig,omitempty"`
 	// Code and Detail are set when the peer answered with an AEP error
 	// frame instead (AEP-0003 §6.5).
 	Code   string `json:"code,omitempty"`
@@ -120,13 +125,20 @@ func refuse(step, format string, a ...any) *Error {
 // mac computes the proof of one side over the connection's transcript.
 func mac(token []byte, direction, host string, bridgeNonce, hubNonce []byte) []byte {
 	m := hmac.New(sha256.New, token)
-	for _, part := range [][]byte{[]byte(label), []byte(direction), []byte(strings.ToLower(host)), bridgeNonce, hubNonce} {
-		var n [4]byte
-		binary.BigEndian.PutUint32(n[:], uint32(len(part)))
-		m.Write(n[:])
-		m.Write(part)
-	}
+	m.Write(transcript(direction, host, bridgeNonce, hubNonce))
 	return m.Sum(nil)
+}
+
+// transcript is what one side's proof covers: the protocol label, the
+// direction, the host the bridge dialed and both nonces, each length-
+// prefixed.
+func transcript(direction, host string, bridgeNonce, hubNonce []byte) []byte {
+	var out []byte
+	for _, part := range [][]byte{[]byte(label), []byte(direction), []byte(strings.ToLower(host)), bridgeNonce, hubNonce} {
+		out = binary.BigEndian.AppendUint32(out, uint32(len(part)))
+		out = append(out, part...)
+	}
+	return out
 }
 
 var b64 = base64.RawURLEncoding

@@ -1,6 +1,7 @@
 package proof
 
 import (
+	"crypto/ed25519"
 	"crypto/hmac"
 	"errors"
 	"fmt"
@@ -16,8 +17,14 @@ type Bridge struct {
 	token []byte
 	host  string
 	nonce []byte
+	key   *Key
 	done  bool
 }
+
+// Claim makes the bridge's proof also prove key, so the hub lets this
+// connection write the sessions certified to it (Key.SessionID). Call it
+// before Verify.
+func (b *Bridge) Claim(key *Key) { b.key = key }
 
 // NewBridge starts an exchange with the hub the bridge dialed at host (the
 // Host of the request, as in the URL). It returns the challenge frame to
@@ -65,7 +72,12 @@ func (b *Bridge) Verify(response []byte) ([]byte, error) {
 		}
 		return nil, &Error{Step: TypeResponse, Reason: reason, err: ErrMismatch}
 	}
-	return encode(Frame{Type: TypeFinish, V: Version, MAC: b64.EncodeToString(mac(b.token, bridgeLabel, b.host, b.nonce, hubNonce))}), nil
+	finish := Frame{Type: TypeFinish, V: Version, MAC: b64.EncodeToString(mac(b.token, bridgeLabel, b.host, b.nonce, hubNonce))}
+	if b.key != nil {
+		finish.Key = b64.EncodeToString(b.key.public())
+		finish.Sig = b64.EncodeToString(b.key.sign(b.host, b.nonce, hubNonce))
+	}
+	return encode(finish), nil
 }
 
 // Hub is the accepting side of one exchange: the endpoint a bridge joins.
@@ -77,7 +89,8 @@ type Hub struct {
 	host        string
 	nonce       []byte
 	bridgeNonce []byte
-	state       int // 0: awaiting the challenge, 1: awaiting the finish, 2: ended
+	state       int    // 0: awaiting the challenge, 1: awaiting the finish, 2: ended
+	key         string // the fingerprint of the key the bridge proved
 }
 
 // NewHub starts an exchange on a connection whose request named host (its
@@ -135,5 +148,25 @@ func (h *Hub) Finish(finish []byte) error {
 	if !hmac.Equal(got, mac(h.token, bridgeLabel, h.host, h.bridgeNonce, h.nonce)) {
 		return &Error{Step: TypeFinish, Reason: "the bridge's proof does not verify: it does not know this token", err: ErrMismatch}
 	}
+	if f.Key == "" && f.Sig == "" {
+		return nil
+	}
+	pub, ferr := decodeBytes(TypeFinish, "bridge's session key", f.Key, ed25519.PublicKeySize)
+	if ferr != nil {
+		return ferr
+	}
+	sig, ferr := decodeBytes(TypeFinish, "bridge's key signature", f.Sig, ed25519.SignatureSize)
+	if ferr != nil {
+		return ferr
+	}
+	if !ed25519.Verify(pub, transcript(sigLabel, h.host, h.bridgeNonce, h.nonce), sig) {
+		return &Error{Step: TypeFinish, Reason: "the bridge's session key signature does not verify over this exchange", err: ErrMismatch}
+	}
+	h.key = fingerprint(pub)
 	return nil
 }
+
+// Key returns the fingerprint of the session key the bridge proved with
+// its finish (Bridge.Claim), or "" when it proved none. Only a connection
+// whose Finish succeeded has one.
+func (h *Hub) Key() string { return h.key }

@@ -32,7 +32,7 @@ func (l *Link) connect(ctx context.Context) (*websocket.Conn, error) {
 		if err := l.plainAllowed(p); err != nil {
 			return nil, err
 		}
-		conn, err := prove(ctx, l.dialer, l.to, l.opts.Token)
+		conn, err := prove(ctx, l.dialer, l.to, l.opts.Token, l.opts.Key)
 		if err != nil {
 			if errors.Is(err, proof.ErrMismatch) {
 				return nil, &Refusal{Addr: l.to.host, What: p.what, Why: fmt.Sprintf(
@@ -151,7 +151,7 @@ func Connect(ctx context.Context, rawURL, token string, opts ConnectOptions) (*w
 			return nil, &Refusal{Addr: to.host, What: p.what, Why: "it is a plain http:// (ws://) address off this machine: the token proof authenticates only the handshake, " +
 				"and after it the connection is cleartext that anyone on the path can read and inject into; use an https:// endpoint, or pass --allow-plain to connect anyway"}
 		}
-		conn, err := prove(ctx, d, to, token)
+		conn, err := prove(ctx, d, to, token, nil)
 		if errors.Is(err, proof.ErrMismatch) {
 			return nil, &Refusal{Addr: to.host, What: p.what, Why: fmt.Sprintf(
 				"it does not know this token (%v); pass the bridge's token with --token or AEP_TOKEN", err)}

@@ -49,7 +49,7 @@ func JoinHub(ctx context.Context, addr, token string, dial DialFunc) error {
 		return &Refusal{Addr: addr, What: p.what, Why: "it does not offer the token proof, so it cannot show that it knows this bridge's token"}
 	}
 	d := &websocket.Dialer{HandshakeTimeout: proofWait, NetDialContext: dial}
-	conn, err := prove(ctx, d, t, token)
+	conn, err := prove(ctx, d, t, token, nil)
 	if err != nil {
 		why := fmt.Sprintf("the token proof failed: %v", err)
 		if errors.Is(err, proof.ErrMismatch) {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
+	"github.com/agenteventprotocol/aep-mcp-bridge/proof"
 )
 
 // Target takes the commands that arrive on a link: the bridge routes each
@@ -42,6 +43,11 @@ type LinkOptions struct {
 	// the wire; one that does not gets it as a bearer token only over TLS
 	// (wss) or on a loopback address.
 	Token string
+	// Key is this bridge's session key (proof.Key): a peer that offers the
+	// token proof gets the key's proof with it, so the sessions certified
+	// to the key stay this bridge's on that peer, across its restarts. Nil
+	// proves none.
+	Key *proof.Key
 	// RequireProof refuses a peer that does not prove the token, whatever
 	// the URL: the hub on the listen port, whose holder is unknown.
 	RequireProof bool

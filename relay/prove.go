@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	mathrand "math/rand/v2"
+	"net/http"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -15,13 +17,14 @@ import (
 const proofWait = 10 * time.Second
 
 // prove dials t.join without any credential and runs the bridge's side of
-// the token proof. The bridge sends its own proof only after the peer
-// proved the token; on any failure nothing but a random nonce was sent.
-// The connection returned is ready for hello.
-func prove(ctx context.Context, d *websocket.Dialer, t targets, token string) (*websocket.Conn, error) {
-	conn, _, err := d.DialContext(ctx, t.join, nil)
+// the token proof, also proving key unless it is nil (proof.Key). The
+// bridge sends its own proof only after the peer proved the token; on any
+// failure nothing but a random nonce was sent. The connection returned is
+// ready for hello.
+func prove(ctx context.Context, d *websocket.Dialer, t targets, token string, key *proof.Key) (*websocket.Conn, error) {
+	conn, err := dialJoin(ctx, d, t.join)
 	if err != nil {
-		return nil, fmt.Errorf("opening the token proof at %s: %w", t.join, err)
+		return nil, err
 	}
 	conn.SetReadLimit(proof.MaxFrame)
 	deadline := time.Now().Add(proofWait)
@@ -32,6 +35,7 @@ func prove(ctx context.Context, d *websocket.Dialer, t targets, token string) (*
 		conn.Close()
 		return nil, err
 	}
+	b.Claim(key)
 	if err := conn.WriteMessage(websocket.TextMessage, challenge); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("sending the token-proof challenge: %w", err)
@@ -55,3 +59,33 @@ func prove(ctx context.Context, d *websocket.Dialer, t targets, token string) (*
 	conn.SetWriteDeadline(time.Time{})
 	return conn, nil
 }
+
+// dialJoin opens the token proof's WebSocket at url. While the endpoint
+// answers 503, every slot for proving the token taken (by peers that may
+// hold them to keep bridges out), it tries again every few tens of
+// milliseconds for up to proofWait: a peer that holds a slot without
+// proving anything loses it to the next one to come.
+func dialJoin(ctx context.Context, d *websocket.Dialer, url string) (*websocket.Conn, error) {
+	giveUp := time.Now().Add(proofWait)
+	for {
+		conn, resp, err := d.DialContext(ctx, url, nil)
+		if err == nil {
+			return conn, nil
+		}
+		busy := resp != nil && resp.StatusCode == http.StatusServiceUnavailable
+		if !busy || time.Now().After(giveUp) {
+			if busy {
+				err = fmt.Errorf("%w: the endpoint answered 503 for %v, every slot for proving the token taken; try again later", err, proofWait)
+			}
+			return nil, fmt.Errorf("opening the token proof at %s: %w", url, err)
+		}
+		select {
+		case <-time.After(busyPause + mathrand.N(busyPause)):
+		case <-ctx.Done():
+			return nil, fmt.Errorf("opening the token proof at %s: %w", url, ctx.Err())
+		}
+	}
+}
+
+// busyPause is the least pause before trying a busy /join again.
+const busyPause = 25 * time.Millisecond

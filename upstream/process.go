@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -26,16 +27,22 @@ type Process struct {
 	status string
 }
 
+// Credentials are the environment variables that hold the bridge's own
+// credentials. A spawned server never gets them, whatever environment it
+// is given (the threat model: a server gets its questions' answers, never
+// a token).
+var Credentials = []string{"AEP_TOKEN", "AEP_MCP_TOKEN"}
+
 // Start starts argv with its stdio connected to pipes and its stderr to
 // stderr, in its own process group so the whole tree can be signalled (npx,
 // shells and wrappers spawn grandchildren). env nil means this process's
-// environment.
+// environment; either way, without Credentials.
 func Start(argv []string, env []string, stderr io.Writer) (*Process, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("no upstream server command: pass it after --, e.g. aep-mcp-bridge -- npx -y @modelcontextprotocol/server-everything")
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = env
+	cmd.Env = childEnv(env)
 	cmd.Stderr = stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	in, err := cmd.StdinPipe()
@@ -56,6 +63,21 @@ func Start(argv []string, env []string, stderr io.Writer) (*Process, error) {
 	c := &Process{cmd: cmd, stdin: in, stdout: r, done: make(chan struct{})}
 	go c.wait()
 	return c, nil
+}
+
+// childEnv is env, or this process's environment when env is nil,
+// without Credentials.
+func childEnv(env []string) []string {
+	if env == nil {
+		env = os.Environ()
+	}
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		if name, _, _ := strings.Cut(kv, "="); !slices.Contains(Credentials, name) {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // Stdin is the server's standard input: the bridge writes client messages

@@ -67,3 +67,33 @@ func TestStartErrorSaysWhatToDo(t *testing.T) {
 		})
 	}
 }
+
+// TestAServerNeverGetsTheCredentials: a spawned server's environment has
+// neither token, whether it inherits this process's environment or is
+// given one, and keeps everything else.
+func TestAServerNeverGetsTheCredentials(t *testing.T) {
+	t.Setenv("AEP_TOKEN", "inherited-aep-token")
+	t.Setenv("AEP_MCP_TOKEN", "inherited-mcp-token")
+	t.Setenv("AEP_TEST_KEPT", "kept")
+	for _, tc := range []struct {
+		name string
+		env  []string
+		want string
+	}{
+		{name: "inherited", env: nil, want: "AEP_TEST_KEPT=kept"},
+		{name: "given", env: []string{"AEP_TOKEN=given-aep-token", "AEP_MCP_TOKEN=given-mcp-token", "OTHER=1"}, want: "OTHER=1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Start([]string{"env"}, tc.env, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, _ := io.ReadAll(c.Stdout())
+			c.Stop(waitLimit, waitLimit)
+			got := string(out)
+			if strings.Contains(got, "AEP_TOKEN") || strings.Contains(got, "AEP_MCP_TOKEN") || !strings.Contains(got, tc.want) {
+				t.Fatalf("the server's environment:\n%s\nwant %s and no token", got, tc.want)
+			}
+		})
+	}
+}

@@ -27,9 +27,18 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/scrub"
 )
 
-func main() { os.Exit(mainCode(os.Args[1:])) }
+func main() {
+	// The tokens' values leave /proc/self/environ and /proc/self/cmdline
+	// before anything else runs; the program still reads them.
+	if err := scrub.Hide([]string{"AEP_TOKEN", "AEP_MCP_TOKEN"}, []string{"token", "mcp-token"}); err != nil {
+		fmt.Fprintln(os.Stderr, "aep-mcp-bridge: warning:", err)
+	}
+	os.Exit(mainCode(os.Args[1:]))
+}
 
 // mainCode runs the command line args on the process's stdio and returns
 // the exit status. SIGINT, SIGTERM and SIGHUP (the terminal went away)

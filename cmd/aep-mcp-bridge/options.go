@@ -67,6 +67,9 @@ func (c *config) options(stderr io.Writer) (bridge.HostOptions, bridge.Options, 
 	if c.listen != "off" {
 		ho.Listen = c.listen
 	}
+	if ho.Notify, err = c.notify.options(c.stateDir, redactOptions(c.redactEnv), logger); err != nil {
+		return bad("%v", err)
+	}
 	if c.relay != "" {
 		ho.Relays, ho.PlainRelay = []string{c.relay}, c.relayAllowPlain
 	}

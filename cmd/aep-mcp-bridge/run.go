@@ -57,6 +57,7 @@ type config struct {
 	allowOrigins       listFlag
 	stateDir           string
 	cpuProfile         string
+	notify             notifyFlags
 	command            []string
 	version            bool
 
@@ -136,6 +137,7 @@ func (c *config) flagSet(name string, usage func(io.Writer)) *flag.FlagSet {
 	fs.StringVar(&c.stateDir, "state-dir", "", "folder for the token and other state; default $XDG_STATE_HOME/aep-mcp-bridge or ~/.local/state/aep-mcp-bridge")
 	fs.StringVar(&c.redactEnv, "redact-env", "", "comma-separated environment variable names whose values are secrets to redact")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of this process to FILE until it exits (read it with go tool pprof)")
+	c.notify.define(fs)
 	return fs
 }
 
