@@ -51,8 +51,11 @@ type round struct {
 	reqState string          // the current requestState
 	n        int             // rounds so far
 	results  map[string]json.RawMessage
-	waiting  int
-	state    roundState
+	// delivered holds, for each input request of the round, a channel
+	// closed once its question's resolution was delivered (roundAnswer).
+	delivered map[string]chan struct{}
+	waiting   int
+	state     roundState
 	// clientCopy: the client also got the input_required (it declared
 	// elicitation, route both); the first to answer wins.
 	clientCopy bool
@@ -174,6 +177,10 @@ func (p *Proxy) keepState(state string, rd *round) {
 func (p *Proxy) startRound(rd *round, requests map[string]json.RawMessage, state string) {
 	p.mu.Lock()
 	rd.reqState, rd.results, rd.waiting, rd.qids = state, map[string]json.RawMessage{}, len(requests), map[string]string{}
+	rd.delivered = make(map[string]chan struct{}, len(requests))
+	for key := range requests {
+		rd.delivered[key] = make(chan struct{})
+	}
 	subject := p.subjectLocked()
 	p.mu.Unlock()
 	if len(requests) == 0 {
@@ -260,16 +267,26 @@ func (p *Proxy) startRound(rd *round, requests map[string]json.RawMessage, state
 // roundAnswer records one answer; the last one triggers the retry.
 func (p *Proxy) roundAnswer(rd *round, key string, res attention.Resolution) {
 	result, ok := elicitResult(res)
-	if !ok {
-		return // dismissed: the client answered, or the session is ending
+	var b []byte
+	if ok {
+		b, _ = json.Marshal(result)
 	}
-	b, _ := json.Marshal(result)
 	p.mu.Lock()
-	if rd.state == roundDone {
+	// Recorded, then delivered: a client retry waiting for this answer
+	// (awaitDelivered) finds it in results.
+	if ok && rd.state != roundDone {
+		rd.results[key] = b
+	}
+	if d := rd.delivered[key]; d != nil {
+		close(d)
+		delete(rd.delivered, key)
+	}
+	if !ok || rd.state == roundDone {
+		// Dismissed (the client answered, or the session is ending), or
+		// the exchange is over.
 		p.mu.Unlock()
 		return
 	}
-	rd.results[key] = b
 	if rd.state != roundAsking {
 		// The exchange is no longer the bridge's to retry; the client's
 		// own retry carries this winning answer (clientRetry).
