@@ -93,14 +93,10 @@ const (
 // per-request client capabilities, so servers ask (DESIGN decision 2), and
 // reports whether the client declared elicitation itself.
 func (p *Proxy) injectMetaCapabilities(m *message, raw []byte) ([]byte, bool) {
-	if !bytes.Contains(m.Params, []byte(metaPrefix)) {
+	if !bytes.Contains(m.Meta, []byte(metaPrefix)) {
 		return raw, false // not a 2026-07-28 request: nothing to parse
 	}
-	var params map[string]json.RawMessage
-	if json.Unmarshal(m.Params, &params) != nil || params == nil {
-		return raw, false
-	}
-	meta, declared := p.declareInMeta(params["_meta"])
+	meta, declared := p.declareInMeta(m.Meta)
 	if meta == nil {
 		return raw, declared
 	}

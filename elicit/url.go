@@ -152,11 +152,13 @@ var errDuplicate = errors.New("a URL-mode elicitation with this elicitationId is
 // is pending (false). Past maxTracked the oldest owners are forgotten
 // and returned, for forgetURLs. p.mu is held.
 func (p *Proxy) claimURLLocked(eid string, o urlOwner) ([]urlOwner, bool) {
-	if _, dup := p.urlIDs[eid]; dup {
+	if p.urlIDs.has(eid) {
 		return nil, false
 	}
-	p.urlIDs[eid] = o
-	return admit(p.urlIDs, &p.urlOrder, eid, p.maxTracked), true
+	if _, old, evicted := p.urlIDs.put(eid, o); evicted {
+		return []urlOwner{old}, true
+	}
+	return nil, true
 }
 
 // forgetURLs ends the questions whose elicitationIds claimURLLocked
@@ -167,7 +169,7 @@ func (p *Proxy) forgetURLs(owners []urlOwner) {
 	var dropped []*question
 	for _, o := range owners {
 		p.mu.Lock()
-		q := p.questions[o.key]
+		q, _ := p.questions.get(o.key)
 		if q != nil {
 			dropped = append(dropped, p.dropQuestionLocked(q))
 		}
@@ -202,8 +204,8 @@ func (p *Proxy) raiseURL(s attention.Spec, rd *round) (string, error) {
 	p.forgetURLs(owners)
 	release := func() {
 		p.mu.Lock()
-		if p.urlIDs[eid].key == key {
-			delete(p.urlIDs, eid)
+		if o, ok := p.urlIDs.get(eid); ok && o.key == key {
+			p.urlIDs.del(eid)
 		}
 		p.mu.Unlock()
 	}
@@ -215,9 +217,9 @@ func (p *Proxy) raiseURL(s attention.Spec, rd *round) (string, error) {
 		return "", err
 	}
 	p.mu.Lock()
-	if o, ok := p.urlIDs[eid]; ok && o.key == key {
+	if o, ok := p.urlIDs.get(eid); ok && o.key == key {
 		o.qid = qid
-		p.urlIDs[eid] = o
+		p.urlIDs.put(eid, o) // in its place
 	}
 	p.mu.Unlock()
 	return qid, nil

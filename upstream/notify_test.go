@@ -39,11 +39,11 @@ func TestBodyOfANotificationsAnswerIsNotAMessage(t *testing.T) {
 			}))
 			t.Cleanup(srv.Close)
 			c := dial(t, Options{URL: srv.URL, Transport: "streamable"})
-			c.WriteMessage([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
-			c.WriteMessage([]byte(`{"jsonrpc":"2.0","id":"after","method":"tools/list"}`))
+			c.writeMessage([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+			c.writeMessage([]byte(`{"jsonrpc":"2.0","id":"after","method":"tools/list"}`))
 			for _, id := range []string{"after", "again"} {
 				if id == "again" {
-					c.WriteMessage([]byte(`{"jsonrpc":"2.0","id":"again","method":"tools/list"}`))
+					c.writeMessage([]byte(`{"jsonrpc":"2.0","id":"again","method":"tools/list"}`))
 				}
 				if got, want := next(t, c), `{"jsonrpc":"2.0","id":"`+id+`","result":{"ok":true}}`; got != want {
 					t.Fatalf("the client's next message: %s; want %s", got, want)

@@ -58,6 +58,7 @@ type config struct {
 	stateDir           string
 	operatorHeader     string
 	trustedProxies     string
+	cpuProfile         string
 	notify             notifyFlags
 	command            []string
 	version            bool
@@ -139,6 +140,7 @@ func (c *config) flagSet(name string, usage func(io.Writer)) *flag.FlagSet {
 	fs.StringVar(&c.operatorHeader, "operator-header", "", "take a named operator's name from this request header (e.g. X-Forwarded-User), set by an authenticating reverse proxy at a --trusted-proxy address; the name needs an operators add NAME --proxy record")
 	fs.StringVar(&c.trustedProxies, "trusted-proxy", "", "the addresses (CIDRs or IPs, comma-separated) of the reverse proxies whose --operator-header is believed: the TCP peer, never X-Forwarded-For")
 	fs.StringVar(&c.redactEnv, "redact-env", "", "comma-separated environment variable names whose values are secrets to redact")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of this process to FILE until it exits (read it with go tool pprof)")
 	c.notify.define(fs)
 	return fs
 }
@@ -204,6 +206,11 @@ func runBridge(ctx context.Context, c *config, stdin io.Reader, stdout, stderr i
 	if err != nil {
 		return err
 	}
+	stopProfile, err := startCPUProfile(c.cpuProfile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	in, restore := clientStdin(stdin)
 	defer restore()
 	o.Client, o.ClientOut, o.ServerStderr = in, stdout, stderr

@@ -84,6 +84,11 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 	if err != nil {
 		return err
 	}
+	stopProfile, err := startCPUProfile(c.cpuProfile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	o.ServerStderr = stderr
 	token, where, err := sc.clientToken(c)
 	if err != nil {
