@@ -1,6 +1,9 @@
 package aep
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"fmt"
+)
 
 // Choice is one choice of a select field, or one option of a request
 // (AEP-0002 §5.2, §5.3).
@@ -18,8 +21,9 @@ type Choice struct {
 // so operators answer right the first time. They are extension members,
 // which AEP consumers tolerate (AEP-0001 §6), written only when the schema
 // has them, under the JSON Schema keyword's own name:
-//   - Format, Pattern, MinLength/MaxLength and MinItems/MaxItems are
-//     structural, present at metadata;
+//   - Format, Pattern, MinLength/MaxLength, MinItems/MaxItems,
+//     ExclusiveMin/ExclusiveMax and MultipleOf are structural, present at
+//     metadata;
 //   - Description and Default are content: present at redacted (through
 //     the AEP-0003 §9.4 pipeline) and full, absent below;
 //   - Secret marks a field whose value never reaches the bus or a log; a
@@ -44,6 +48,65 @@ type FieldSpec struct {
 	MinItems    *int   `json:"minItems,omitempty"`
 	MaxItems    *int   `json:"maxItems,omitempty"`
 	Secret      bool   `json:"secret,omitempty"`
+
+	ExclusiveMin json.Number `json:"exclusiveMinimum,omitempty"`
+	ExclusiveMax json.Number `json:"exclusiveMaximum,omitempty"`
+	MultipleOf   json.Number `json:"multipleOf,omitempty"`
+
+	// Integer marks a number field whose schema type is integer. It is no
+	// member of the field spec, which stays the pinned mapping: the event
+	// carries it as its ExtIntegerFields attribute, IntegerFieldsValue
+	// writes it, and MarkIntegerFields sets it on decoded fields.
+	Integer bool `json:"-"`
+}
+
+// ExtIntegerFields is the extension attribute (AEP-0001 §5.4) of an
+// attention.requested event whose form has integer fields: a JSON string
+// holding the JSON array of their ids, such as "[\"replicas\"]". It is
+// structural, so it is present at every capture level, and relays keep it
+// as they keep every extension attribute.
+const ExtIntegerFields = "aepmcpbridgeint"
+
+// IntegerFieldsValue is the ExtIntegerFields value for fields, or "" when
+// none is an integer field.
+func IntegerFieldsValue(fields []FieldSpec) string {
+	var ids []string
+	for _, f := range fields {
+		if f.Integer {
+			ids = append(ids, f.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(ids) // strings always encode
+	return string(b)
+}
+
+// MarkIntegerFields sets Integer on the fields that the ExtIntegerFields
+// attribute of an attention.requested event names (raw is the attribute's
+// JSON value; nil or empty means none). A value that is not a JSON string
+// holding an array of strings is an error, and marks nothing.
+func MarkIntegerFields(raw json.RawMessage, fields []FieldSpec) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	var text string
+	var ids []string
+	if err := json.Unmarshal(raw, &text); err != nil {
+		return fmt.Errorf("%s must be a JSON string: %w", ExtIntegerFields, err)
+	}
+	if err := json.Unmarshal([]byte(text), &ids); err != nil {
+		return fmt.Errorf("%s must hold a JSON array of field ids: %w", ExtIntegerFields, err)
+	}
+	for i := range fields {
+		for _, id := range ids {
+			if fields[i].ID == id {
+				fields[i].Integer = true
+			}
+		}
+	}
+	return nil
 }
 
 // AttentionRequested is the data of attention.requested (AEP-0002 §5.3).

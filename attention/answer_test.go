@@ -21,7 +21,7 @@ func TestURLAcceptResult(t *testing.T) {
 			t.Fatal(err)
 		}
 		if how == "respond" {
-			m.Respond(aep.Event{ID: "c", Subject: id}, aep.Answer{Option: "accept"}, func(string, string) error { return nil })
+			m.Respond(aep.Event{ID: "c", Subject: id}, aep.Answer{Option: "accept"}, "op", func(string, string) error { return nil })
 		} else {
 			m.Complete("e-complete")
 		}

@@ -18,7 +18,7 @@ func constraintsForm(t *testing.T) *translate.Form {
 	f, err := translate.Parse("Sign in", json.RawMessage(`{"type":"object","properties":{
 		"user":{"type":"string","title":"User","description":"Mail ops@example.com if unsure","default":"ops@example.com","format":"email","minLength":3},
 		"password":{"type":"string","description":"At least 8 characters","default":"hunter22","minLength":8},
-		"replicas":{"type":"integer","minimum":1,"default":2,"description":"How many"},
+		"replicas":{"type":"integer","minimum":1,"exclusiveMaximum":10,"default":2,"description":"How many"},
 		"checks":{"type":"array","items":{"enum":["smoke","load"]},"minItems":1,"default":["smoke"]}
 	},"required":["user","password"]}`))
 	if err != nil {
@@ -37,7 +37,7 @@ func TestFormRequestGatesConstraints(t *testing.T) {
 	metadata := []aep.FieldSpec{
 		{ID: "user", Type: "string", Label: "user", Required: true, Format: "email", MinLength: intp(3)},
 		{ID: "password", Type: "string", Label: "password", Required: true, MinLength: intp(8), Secret: true},
-		{ID: "replicas", Type: "number", Label: "replicas", Min: "1"},
+		{ID: "replicas", Type: "number", Label: "replicas", Min: "1", Integer: true, ExclusiveMax: "10"},
 		{ID: "checks", Type: "select", Label: "checks", Multi: true, MinItems: intp(1), Choices: choices},
 	}
 	withContent := func(userDesc, userDefault string) []aep.FieldSpec {
@@ -85,12 +85,19 @@ func TestDownlevelDropsContentMembers(t *testing.T) {
 	b, _ := json.Marshal(d)
 	ev := aep.Event{AEP: aep.Version, ID: "x", Type: "attention.requested", Time: "2026-01-01T00:00:00Z",
 		Source: "aep://h/agent/b/session/s", Agent: "b", Session: "s", Seq: aep.Int64(0), Capture: aep.CaptureRedacted, Data: b}
+	if err := ev.SetExtension(aep.ExtIntegerFields, aep.IntegerFieldsValue(d.Fields)); err != nil {
+		t.Fatal(err)
+	}
 	down, err := aep.Downlevel(ev, aep.CaptureMetadata)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got aep.AttentionRequested
 	if err := json.Unmarshal(down.Data, &got); err != nil {
+		t.Fatal(err)
+	}
+	// Integer-ness travels in the envelope, which the hop keeps.
+	if err := aep.MarkIntegerFields(down.Extensions[aep.ExtIntegerFields], got.Fields); err != nil {
 		t.Fatal(err)
 	}
 	own, _ := FormRequest(constraintsForm(t), RequestOptions{Agent: "b", Ceiling: aep.CaptureMetadata})

@@ -171,7 +171,7 @@ func TestAnAnswerOverTheEventBoundIsRecordedAtMetadata(t *testing.T) {
 	long := strings.Repeat("n", 16<<10)
 	var reason string
 	m.Respond(aep.Event{ID: "cmd", Subject: id, Agent: "op"}, aep.Answer{Values: map[string]any{"name": long, "age": json.Number("42")}},
-		func(r, _ string) error { reason = r; return nil })
+		"op", func(r, _ string) error { reason = r; return nil })
 	if reason != "" {
 		t.Fatalf("the answer was refused (%s); want it accepted", reason)
 	}

@@ -218,6 +218,7 @@ func (m *Manager) Raise(s Spec) (string, error) {
 	var (
 		data    any
 		capture aep.Capture
+		ext     map[string]any
 	)
 	if s.URL != "" {
 		d := &aep.AttentionRequested{Kind: "auth", ExpiresAt: aep.FormatTime(q.expires), RespondVia: s.RespondVia,
@@ -246,6 +247,9 @@ func (m *Manager) Raise(s Spec) (string, error) {
 		}
 		q.fields = s.Form.FieldSpecs() // gating needs the structure, not the gated labels
 		capture = c
+		if v := aep.IntegerFieldsValue(q.fields); v != "" {
+			ext = map[string]any{aep.ExtIntegerFields: v}
+		}
 	} else {
 		d := &aep.AttentionRequested{Kind: "input", ExpiresAt: aep.FormatTime(q.expires), RespondVia: s.RespondVia}
 		capture = m.ceiling
@@ -261,7 +265,8 @@ func (m *Manager) Raise(s Spec) (string, error) {
 			data = d
 		}
 	}
-	ev, raw, err := m.publishRequest(aep.Draft{Type: "attention.requested", Subject: s.Subject, Severity: aep.SeverityNotice, Capture: capture, Data: data})
+	ev, raw, err := m.publishRequest(aep.Draft{Type: "attention.requested", Subject: s.Subject, Severity: aep.SeverityNotice, Capture: capture,
+		Extensions: ext, Data: data})
 	if err != nil {
 		return "", err
 	}
@@ -334,14 +339,15 @@ func (m *Manager) autoAnswer(id string, d script.Decision) {
 }
 
 // Respond decides an operator's control.attention.respond (control.Target).
-// A valid answer is acked, recorded as attention.answered and
-// attention.resolved, and delivered; an invalid one is nacked
-// invalid with the field and rule, and the question stays pending.
-func (m *Manager) Respond(cmd aep.Event, a aep.Answer, ack func(reason, detail string) error) {
+// A valid answer is acked, recorded as attention.answered (by: by, who
+// the endpoint authenticated, never the command's own agent) and
+// attention.resolved, and delivered; an invalid one is nacked invalid
+// with the field and rule, and the question stays pending.
+func (m *Manager) Respond(cmd aep.Event, a aep.Answer, by string, ack func(reason, detail string) error) {
 	m.mu.Lock()
 	q, ok := m.pending[cmd.Subject]
 	if !ok {
-		s, late := m.outracedLocked(cmd.Subject, a, cmd.Agent, "control", cmd.ID)
+		s, late := m.outracedLocked(cmd.Subject, a, by, "control", cmd.ID)
 		m.mu.Unlock()
 		if late {
 			ack(aep.ReasonRefused, lostDetail(cmd.Subject, s))
@@ -372,7 +378,7 @@ func (m *Manager) Respond(cmd aep.Event, a aep.Answer, ack func(reason, detail s
 	if err := ack("", ""); err != nil {
 		m.log.Warn("emitting control.accepted", "cmd", cmd.ID, "err", err)
 	}
-	m.resolveLocked(q, d.Applied, "control", cmd.Agent, cmd.ID)
+	m.resolveLocked(q, d.Applied, "control", by, cmd.ID)
 	m.mu.Unlock()
 	q.spec.Deliver(Resolution{Outcome: Answered, Decision: d})
 }

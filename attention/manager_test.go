@@ -2,6 +2,7 @@ package attention
 
 import (
 	"encoding/json"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -21,6 +22,11 @@ func (p *memPub) Emit(d aep.Draft) (aep.Event, []byte, error) {
 	defer p.mu.Unlock()
 	data, _ := json.Marshal(d.Data)
 	ev := aep.Event{ID: aep.NewID(), Type: d.Type, Subject: d.Subject, Cause: d.Cause, Capture: d.Capture, Data: data}
+	for name, v := range d.Extensions {
+		if err := ev.SetExtension(name, v); err != nil {
+			return aep.Event{}, nil, err
+		}
+	}
 	p.evs = append(p.evs, ev)
 	return ev, data, nil
 }
@@ -42,6 +48,43 @@ func form(t *testing.T) *translate.Form {
 		t.Fatal(err)
 	}
 	return f
+}
+
+// TestRaiseNamesTheIntegerFields: a question whose form has integer fields
+// names them in the envelope (aep.ExtIntegerFields), at every capture
+// level, and never in its field specs, which stay the pinned mapping.
+func TestRaiseNamesTheIntegerFields(t *testing.T) {
+	f, err := translate.Parse("m", json.RawMessage(`{"type":"object","properties":{
+		"n":{"type":"integer"},"x":{"type":"number"},"s":{"type":"string"},"k":{"type":"integer","minimum":1}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ceiling := range []aep.Capture{aep.CaptureNone, aep.CaptureMetadata, aep.CaptureRedacted, aep.CaptureFull} {
+		pub := &memPub{}
+		m := NewManager(ManagerOptions{Agent: "a", Publisher: pub, Timeout: time.Minute, Ceiling: ceiling})
+		if _, err := m.Raise(Spec{Form: f, Subject: "srv", RespondVia: []string{"control"}, Deliver: func(Resolution) {}}); err != nil {
+			t.Fatal(err)
+		}
+		ev := pub.evs[0]
+		if got := string(ev.Extensions[aep.ExtIntegerFields]); got != `"[\"n\",\"k\"]"` {
+			t.Errorf("at %s the envelope's %s is %s", ceiling, aep.ExtIntegerFields, got)
+		}
+		if strings.Contains(string(ev.Data), "integer") {
+			t.Errorf("at %s a field spec carries integer-ness: %s", ceiling, ev.Data)
+		}
+		m.Close()
+	}
+	// A form without integer fields carries no attribute.
+	pub := &memPub{}
+	m := NewManager(ManagerOptions{Agent: "a", Publisher: pub, Timeout: time.Minute})
+	defer m.Close()
+	g, _ := translate.Parse("m", json.RawMessage(`{"type":"object","properties":{"x":{"type":"number"}}}`))
+	if _, err := m.Raise(Spec{Form: g, Subject: "srv", RespondVia: []string{"control"}, Deliver: func(Resolution) {}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := pub.evs[0].Extensions[aep.ExtIntegerFields]; ok {
+		t.Errorf("a form without integer fields carries %s", aep.ExtIntegerFields)
+	}
 }
 
 func TestTimeoutDeliversCancel(t *testing.T) {
@@ -91,7 +134,7 @@ func TestEveryQuestionGetsOneTerminal(t *testing.T) {
 			return id
 		}
 		a, b, c, d := raise(), raise(), raise(), raise()
-		m.Respond(aep.Event{ID: "cmd", Subject: a, Agent: "op"}, aep.Answer{Values: map[string]any{"n": json.Number("1")}}, func(string, string) error { return nil })
+		m.Respond(aep.Event{ID: "cmd", Subject: a, Agent: "op"}, aep.Answer{Values: map[string]any{"n": json.Number("1")}}, "op", func(string, string) error { return nil })
 		m.Dismiss(b)
 		if !m.ClientAnswered(c, "ide", json.RawMessage(`{"action":"decline"}`)) {
 			t.Fatal("client answer lost")

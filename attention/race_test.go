@@ -106,7 +106,7 @@ func TestLateAnswersAreRecordedAsLost(t *testing.T) {
 
 // operator answers question id as an operator and returns the ack.
 func operator(m *Manager, id string, a aep.Answer) (reason, detail string) {
-	m.Respond(aep.Event{ID: aep.NewID(), Type: "control.attention.respond", Subject: id, Agent: "operator"}, a, func(r, d string) error {
+	m.Respond(aep.Event{ID: aep.NewID(), Type: "control.attention.respond", Subject: id, Agent: "operator"}, a, "operator", func(r, d string) error {
 		reason, detail = r, d
 		return nil
 	})

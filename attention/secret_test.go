@@ -51,7 +51,7 @@ func TestSecretAnswersNeverPublished(t *testing.T) {
 			values := map[string]any{"user": "ada@example.com", "password": "s3cretpass"}
 			if via == "control" {
 				var nack string
-				m.Respond(aep.Event{ID: "cmd", Subject: id, Agent: "op"}, aep.Answer{Values: values}, func(_, d string) error { nack = d; return nil })
+				m.Respond(aep.Event{ID: "cmd", Subject: id, Agent: "op"}, aep.Answer{Values: values}, "op", func(_, d string) error { nack = d; return nil })
 				if nack != "" {
 					t.Fatalf("rejected: %s", nack)
 				}
@@ -126,7 +126,7 @@ func TestRejectionNamesRuleNotAnswer(t *testing.T) {
 	id, _ := m.Raise(Spec{Form: constraintsForm(t), RespondVia: []string{"control"}, Deliver: func(Resolution) {}})
 	var detail string
 	m.Respond(aep.Event{ID: "c", Subject: id}, aep.Answer{Values: map[string]any{"user": "ada@example.com", "password": "s3cret"}},
-		func(_, d string) error { detail = d; return nil })
+		"op", func(_, d string) error { detail = d; return nil })
 	if want := `field "password": minLength: must be at least 8 characters`; detail != want {
 		t.Fatalf("detail: got %q; want %q", detail, want)
 	}

@@ -49,10 +49,15 @@
 // are both legitimate: Route refuses commands to that session as
 // ambiguous (AEP-0004 §4.5), and delivers them to neither.
 //
-// Identities, rights and scopes extend the Principal, not the Table: a
-// named operator is a Principal with a Name, Rights without Emit (read, or
-// read and answer), and a scope consulted by Sees and MayCommand; a named
-// gateway client, a Principal its sessions are bound to. The Table's
-// rules already bind sessions to what a connection proved (its key and
-// resume secret), the shape a client binding takes.
+// Identities, rights and scopes are the Principal's, not the Table's: a
+// named operator (Operator) is a Principal with a Name, Rights without
+// Emit (Read, or Read and Command) and a Scope of server globs. Sees and
+// MayCommand consult the scope through Servers, which says which MCP
+// server a session fronts (the hub learns it from the session's
+// questions): a scoped principal sees, and commands, only sessions whose
+// server is known and in scope, failing closed. The token's holder and a
+// joined bridge are named TokenHolderName, and reach every server. A
+// named gateway client will be a Principal its sessions are bound to: the
+// Table's rules already bind sessions to what a connection proved (its
+// key and resume secret), the shape a client binding takes.
 package authority

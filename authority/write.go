@@ -31,6 +31,9 @@ type Effects[P any] struct {
 func (t *Table[L, P]) Write(c *Conn[P], source, session string) (Effects[P], *Refusal) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if c.principal.Operator {
+		return Effects[P]{}, refuse(ReasonOperator, "operator %q may read and answer questions, never emit events: emitters use the shared token or join with it", c.principal.Name)
+	}
 	if !c.hello || c.principal.Rights&Emit == 0 {
 		return Effects[P]{}, refuse(ReasonNoRight, "this connection said hello as a consumer: it may send commands, never events; say hello with role emitter to emit")
 	}
@@ -41,6 +44,9 @@ func (t *Table[L, P]) Write(c *Conn[P], source, session string) (Effects[P], *Re
 // without a connection (POST /events): it holds nothing by it, so it may
 // write only what nobody holds.
 func (t *Table[L, P]) Post(p Principal, source, session string) *Refusal {
+	if p.Operator {
+		return refuse(ReasonOperator, "operator %q may read and answer questions, never emit events: emitters use the shared token", p.Name)
+	}
 	if p.Rights&Emit == 0 {
 		return refuse(ReasonNoRight, "this credential may not emit events")
 	}

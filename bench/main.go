@@ -9,6 +9,7 @@
 //	go run ./bench gateway  # 50 sessions × 200 calls: stdio, serve, supergateway
 //	go run ./bench sse      # a 64 MB SSE event each way, TypeScript SDK server: direct vs bridge --url, with its RSS
 //	go run ./bench policy   # decision time per call for policies of 10, 100 and 1,000 rules
+//	go run ./bench notify   # 1,000 questions' raise time without and with --notify to a 200 ms webhook
 //
 // The helper modes "pump", "flood-server" and "fanout-server" are the
 // baselines' and targets' processes.
@@ -22,7 +23,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: bench proxy|pending|fanout|http|ingest|gateway|sse|policy [flags]")
+		fmt.Fprintln(os.Stderr, "usage: bench proxy|pending|fanout|http|ingest|gateway|sse|policy|notify [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -50,6 +51,8 @@ func main() {
 		err = runPolicy(ctx, os.Args[2:])
 	case "sse":
 		err = runSSE(ctx, os.Args[2:])
+	case "notify":
+		err = runNotify(ctx, os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown mode %q", os.Args[1])
 	}

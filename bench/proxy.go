@@ -35,6 +35,7 @@ func runProxy(ctx context.Context, args []string) error {
 	rounds := fs.Int("rounds", 5, "paired rounds")
 	large := fs.Int("large", 64_000_000, "bytes of the large result (0 skips that table)")
 	largeRounds := fs.Int("large-rounds", 5, "rounds of the large result")
+	profile := fs.String("profile", "", "write a CPU profile of every bridge process to this folder (--cpuprofile), one file per run; merge them with go tool pprof")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -51,12 +52,18 @@ func runProxy(ctx context.Context, args []string) error {
 	} else {
 		fmt.Fprintln(os.Stderr, "bench: the TypeScript SDK pair is skipped: run npm ci --prefix internal/testpeers/npm")
 	}
+	runs := 0
 	via := func(path string, server []string) []string {
 		switch path {
 		case "raw pump":
 			return append([]string{self, "pump"}, server...)
 		case "bridge":
-			return append([]string{bridgeBin, "--listen", "off", "--log-dir", logs, "--log-level", "error", "--"}, server...)
+			argv := []string{bridgeBin, "--listen", "off", "--log-dir", logs, "--log-level", "error"}
+			if *profile != "" {
+				runs++
+				argv = append(argv, "--cpuprofile", filepath.Join(*profile, fmt.Sprintf("proxy-%03d.pprof", runs)))
+			}
+			return append(append(argv, "--"), server...)
 		}
 		return server
 	}
@@ -110,10 +117,12 @@ func runProxy(ctx context.Context, args []string) error {
 	return nil
 }
 
-// median returns the median of d (which it sorts).
+// median returns the median of d, which it leaves in its order: the
+// rounds' values are paired by index.
 func median(d []time.Duration) time.Duration {
-	sortDurations(d)
-	return d[len(d)/2]
+	s := append([]time.Duration(nil), d...)
+	sortDurations(s)
+	return s[len(s)/2]
 }
 
 // measureGo spawns argv as an MCP server, initializes an mcp-go client and

@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 )
 
@@ -141,19 +140,7 @@ func startBlobServer(ctx context.Context, script string) (string, func(), error)
 	if err != nil {
 		return "", nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		return "", nil, err
-	}
-	stop := func() { cmd.Process.Kill(); cmd.Wait() }
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		if u, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
-			go io.Copy(io.Discard, out)
-			return strings.TrimSpace(u), stop, nil
-		}
-	}
-	stop()
-	return "", nil, errors.New("the TypeScript server did not say where it listens")
+	return startListener(cmd, out, io.Discard)
 }
 
 // callResult is one timed call: how long it took, and the SHA-256 and

@@ -20,7 +20,6 @@ import (
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
 	"github.com/agenteventprotocol/aep-mcp-bridge/control"
 	"github.com/agenteventprotocol/aep-mcp-bridge/elicit"
-	"github.com/agenteventprotocol/aep-mcp-bridge/internal/jsonrpc"
 	"github.com/agenteventprotocol/aep-mcp-bridge/script"
 	"github.com/agenteventprotocol/aep-mcp-bridge/upstream"
 )
@@ -49,7 +48,7 @@ type Options struct {
 	// closes it when the session ends. When it also implements
 	// RelatedWriter, it is told which client request each message of a
 	// remote upstream relates to.
-	ClientConn elicit.Conn
+	ClientConn ClientConn
 	// ServerStderr receives the upstream's stderr. Nil means os.Stderr.
 	ServerStderr io.Writer
 	// Agent is the AEP agent name; "" means "aep-mcp-bridge".
@@ -229,8 +228,10 @@ func (b *Bridge) Run(ctx context.Context) error {
 		return err
 	}
 	b.upstream.Store("running")
-	client := b.opts.ClientConn
-	if client == nil {
+	var client elicit.Conn
+	if b.opts.ClientConn != nil {
+		client = messageConn{b.opts.ClientConn}
+	} else {
 		var clientClose func() error
 		if c, ok := b.opts.Client.(io.Closer); ok {
 			clientClose = c.Close
@@ -306,47 +307,6 @@ type RelatedWriter interface {
 	// stream of the client request whose JSON-RPC id is id. It is called
 	// on the proxy's server-reading goroutine, before the proxy sees msg.
 	Related(msg []byte, id json.RawMessage)
-}
-
-// relatedConn is a remote upstream that reports, for each message it
-// reads, the client request the message relates to.
-type relatedConn struct {
-	*upstream.Conn
-	rw RelatedWriter
-}
-
-func (c relatedConn) ReadMessage() ([]byte, error) {
-	msg, _, err := c.ReadRelated()
-	return msg, err
-}
-
-// ReadRelated reads as the upstream does and tells the RelatedWriter; the
-// proxy reads through it (elicit.RelatedReader) to link questions to their
-// requests.
-func (c relatedConn) ReadRelated() ([]byte, json.RawMessage, error) {
-	msg, id, err := c.Conn.ReadRelated()
-	if err == nil && id != nil {
-		c.rw.Related(msg, id)
-	}
-	return msg, id, err
-}
-
-// ReadRelatedFrame is ReadRelated for the proxy, which takes a large
-// message as a stream (elicit.RelatedFrameReader): a streamed message (a
-// large JSON response body) came on no event stream, so it relates to
-// none.
-func (c relatedConn) ReadRelatedFrame() (jsonrpc.Frame, json.RawMessage, error) {
-	f, id, err := c.Conn.ReadRelatedFrame()
-	if err == nil && id != nil && f.Rest == nil {
-		c.rw.Related(f.Head, id)
-	}
-	return f, id, err
-}
-
-// ReadFrame is ReadRelatedFrame without the id.
-func (c relatedConn) ReadFrame() (jsonrpc.Frame, error) {
-	f, _, err := c.ReadRelatedFrame()
-	return f, err
 }
 
 // emitStarted emits session.started with the client's name and version.

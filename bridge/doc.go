@@ -7,7 +7,7 @@
 // upstream server (package upstream), relays it to the client through the
 // elicit proxy, and connects the proxy to the attention lifecycle, the
 // control intake and the bus (session emitter, JSONL log). The client is
-// this process's stdio, or any elicit.Conn (Options.ClientConn): the
+// this process's stdio, or any ClientConn (Options.ClientConn): the
 // gateway gives each HTTP client session one, and, as a RelatedWriter, is
 // told which client request each message of a remote upstream relates to,
 // so it can answer on that request's response stream.

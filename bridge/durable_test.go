@@ -34,7 +34,11 @@ func mountTmpfs(t *testing.T, size int) string {
 		testenv.Missing(t, "mounting a tmpfs ("+err.Error()+")", "run as root with CAP_SYS_ADMIN (CI does)")
 	}
 	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, 0); err != nil {
+		// MNT_DETACH: a parallel test that forks a child copies every open
+		// descriptor, the log's too, until the child's exec closes them; a
+		// plain unmount at that moment fails with EBUSY. Detached, the
+		// tmpfs goes once the last such copy is closed.
+		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
 			t.Errorf("unmounting the test tmpfs %s: %v", dir, err)
 		}
 	})
@@ -66,6 +70,7 @@ func fill(t *testing.T, dir string) string {
 // records the gap with the exact count, no line is glued to another, and
 // answers-from still works on the log.
 func TestFullDiskKeepsAnsweringAndRecordsTheGap(t *testing.T) {
+	t.Parallel()
 	dir := mountTmpfs(t, 256<<10)
 	s := startSession(t, sessionConfig{opts: Options{LogDir: dir,
 		Answers: rules(t, `{"rules":[{"name":"r","outcome":"values","values":{"environment":"production","replicas":4,"confirm":true}}]}`)}})
@@ -185,6 +190,7 @@ func logWriter(dir string) int {
 // way every reader does: each whole line is an event that is read, and a
 // torn last line is skipped with a warning that names the file and line.
 func TestKilledMidWriteReadersSkipTheTornTail(t *testing.T) {
+	t.Parallel()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 )
 
 func TestAcceptTypedContent(t *testing.T) {
+	t.Parallel()
 	s := startSession(t, sessionConfig{})
 	started := s.next("session.started")
 	var sd map[string]map[string]string
@@ -57,8 +58,8 @@ func TestAcceptTypedContent(t *testing.T) {
 	}
 	var ad aep.AttentionAnswered
 	json.Unmarshal(answered.Data, &ad)
-	if ad.By != "operator" || ad.Via != "control" {
-		t.Errorf("answered by %q via %q; want operator via control", ad.By, ad.Via)
+	if ad.By != "token holder" || ad.Via != "control" {
+		t.Errorf("answered by %q via %q; want the token's holder (who submitted it, whatever the command's agent) via control", ad.By, ad.Via)
 	}
 	if *answered.Seq <= *res.Ack.Seq {
 		t.Errorf("control.accepted (seq %d) must precede attention.answered (seq %d)", *res.Ack.Seq, *answered.Seq)
@@ -66,6 +67,7 @@ func TestAcceptTypedContent(t *testing.T) {
 }
 
 func TestDecline(t *testing.T) {
+	t.Parallel()
 	s := startSession(t, sessionConfig{})
 	call := s.call("ask", map[string]any{"schema": "pinned"}, nil)
 	req := s.next("attention.requested")
@@ -78,6 +80,7 @@ func TestDecline(t *testing.T) {
 }
 
 func TestTimeoutBecomesCancel(t *testing.T) {
+	t.Parallel()
 	s := startSession(t, sessionConfig{opts: Options{Timeout: 300 * time.Millisecond}})
 	call := s.call("ask", map[string]any{"schema": "pinned"}, nil)
 	req := s.next("attention.requested")
@@ -95,6 +98,7 @@ func TestTimeoutBecomesCancel(t *testing.T) {
 }
 
 func TestInvalidAnswerIsNackedAndStaysPending(t *testing.T) {
+	t.Parallel()
 	s := startSession(t, sessionConfig{})
 	call := s.call("ask", map[string]any{"schema": "pinned"}, nil)
 	req := s.next("attention.requested")
@@ -129,6 +133,7 @@ func TestInvalidAnswerIsNackedAndStaysPending(t *testing.T) {
 }
 
 func TestDuplicateCommandGetsOneDecision(t *testing.T) {
+	t.Parallel()
 	s := startSession(t, sessionConfig{})
 	call := s.call("ask", map[string]any{"schema": "pinned"}, nil)
 	req := s.next("attention.requested")
@@ -150,6 +155,7 @@ func TestDuplicateCommandGetsOneDecision(t *testing.T) {
 }
 
 func TestServerCancelDismisses(t *testing.T) {
+	t.Parallel()
 	s := startSession(t, sessionConfig{})
 	ask := s.call("ask", map[string]any{"schema": "pinned", "key": "k1"}, nil)
 	req := s.next("attention.requested")
@@ -178,6 +184,7 @@ func (c elicitingClient) Elicit(ctx context.Context, r mcp.ElicitationRequest) (
 }
 
 func TestClientWinsRace(t *testing.T) {
+	t.Parallel()
 	handler := elicitingClient{func(ctx context.Context, r mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
 		return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: "accept",
 			Content: map[string]any{"environment": "staging", "confirm": true, "reason": "typed in the IDE"}}}, nil
@@ -207,6 +214,7 @@ func TestClientWinsRace(t *testing.T) {
 }
 
 func TestOperatorWinsRaceAndClientCopyIsCancelled(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	var once sync.Once
 	handler := elicitingClient{func(ctx context.Context, r mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
@@ -245,6 +253,7 @@ func TestOperatorWinsRaceAndClientCopyIsCancelled(t *testing.T) {
 }
 
 func TestUnsupportedSchema(t *testing.T) {
+	t.Parallel()
 	t.Run("client cannot elicit: server gets an error naming the property", func(t *testing.T) {
 		s := startSession(t, sessionConfig{})
 		res := s.result(s.call("ask", map[string]any{"schema": "nested"}, nil))
@@ -279,6 +288,7 @@ func TestUnsupportedSchema(t *testing.T) {
 }
 
 func TestKeepaliveProgress(t *testing.T) {
+	t.Parallel()
 	s := startSession(t, sessionConfig{opts: Options{Keepalive: 20 * time.Millisecond}})
 	progress := make(chan float64, 64)
 	s.client.OnNotification(func(n mcp.JSONRPCNotification) {
@@ -312,6 +322,7 @@ func TestKeepaliveProgress(t *testing.T) {
 }
 
 func TestServerDeathFailsInflightAndDismisses(t *testing.T) {
+	t.Parallel()
 	s := startSession(t, sessionConfig{})
 	ask := s.call("ask", map[string]any{"schema": "pinned"}, nil)
 	s.next("attention.requested")
@@ -345,6 +356,7 @@ func TestServerDeathFailsInflightAndDismisses(t *testing.T) {
 }
 
 func TestRouteRemoteDoesNotAskTheClient(t *testing.T) {
+	t.Parallel()
 	handler := elicitingClient{func(ctx context.Context, r mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
 		t.Error("route remote forwarded the question to the client")
 		return nil, errors.New("unexpected")
@@ -359,6 +371,7 @@ func TestRouteRemoteDoesNotAskTheClient(t *testing.T) {
 }
 
 func TestMetadataCeilingKeepsFreeTextOffTheBus(t *testing.T) {
+	t.Parallel()
 	s := startSession(t, sessionConfig{opts: Options{AttentionCapture: aep.CaptureMetadata}})
 	call := s.call("ask", map[string]any{"schema": "pinned", "message": "Deploy for alice@example.com"}, nil)
 	req := s.next("attention.requested")
@@ -384,6 +397,7 @@ func TestMetadataCeilingKeepsFreeTextOffTheBus(t *testing.T) {
 }
 
 func TestClientLeavingDismissesPendingQuestions(t *testing.T) {
+	t.Parallel()
 	s := startSession(t, sessionConfig{})
 	s.call("ask", map[string]any{"schema": "pinned"}, nil)
 	req := s.next("attention.requested")

@@ -57,6 +57,7 @@ func waitSignal(t *testing.T, ch <-chan struct{}, what string) {
 }
 
 func TestEverythingKitchenSinkAnsweredByOperator(t *testing.T) {
+	t.Parallel()
 	hook, changed := toolsChanged()
 	s := startSession(t, sessionConfig{opts: Options{Command: everything(t)}, onNotify: hook})
 	waitSignal(t, changed, "tools/list_changed")
@@ -154,6 +155,7 @@ func (samplingClient) CreateMessage(ctx context.Context, r mcp.CreateMessageRequ
 }
 
 func TestEverythingPassThroughFidelity(t *testing.T) {
+	t.Parallel()
 	argv := everything(t)
 	elicit := client.WithElicitationHandler(elicitingClient{func(ctx context.Context, r mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
 		return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: "decline"}}, nil
@@ -271,6 +273,7 @@ func compareLists(t *testing.T, ctx context.Context, direct, bridged *client.Cli
 // a long-running call, the server (which honours cancellation) must send no
 // response for it.
 func TestEverythingUpstreamCancel(t *testing.T) {
+	t.Parallel()
 	argv := everything(t)
 	c2bR, c2bW := io.Pipe()
 	b2cR, b2cW := io.Pipe()

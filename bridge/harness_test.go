@@ -97,7 +97,11 @@ func startSession(t *testing.T, cfg sessionConfig) *session {
 	if cfg.protocol != "" {
 		pin = cfg.protocol
 	}
-	opts := append([]client.ClientOption{client.WithProtocolVersion(pin)}, cfg.clientOpts...)
+	// mcp-go's client gives server/discover 5 s before it decides the
+	// server predates 2026-07-28 and falls back to initialize: a guess
+	// about the server, which a loaded machine can make wrong. The tests
+	// bound the probe by waitLimit, as every other wait.
+	opts := append([]client.ClientOption{client.WithProtocolVersion(pin), client.WithDiscoverTimeout(waitLimit)}, cfg.clientOpts...)
 	tr := transport.NewIO(b2cR, c2bW, nil)
 	s.client = client.NewClient(tr, opts...)
 	if cfg.onNotify != nil {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"sync"
 	"syscall"
@@ -17,6 +18,9 @@ import (
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
 	"github.com/agenteventprotocol/aep-mcp-bridge/control"
 	"github.com/agenteventprotocol/aep-mcp-bridge/endpoint"
+	"github.com/agenteventprotocol/aep-mcp-bridge/identity"
+	"github.com/agenteventprotocol/aep-mcp-bridge/identity/store"
+	"github.com/agenteventprotocol/aep-mcp-bridge/notify"
 	"github.com/agenteventprotocol/aep-mcp-bridge/proof"
 	"github.com/agenteventprotocol/aep-mcp-bridge/relay"
 )
@@ -61,9 +65,26 @@ type HostOptions struct {
 	// IdleTimeout ends a keep-alive connection idle that long; 0 means
 	// 120s. WebSocket and SSE streams are not idle connections.
 	IdleTimeout time.Duration
+	// Identities is the identity document of named operators
+	// (identity/store.Path of the state folder); "" means none. The
+	// endpoint follows the file while it runs: a revoked operator's
+	// connections close within a second. A host that joins another
+	// endpoint leaves operators to it.
+	Identities string
+	// OperatorHeader and TrustedProxies take a proxy operator's name from
+	// a header set by an authenticating reverse proxy (see
+	// endpoint.Options; --operator-header, --trusted-proxy).
+	OperatorHeader string
+	TrustedProxies []netip.Prefix
 	// Dial opens the connections of the hub join and the relay links; nil
 	// means a net.Dialer.
 	Dial relay.DialFunc
+	// Notify, if set, notifies webhooks of the questions on the host's
+	// hub (every question it serves: its own sessions', and those of the
+	// bridges and emitters that joined it). Its Hub and Token are the
+	// host's; an empty PublicURL links to the endpoint's own address. nil
+	// means no notifications.
+	Notify *notify.Options
 	// Logger receives logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -94,7 +115,14 @@ type Host struct {
 	// key certifies the ids of the sessions of a host with links, so they
 	// stay this process's on the hub or relay across its restarts.
 	key    *proof.Key
-	served chan struct{} // closed when the HTTP server has stopped
+	served chan struct{}    // closed when the HTTP server has stopped
+	notify *notify.Notifier // nil without notifications
+	// ids follows the identity document for the endpoint; nil without
+	// one. idsDone closes when its goroutine, which Close stops after the
+	// endpoint, has ended.
+	ids       *store.Watcher
+	idsCancel context.CancelFunc
+	idsDone   chan struct{}
 
 	// ctx ends every session run on the host; linkCtx ends the links,
 	// after the sessions, so what the sessions emit last (their
@@ -146,8 +174,16 @@ func NewHost(o HostOptions) (*Host, error) {
 	if err := h.newLinks(); err != nil {
 		return fail(err)
 	}
+	if o.Notify != nil {
+		if err := h.startNotify(*o.Notify); err != nil {
+			return fail(err)
+		}
+	}
 	if h.ln != nil {
 		if err := h.serve(); err != nil {
+			if h.notify != nil {
+				h.notify.Close(context.Background())
+			}
 			return fail(err)
 		}
 	}
@@ -156,6 +192,34 @@ func NewHost(o HostOptions) (*Host, error) {
 		go h.runLink(l)
 	}
 	return h, nil
+}
+
+// startNotify starts the notifier on the host's hub. Without a public
+// URL, links point at the inbox this process serves, or the one of the
+// hub it joined.
+func (h *Host) startNotify(o notify.Options) error {
+	o.Hub, o.Token = h.hub, h.opts.Token
+	if o.Logger == nil {
+		o.Logger = h.log
+	}
+	if o.PublicURL == "" {
+		addr := h.opts.Listen
+		if h.ln != nil {
+			addr = h.ln.Addr().String()
+		}
+		if host, port, err := net.SplitHostPort(addr); err == nil {
+			if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+				host = "localhost"
+			}
+			o.PublicURL = "http://" + net.JoinHostPort(host, port)
+		}
+	}
+	n, err := notify.New(o)
+	if err != nil {
+		return err
+	}
+	h.notify = n
+	return nil
 }
 
 // newLinks creates the link to the joined hub, which must prove the token,
@@ -232,15 +296,37 @@ func (h *Host) listen() error {
 	return nil
 }
 
-// serve starts the endpoint on the listener.
+// serve starts the endpoint on the listener, with the named operators of
+// the identity document, if any.
 func (h *Host) serve() error {
-	ep, err := endpoint.New(endpoint.Options{Token: h.opts.Token, Hub: h.hub, Agent: h.opts.Agent, Logger: h.log,
+	eo := endpoint.Options{Token: h.opts.Token, Hub: h.hub, Agent: h.opts.Agent, Logger: h.log,
 		Root: h.opts.Root, Health: h.health, AllowHosts: h.opts.AllowHosts, AllowOrigins: h.opts.AllowOrigins,
-		BodyTimeout: h.opts.BodyTimeout})
+		BodyTimeout: h.opts.BodyTimeout, OperatorHeader: h.opts.OperatorHeader, TrustedProxies: h.opts.TrustedProxies}
+	if h.opts.Identities != "" {
+		ids, err := store.NewWatcher(store.Options{Path: h.opts.Identities,
+			OnLoad: func(d *identity.Directory) {
+				h.log.Info("named operators reloaded", "file", h.opts.Identities, "operators", len(d.Document().Operators))
+				h.ep.SetOperators(d)
+			},
+			OnError: func(err error) { h.log.Error("named operators", "err", err) }})
+		if err != nil {
+			return err
+		}
+		h.ids = ids
+		eo.Operators = ids.Directory()
+		eo.OnOperator = func(name string, at time.Time) { ids.Used(store.OperatorKey(name), at) }
+	}
+	ep, err := endpoint.New(eo)
 	if err != nil {
 		return err
 	}
 	h.ep = ep
+	if h.ids != nil {
+		var ctx context.Context
+		ctx, h.idsCancel = context.WithCancel(context.Background())
+		h.idsDone = make(chan struct{})
+		go h.watchIdentities(ctx)
+	}
 	header, idle := h.opts.HeaderTimeout, h.opts.IdleTimeout
 	if header <= 0 {
 		header = defaultHeaderTimeout
@@ -259,6 +345,13 @@ func (h *Host) serve() error {
 	h.served = make(chan struct{})
 	go h.serveHTTP()
 	return nil
+}
+
+// watchIdentities is the identity document's watcher goroutine; Close
+// stops it after the endpoint.
+func (h *Host) watchIdentities(ctx context.Context) {
+	defer close(h.idsDone)
+	h.ids.Run(ctx)
 }
 
 // serveHTTP is the HTTP server's goroutine; Close stops it.
@@ -284,6 +377,9 @@ func (h *Host) sessionID() string {
 	}
 	return h.key.SessionID(aep.NewID())
 }
+
+// Notifier returns the host's notifier, or nil.
+func (h *Host) Notifier() *notify.Notifier { return h.notify }
 
 // Hub returns the hub every session of the host publishes to.
 func (h *Host) Hub() *bus.Hub { return h.hub }
@@ -400,9 +496,18 @@ func (h *Host) Close(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	if h.ids != nil {
+		h.idsCancel() // the last uses are written as it ends
+		<-h.idsDone
+	}
 	h.linkCancel() // the links send what is queued, then a closing frame
 	if err := waitFor(ctx, &h.linkWG); err != nil {
 		errs = append(errs, fmt.Errorf("relay links still flushing: %w", err))
+	}
+	if h.notify != nil { // after the sessions' last events, which it sends too
+		if err := h.notify.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	h.hub.Close()
 	return errors.Join(errs...)
@@ -440,6 +545,9 @@ func (h *Host) health() map[string]any {
 		}
 	}
 	out := map[string]any{"relay": relayState}
+	if h.notify != nil {
+		out["notify"] = h.notify.Health()
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	switch len(h.sessions) {
@@ -463,10 +571,10 @@ func (h *Host) health() map[string]any {
 // addresses.
 type hostTarget struct{ h *Host }
 
-func (t hostTarget) Submit(cmd aep.Event, authenticated bool) (string, string) {
+func (t hostTarget) Submit(cmd aep.Event, from control.Sender) (string, string) {
 	b := t.h.session(cmd.Session)
 	if b == nil {
 		return "no-route", fmt.Sprintf("no session %q in this bridge", cmd.Session)
 	}
-	return intakeTarget{b.intake}.Submit(cmd, authenticated)
+	return intakeTarget{b.intake}.Submit(cmd, from)
 }

@@ -36,6 +36,7 @@ func loopback(t *testing.T) net.Listener {
 // with a second question pending, ends the session first (the question is
 // dismissed, session.ended reaches the operator) and the endpoint last.
 func TestHostServesASessionAndClosesInOrder(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t, HostOptions{Listener: loopback(t), Token: "host-token", Agent: "hosted"})
 	s := startSession(t, sessionConfig{host: h})
 	op := connectOperatorWith(t, h.Addr(), "host-token")
@@ -84,6 +85,7 @@ func TestHostServesASessionAndClosesInOrder(t *testing.T) {
 // first serves: it joins as an emitter, and its session's question is
 // answered on the first host's endpoint.
 func TestHostJoinsTheEndpointOnItsPort(t *testing.T) {
+	t.Parallel()
 	a := newTestHost(t, HostOptions{Listen: "127.0.0.1:0", Token: "hub-token", Agent: "first"})
 	b := newTestHost(t, HostOptions{Listen: a.Addr(), Token: "hub-token", Agent: "second"})
 	if b.Joined() == "" || b.Addr() != "" {
@@ -109,6 +111,7 @@ func mustJSON(v any) string {
 // question dismissed and the session ended, because the links stop only
 // after the sessions did.
 func TestHostCloseSendsWhatSessionsEmitLastThroughTheLink(t *testing.T) {
+	t.Parallel()
 	hub := newTestHost(t, HostOptions{Listen: "127.0.0.1:0", Token: "hub-token", Agent: "hub"})
 	op := connectOperatorWith(t, hub.Addr(), "hub-token")
 	for i := range 5 {
@@ -133,6 +136,7 @@ func TestHostCloseSendsWhatSessionsEmitLastThroughTheLink(t *testing.T) {
 // TestHostCloseEndsLiveStreams: a live SSE subscriber does not hold Close
 // up; its stream ends.
 func TestHostCloseEndsLiveStreams(t *testing.T) {
+	t.Parallel()
 	h, err := NewHost(HostOptions{Listener: loopback(t), Token: "host-token"})
 	if err != nil {
 		t.Fatal(err)

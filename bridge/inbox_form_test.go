@@ -32,21 +32,12 @@ const constraintSchema = `{"type":"object","properties":{
  "required":["service"]}`
 
 // openCard asks the schema through the bridge and opens the inbox on its
-// card; it returns the card's selector, its field ids and the call.
+// card, on a phone-sized window; it returns the card's selector, its field
+// ids and the call.
 func openCard(t *testing.T, schema string) (*session, context.Context, string, map[string]string, <-chan callResult, aep.Event) {
 	t.Helper()
-	s, url, ctx := inboxSession(t)
-	call := s.call("ask", map[string]any{"schema": schema, "message": "Plan the rollout"}, nil)
-	req := s.next("attention.requested")
-	var data aep.AttentionRequested
-	json.Unmarshal(req.Data, &data)
-	ids := map[string]string{}
-	for i, f := range data.Fields {
-		ids[f.ID] = fmt.Sprintf("#f-%s-%d", req.ID, i)
-	}
-	card := `#pending article[data-qid="` + req.ID + `"]`
-	do(t, ctx, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS(card+" form")))
-	return s, ctx, card, ids, call, req
+	c := openOn(t, viewport{420, 900}, schema)
+	return c.s, c.ctx, c.sel, c.ids, c.call, c.req
 }
 
 func TestInboxShowsConstraintsDefaultsAndFormats(t *testing.T) {
@@ -58,6 +49,8 @@ func TestInboxShowsConstraintsDefaultsAndFormats(t *testing.T) {
 		  o["service.hint"] = v(`+jsString(ids["service"]+"-hint")+`).textContent;
 		  o["replicas.hint"] = v(`+jsString(ids["replicas"]+"-hint")+`).textContent;
 		  o["checks.hint"] = v(`+jsString(ids["checks"]+"-hint")+`).textContent;
+		  o["day.placeholder"] = v(`+jsString(ids["day"])+`).placeholder;
+		  o["day.hint"] = v(`+jsString(ids["day"]+"-hint")+`).textContent;
 		  o["contact.hint"] = v(`+jsString(ids["contact"]+"-hint")+`).textContent;
 		  o["region.picked"] = v(`+jsString(ids["region"]+"-1")+`).checked ? "us" : "";
 		  o["checks.picked"] = Array.from(document.querySelectorAll('`+card+` input[name="`+strings.TrimPrefix(ids["checks"], "#")+`"]:checked')).map(b => b.value).join(",");
@@ -69,12 +62,13 @@ func TestInboxShowsConstraintsDefaultsAndFormats(t *testing.T) {
 	want := map[string]string{
 		"service.type": "text", "service.value": "", "service.desc": "As named in the catalog",
 		"service.hint":  "2 to 8 characters · matching the pattern ^[a-z]+$",
-		"replicas.type": "text", "replicas.value": "2", "replicas.hint": "at least -5 · at most 1000",
+		"replicas.type": "text", "replicas.value": "2", "replicas.hint": "a number · from -5 to 1000",
 		"canary.type": "checkbox", "canary.value": "true",
 		// An email default is redacted on the bus: it is not pre-filled.
 		"contact.type": "email", "contact.value": "", "contact.hint": "a valid email address · the server's default is hidden by redaction",
 		"runbook.type": "url", "runbook.value": "",
-		"day.type": "date", "day.value": "2026-05-01",
+		// A date is typed in the one format its hint and placeholder name.
+		"day.type": "text", "day.value": "2026-05-01", "day.placeholder": "YYYY-MM-DD", "day.hint": "a date, YYYY-MM-DD",
 		"at.type": "datetime-local", "at.value": "",
 		"api_token.type": "password", "api_token.value": "",
 		"region.picked": "us", "checks.picked": "smoke", "checks.hint": "select at most 2",

@@ -3,11 +3,15 @@ package bridge
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
@@ -30,18 +34,53 @@ func chromium(t *testing.T) string {
 // serving the inbox, and a headless Chromium on the inbox page.
 func inboxSession(t *testing.T) (*session, string, context.Context) {
 	t.Helper()
-	exe := chromium(t)
+	ctx := newBrowser(t)
 	s := startSession(t, sessionConfig{})
 	base := s.serve("inbox-token")
+	return s, base + "/#token=inbox-token", ctx
+}
+
+// failGuard bounds a browser's whole life in a test: a failure guard for a
+// machine under load, never a wait.
+const failGuard = 4 * time.Minute
+
+// newBrowser starts a headless Chromium with a phone-sized window and
+// returns the context of its first tab. Anything a page throws that
+// nothing catches fails the test.
+func newBrowser(t *testing.T) context.Context {
+	t.Helper()
+	exe := chromium(t)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU,
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-quic", true), chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(420, 900)) // a phone-sized screen
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelC := chromedp.NewContext(actx)
-	ctx, cancelT := context.WithTimeout(ctx, 2*waitLimit)
-	t.Cleanup(func() { cancelT(); cancelC(); cancelA() })
-	return s, base + "/#token=inbox-token", ctx
+	var mu sync.Mutex
+	var thrown []string
+	ctx, cancelC := chromedp.NewContext(actx, chromedp.WithListener(func(ev any) {
+		if e, ok := ev.(*runtime.EventExceptionThrown); ok {
+			d := e.ExceptionDetails
+			desc := d.Text
+			if d.Exception != nil {
+				desc += " " + d.Exception.Description
+			}
+			mu.Lock()
+			thrown = append(thrown, fmt.Sprintf("%s (line %d, column %d)", desc, d.LineNumber+1, d.ColumnNumber+1))
+			mu.Unlock()
+		}
+	}))
+	ctx, cancelT := context.WithTimeout(ctx, failGuard)
+	t.Cleanup(func() {
+		cancelT()
+		cancelC()
+		cancelA()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, e := range thrown {
+			t.Errorf("the page threw: %s", e)
+		}
+	})
+	return ctx
 }
 
 const inboxSchema = `{"type":"object","properties":{
@@ -102,7 +141,7 @@ func TestInboxAnswersEveryFieldType(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(hist, "Accepted by inbox through the AEP endpoint") {
+	if !strings.Contains(hist, "Accepted by token holder through the AEP endpoint") {
 		t.Errorf("history shows %q", hist)
 	}
 }
@@ -192,7 +231,7 @@ func TestInboxDecline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(hist, "Declined by inbox through the AEP endpoint at ") {
+	if !strings.HasPrefix(hist, "Declined by token holder through the AEP endpoint at ") {
 		t.Errorf("history says %q", hist)
 	}
 }

@@ -114,6 +114,7 @@ func isAck(m map[string]any) bool {
 // sentinel to the session after everything the session sent up to its
 // first replies, and the session's events travel in order.
 func TestJoinedSessionEventsReachHubSubscribersOnce(t *testing.T) {
+	t.Parallel()
 	const burst = 600 // over the endpoint's per-connection burst of 512
 	a := newTestHost(t, HostOptions{Listen: "127.0.0.1:0", Token: "hub-token", Agent: "hub"})
 	b := newTestHost(t, HostOptions{Listen: a.Addr(), Token: "hub-token", Agent: "joined"})
@@ -197,6 +198,7 @@ func TestJoinedSessionEventsReachHubSubscribersOnce(t *testing.T) {
 // the sender again, byte-identically (AEP-0004 §3). The hub's live fan-out
 // forwards that redelivery (AEP-0003 §5): one reply per delivery.
 func TestARetriedCommandToAJoinedSessionIsAnsweredAgain(t *testing.T) {
+	t.Parallel()
 	a := newTestHost(t, HostOptions{Listen: "127.0.0.1:0", Token: "hub-token", Agent: "hub"})
 	b := newTestHost(t, HostOptions{Listen: a.Addr(), Token: "hub-token", Agent: "joined"})
 	s := startSession(t, sessionConfig{host: b})

@@ -98,7 +98,7 @@ func matrixPeers(t *testing.T) []*matrixPeer {
 	}
 	tsForm := func(ct *testing.T) string {
 		js := tsExample(ct, "elicitationFormExample.js")
-		port := freePort(ct)
+		port := examplePort(ct)
 		startHTTPPeer(ct, t, []string{"node", js}, []string{fmt.Sprintf("PORT=%d", port)}, "running on")
 		return fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
 	}
@@ -191,6 +191,7 @@ func tsExample(t *testing.T, name string) string {
 }
 
 func TestInteropMatrix(t *testing.T) {
+	t.Parallel()
 	began := time.Now()
 	t.Cleanup(func() { t.Logf("the interoperability matrix took %v", time.Since(began).Round(time.Millisecond)) })
 	var versions sync.Map // peer/era → the version negotiated without the bridge

@@ -13,6 +13,7 @@ import (
 )
 
 func TestMRTRModernClientSeesOnlyTheFinalResult(t *testing.T) {
+	t.Parallel()
 	s, logs := modern(t)
 	call := s.call("mrtr-ask", map[string]any{"rounds": 1}, nil)
 	req := s.next("attention.requested")
@@ -29,6 +30,7 @@ func TestMRTRModernClientSeesOnlyTheFinalResult(t *testing.T) {
 }
 
 func TestMRTRTwoRounds(t *testing.T) {
+	t.Parallel()
 	s, logs := modern(t)
 	call := s.call("mrtr-ask", map[string]any{"rounds": 2}, nil)
 	first := s.next("attention.requested")
@@ -48,6 +50,7 @@ func TestMRTRTwoRounds(t *testing.T) {
 }
 
 func TestMRTRLegacyClientNeverSeesInputRequired(t *testing.T) {
+	t.Parallel()
 	var logs lockedWriter
 	s := startSession(t, sessionConfig{opts: Options{Logger: textLogger(&logs)}}) // pinned to 2025-11-25
 	call := s.call("mrtr-ask", map[string]any{"rounds": 1}, nil)
@@ -78,6 +81,7 @@ func modern(t *testing.T) (*session, *lockedWriter) {
 // its retry reaches the server, and the bus records the answer as given in
 // the client.
 func TestMRTRClientRaceClientWins(t *testing.T) {
+	t.Parallel()
 	handler := elicitingClient{func(ctx context.Context, r mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
 		return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: "accept", Content: map[string]any{"who": "from-the-ide"}}}, nil
 	}}
@@ -96,6 +100,7 @@ func TestMRTRClientRaceClientWins(t *testing.T) {
 // TestMRTRRoundBound stops a server that never has enough input after the
 // bound, with a clear error to the client.
 func TestMRTRRoundBound(t *testing.T) {
+	t.Parallel()
 	s, _ := modern(t)
 	call := s.call("mrtr-forever", nil, nil)
 	for i := 0; i < 8; i++ {
@@ -116,6 +121,7 @@ func TestMRTRRoundBound(t *testing.T) {
 // still holds its copy; the bridge completes the exchange, and the
 // client's own retry, when it comes, is answered with that result.
 func TestMRTRClientRaceOperatorWins(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	handler := elicitingClient{func(ctx context.Context, r mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
 		<-release

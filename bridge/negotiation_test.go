@@ -13,6 +13,7 @@ import (
 // server peer, in every era (the go-sdk client's half is in every cell
 // of TestInteropMatrix).
 func TestNegotiationMatchesDirect(t *testing.T) {
+	t.Parallel()
 	for _, p := range append(matrixPeers(t), everythingNegotiationPeers(t)...) {
 		for _, era := range eras {
 			t.Run(p.name+"/"+era, func(t *testing.T) {
@@ -56,7 +57,7 @@ func mcpgoDirectVersion(t *testing.T, p *matrixPeer, era string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
-	c := client.NewClient(p.mcpgoDirect(t), client.WithProtocolVersion(era))
+	c := client.NewClient(p.mcpgoDirect(t), client.WithProtocolVersion(era), client.WithDiscoverTimeout(waitLimit)) // as startSession's
 	defer c.Close()
 	if err := c.Start(ctx); err != nil {
 		t.Fatalf("a direct mcp-go client: %v", err)

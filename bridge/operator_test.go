@@ -13,6 +13,7 @@ import (
 // right after it sends its command; the retry reuses the command id and is
 // answered with the recorded ack, and the server gets one answer.
 func TestRespondRetryAfterDroppedConnection(t *testing.T) {
+	t.Parallel()
 	s := startSession(t, sessionConfig{})
 	base := s.serve("tok")
 

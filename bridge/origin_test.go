@@ -93,6 +93,7 @@ func runProbe(t *testing.T, ctx context.Context, params map[string]any, define b
 // resolves to the endpoint. A page from an --allow-origin can, which shows
 // the probe itself works: its answer is the one the server receives.
 func TestForeignPagesCannotUseTheEndpoint(t *testing.T) {
+	t.Parallel()
 	exe := chromium(t)
 	s := startSession(t, sessionConfig{})
 	call := s.call("ask", map[string]any{"schema": "pinned"}, nil)

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -26,6 +25,7 @@ import (
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/testenv"
 	"github.com/agenteventprotocol/aep-mcp-bridge/internal/testpeers/record"
 )
 
@@ -89,14 +89,13 @@ func startHTTPPeer(t, owner *testing.T, argv, env []string, ready ...string) *ht
 }
 
 // freePort returns a TCP port free at the time of the call.
-func freePort(t *testing.T) int {
+// examplePort is a port for one of the TypeScript SDK's example servers,
+// which take their port from the environment and write it into the URLs
+// they serve (the URL example's OAuth metadata), so they cannot take
+// port 0: one nothing else is given while the test runs.
+func examplePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return testenv.ReservePort(t)
 }
 
 // recordingProxy is a reverse proxy in front of an HTTP peer that keeps

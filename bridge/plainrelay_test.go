@@ -14,6 +14,7 @@ import (
 // ws://: the host refuses to start, naming --relay-allow-plain; with
 // PlainRelay it links, and its question is answered through the relay.
 func TestPlainRelayOffHostNeedsPlainRelay(t *testing.T) {
+	t.Parallel()
 	hub := newTestHost(t, HostOptions{Listen: "127.0.0.1:0", Token: "relay-token", Agent: "hub", AllowHosts: []string{"relay.example"}})
 	_, port, _ := net.SplitHostPort(hub.Addr())
 	dial := func(ctx context.Context, network, _ string) (net.Conn, error) {

@@ -56,6 +56,7 @@ func (c *raceClient) handle(ctx context.Context, _ *sdk.ElicitRequest) (*sdk.Eli
 // Every answer is on the bus: the winner's attention.answered, the
 // loser's x.aep-mcp-bridge.attention.outraced.
 func TestRaces(t *testing.T) {
+	t.Parallel()
 	peers := matrixPeers(t)[:3] // go-sdk over stdio, stateful and stateless HTTP
 	for _, era := range eras {
 		for _, p := range peers {
@@ -107,7 +108,7 @@ func raceCell(t *testing.T, p *matrixPeer, era, winner string) {
 	answered := s.next("attention.answered")
 	var a aep.AttentionAnswered
 	json.Unmarshal(answered.Data, &a)
-	wantBy, wantVia := "operator", "control"
+	wantBy, wantVia := "token holder", "control" // who submitted it, not the command's agent
 	if winner == "client" {
 		wantBy, wantVia = "gosdk-client", "oob"
 	}

@@ -136,6 +136,7 @@ func linkedSession(t *testing.T, relayAddr string) (*session, *relay.Link) {
 // to the endpoint A serves; B's question shows on A, and an answer given on
 // A reaches B's server through the link.
 func TestJoinedBridgeIsAnsweredThroughTheHub(t *testing.T) {
+	t.Parallel()
 	a := startRelay(t, "127.0.0.1:0")
 	defer a.stop()
 	s, _ := linkedSession(t, a.addr)
@@ -162,6 +163,7 @@ func TestJoinedBridgeIsAnsweredThroughTheHub(t *testing.T) {
 // question is re-announced with its original id, and an answer given
 // afterwards reaches the server.
 func TestRelayRestartReannouncesPendingQuestions(t *testing.T) {
+	t.Parallel()
 	a := startRelay(t, "127.0.0.1:0")
 	addr := a.addr
 	s, link := linkedSession(t, addr)

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -21,19 +20,17 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/testenv"
 )
 
 // startEverythingHTTP runs server-everything with its streamableHttp or sse
-// transport on a free port and returns its base URL once it listens.
+// transport on a port reserved for it (it takes its port from PORT and
+// says the number it was given, so port 0 would not tell the test where
+// it listens) and returns its base URL once it listens.
 func startEverythingHTTP(t *testing.T, mode string) string {
 	t.Helper()
 	argv := everything(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
+	port := testenv.ReservePort(t)
 	cmd := exec.Command(argv[0], argv[1], mode)
 	cmd.Env = append(cmd.Environ(), fmt.Sprintf("PORT=%d", port))
 	stderr, _ := cmd.StderrPipe()
@@ -78,6 +75,7 @@ func answerKitchenSink(t *testing.T, s *session, changed <-chan struct{}, delay 
 }
 
 func TestRemoteEverything(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ mode, path, transport string }{
 		{"streamableHttp", "/mcp", ""},
 		{"sse", "/sse", "sse"},
@@ -120,6 +118,7 @@ func TestRemoteEverything(t *testing.T) {
 // own 30 s cap on server-to-client requests, which is why the bridge has
 // its own transports.
 func TestRemoteAnswerAfter35s(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("takes 35 s; CI runs it")
 	}
@@ -210,6 +209,7 @@ func (f *flakyServer) finish() {
 }
 
 func TestRemoteStreamDropResumes(t *testing.T) {
+	t.Parallel()
 	f := &flakyServer{result: make(chan string, 1), answer: make(chan json.RawMessage, 1)}
 	srv := httptest.NewServer(f)
 	defer srv.Close()
@@ -231,6 +231,7 @@ func TestRemoteStreamDropResumes(t *testing.T) {
 }
 
 func TestRemoteUnauthorizedSaysToPassTheHeader(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer right" {
 			w.WriteHeader(http.StatusUnauthorized)
@@ -251,6 +252,7 @@ func TestRemoteUnauthorizedSaysToPassTheHeader(t *testing.T) {
 }
 
 func TestRemoteStaleSessionTellsTheClientToStartANewOne(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		switch {
@@ -278,6 +280,7 @@ func TestRemoteStaleSessionTellsTheClientToStartANewOne(t *testing.T) {
 }
 
 func TestRemoteGarbageIsNotJSON(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, "<html>not json</html>")
@@ -289,12 +292,14 @@ func TestRemoteGarbageIsNotJSON(t *testing.T) {
 }
 
 func TestRemoteConnectionRefused(t *testing.T) {
+	t.Parallel()
 	if err := initThroughBridge(t, Options{URL: "http://127.0.0.1:1/mcp"}); err == nil || !strings.Contains(err.Error(), "cannot connect") {
 		t.Fatalf("got %v", err)
 	}
 }
 
 func TestRemoteServerDiesMidCall(t *testing.T) {
+	t.Parallel()
 	base := startEverythingHTTP(t, "streamableHttp")
 	target, _ := url.Parse(base)
 	var mu sync.Mutex

@@ -18,6 +18,7 @@ import (
 // 2026-07-28 input_required round) the question is dismissed on the bus,
 // and a server still waiting for an ElicitResult gets cancel.
 func TestRequestEndEndsItsQuestions(t *testing.T) {
+	t.Parallel()
 	peers := matrixPeers(t)
 	tests := []struct {
 		name string

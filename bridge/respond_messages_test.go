@@ -14,6 +14,7 @@ import (
 // `respond --values` would: the rejection says "answer:" once, and the
 // question's options are listed for the operator.
 func TestURLQuestionRefusesValuesOnce(t *testing.T) {
+	t.Parallel()
 	s := startSession(t, sessionConfig{})
 	base := s.serve("tok")
 	call := s.call("ask-url", map[string]any{"id": "el-9", "url": "https://auth.example.org/start"}, nil)

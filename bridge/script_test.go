@@ -28,6 +28,7 @@ const defaultsSchema = `{"type":"object","properties":{
  "confirm":{"type":"boolean","default":true}},"required":["env"]}`
 
 func TestScriptedOutcomes(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, rule, schema string
 		timeout            time.Duration
@@ -76,6 +77,7 @@ func TestScriptedOutcomes(t *testing.T) {
 }
 
 func TestInvalidRuleFallsThroughToOperators(t *testing.T) {
+	t.Parallel()
 	var logs lockedWriter
 	s := startSession(t, sessionConfig{opts: Options{Logger: textLogger(&logs),
 		Answers: rules(t, `{"rules":[{"name":"bad replicas","outcome":"values","values":{"environment":"staging","confirm":true,"replicas":"three"}}]}`)}})
@@ -93,6 +95,7 @@ func TestInvalidRuleFallsThroughToOperators(t *testing.T) {
 }
 
 func TestAnswersOnlyCancelsUnmatchedQuestions(t *testing.T) {
+	t.Parallel()
 	s := startSession(t, sessionConfig{opts: Options{AnswersOnly: true,
 		Answers: rules(t, `{"rules":[{"name":"other","match":{"server":"someone-else"},"outcome":"decline"}]}`)}})
 	if got := compactAny(elicitResult(t, s.result(s.call("ask", map[string]any{"schema": "pinned"}, nil)))); got != `{"action":"cancel"}` {
@@ -105,6 +108,7 @@ func TestAnswersOnlyCancelsUnmatchedQuestions(t *testing.T) {
 }
 
 func TestEverythingAnsweredByARule(t *testing.T) {
+	t.Parallel()
 	hook, changed := toolsChanged()
 	s := startSession(t, sessionConfig{onNotify: hook, opts: Options{Command: everything(t),
 		Answers: rules(t, `{"rules":[{"name":"kitchen sink","match":{"fields":{"all_of":["name","email"]}},"outcome":"values","values":{"name":"Ada"}}]}`)}})
@@ -135,6 +139,7 @@ func TestEverythingAnsweredByARule(t *testing.T) {
 // rules, and replays them with --answers-only: the server receives the same
 // content.
 func TestAnswersFromRoundTrip(t *testing.T) {
+	t.Parallel()
 	values := map[string]any{"environment": "production", "replicas": json.Number("5"), "reason": "release 1.2", "confirm": true}
 	first := startSession(t, sessionConfig{})
 	call := first.call("ask", map[string]any{"schema": "pinned"}, nil)

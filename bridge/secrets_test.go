@@ -15,6 +15,7 @@ import (
 // names the field and the rule as built, and the server receives the real
 // password and the integer 1e18 as its exact digits.
 func TestSecretFieldAndExactNumbersEndToEnd(t *testing.T) {
+	t.Parallel()
 	schema := `{"type":"object","properties":{"username":{"type":"string"},"password":{"type":"string","minLength":8},"n":{"type":"integer"}},"required":["username","password"]}`
 	for _, c := range []aep.Capture{aep.CaptureFull, aep.CaptureRedacted, aep.CaptureMetadata} {
 		t.Run(c.String(), func(t *testing.T) {

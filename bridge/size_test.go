@@ -105,6 +105,7 @@ func rawHTTPServer(t *testing.T, n int) string {
 // TestLargeMessagesThroughTheBridge relays the large sizes each way
 // over stdio and over HTTP.
 func TestLargeMessagesThroughTheBridge(t *testing.T) {
+	t.Parallel()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

@@ -28,6 +28,7 @@ func (c *pipeConn) Close() error {
 // holds: the host no longer routes to it, its manager and intake are
 // closed, and the client's stream is closed, as Run promises.
 func TestAnUpstreamThatFailsToStartReleasesTheSession(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t, HostOptions{Agent: "a"})
 	dir := t.TempDir()
 	client := &pipeConn{closed: make(chan struct{})}

@@ -19,8 +19,8 @@ func (b *Bridge) Claim(instance string) endpoint.Claim {
 // command the intake cannot address is refused on the connection.
 type intakeTarget struct{ in *control.Intake }
 
-func (t intakeTarget) Submit(cmd aep.Event, authenticated bool) (string, string) {
-	_, err := t.in.Submit(cmd, control.Sender{Authenticated: authenticated})
+func (t intakeTarget) Submit(cmd aep.Event, from control.Sender) (string, string) {
+	_, err := t.in.Submit(cmd, from)
 	var re *control.RefusalError
 	if errors.As(err, &re) {
 		return re.Code, re.Detail

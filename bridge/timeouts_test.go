@@ -31,6 +31,7 @@ func closedByServer(t *testing.T, conn net.Conn) string {
 // idle keep-alive connection are closed by the server, while a WebSocket
 // and an SSE stream opened before all of them still deliver afterwards.
 func TestStalledAndIdleConnectionsEnd(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t, HostOptions{Listener: loopback(t), Token: trustToken, HeaderTimeout: short, BodyTimeout: short, IdleTimeout: short})
 	addr := h.Addr()
 	op := connectOperatorWith(t, addr, trustToken)

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/internal/squatter"
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/testenv"
 	"github.com/agenteventprotocol/aep-mcp-bridge/relay"
 )
 
@@ -19,7 +21,10 @@ const trustToken = "trust-token-0123456789abcdefghijklmnopqrstuvwxyz"
 // question pending; A stops and a squatter takes its port. B's link keeps
 // trying, and the squatter receives neither the token nor the question.
 func TestSquatterAfterTheHubDiedGetsNothing(t *testing.T) {
-	a := newTestHost(t, HostOptions{Listen: "127.0.0.1:0", Token: trustToken, Agent: "first"})
+	t.Parallel()
+	// A's port stays reserved once A stops, so no other test's listener
+	// can take it before the squatter does.
+	a := newTestHost(t, HostOptions{Listen: fmt.Sprintf("127.0.0.1:%d", testenv.ReservePort(t)), Token: trustToken, Agent: "first"})
 	addr := a.Addr()
 	b := newTestHost(t, HostOptions{Listen: addr, Token: trustToken, Agent: "second"})
 	s := startSession(t, sessionConfig{host: b})
@@ -53,6 +58,7 @@ func TestSquatterAfterTheHubDiedGetsNothing(t *testing.T) {
 // error that says why and what to do; the relay got nothing. The same relay
 // on loopback is linked.
 func TestHostRefusesAPlainRelayOffHost(t *testing.T) {
+	t.Parallel()
 	sq := squatter.Start(t, "127.0.0.1:0", squatter.Naive)
 	dial := func(ctx context.Context, network, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, network, sq.Addr)
@@ -73,6 +79,7 @@ func TestHostRefusesAPlainRelayOffHost(t *testing.T) {
 // TestJoinURLOfAnUnspecifiedAddress: a bridge whose --listen is ":PORT"
 // joins the hub on loopback, where the hub's Host check serves it.
 func TestJoinURLOfAnUnspecifiedAddress(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ name, addr, want string }{
 		{name: "no host", addr: ":8787", want: "ws://127.0.0.1:8787/socket"},
 		{name: "IPv4 any", addr: "0.0.0.0:1", want: "ws://127.0.0.1:1/socket"},

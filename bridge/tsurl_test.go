@@ -29,7 +29,7 @@ import (
 func tsURLServer(t *testing.T, owner *testing.T) (endpoint, token string) {
 	t.Helper()
 	js := tsExample(t, "elicitationUrlExample.js")
-	mcpPort, authPort := freePort(t), freePort(t)
+	mcpPort, authPort := examplePort(t), examplePort(t)
 	startHTTPPeer(t, owner, []string{"node", js}, []string{fmt.Sprintf("MCP_PORT=%d", mcpPort), fmt.Sprintf("MCP_AUTH_PORT=%d", authPort)},
 		"MCP Streamable HTTP Server listening", "OAuth Authorization Server listening")
 	endpoint = fmt.Sprintf("http://localhost:%d/mcp", mcpPort)

@@ -9,6 +9,7 @@ import (
 )
 
 func TestURLModeRequestPath(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ option, want string }{{"accept", "User completed the URL elicitation flow"}, {"decline", "User declined"}} {
 		t.Run(tc.option, func(t *testing.T) {
 			hook, changed := toolsChanged()
@@ -32,6 +33,7 @@ func TestURLModeRequestPath(t *testing.T) {
 }
 
 func TestURLModeErrorPath(t *testing.T) {
+	t.Parallel()
 	hook, changed := toolsChanged()
 	s := startSession(t, sessionConfig{opts: Options{Command: everything(t)}, onNotify: hook})
 	waitSignal(t, changed, "tools/list_changed")
@@ -59,6 +61,7 @@ func TestURLModeErrorPath(t *testing.T) {
 }
 
 func TestURLModeCompleteNotification(t *testing.T) {
+	t.Parallel()
 	s := startSession(t, sessionConfig{})
 	call := s.call("ask-url", map[string]any{"id": "el-42", "url": "https://auth.example.org/start"}, nil)
 	req := s.next("attention.requested")

@@ -17,6 +17,7 @@ import (
 // ack and outcome, and a redelivered command re-acked byte-identically
 // (AEP-0004 §7 fixture classes: attention round-trip, dedupe-on-retry).
 func TestAttentionRoundTripOverTheWire(t *testing.T) {
+	t.Parallel()
 	s := startSession(t, sessionConfig{})
 	base := s.serve("tok")
 

@@ -204,6 +204,11 @@ func (e *Emitter) EmitWithin(d aep.Draft, max int64) (aep.Event, []byte, error) 
 	if ev.Capture == 0 {
 		ev.Capture = aep.CaptureMetadata
 	}
+	for name, v := range d.Extensions {
+		if err := ev.SetExtension(name, v); err != nil {
+			return aep.Event{}, nil, fmt.Errorf("emitting %s: %w", d.Type, err)
+		}
+	}
 	ev, raw, err := e.finish(ev)
 	if err != nil {
 		return aep.Event{}, nil, err

@@ -116,6 +116,9 @@ type Hub struct {
 	heldEvents int
 	heldBytes  int64
 	open       *openSet
+
+	// servers says which server each session fronts; it has its own lock.
+	servers *servers
 }
 
 // NewHub returns an empty hub with the default bounds.
@@ -124,7 +127,7 @@ func NewHub() *Hub { return NewHubWith(HubOptions{}) }
 // NewHubWith returns an empty hub with the bounds of o.
 func NewHubWith(o HubOptions) *Hub {
 	return &Hub{opts: o.withDefaults(), subs: map[*Subscription]struct{}{},
-		rings: map[string]*ring{}, lru: list.New(), open: newOpenSet(o.Now)}
+		rings: map[string]*ring{}, lru: list.New(), open: newOpenSet(o.Now), servers: newServers()}
 }
 
 // ReplayDepth returns the per-session replay depth in events, for
@@ -173,6 +176,7 @@ func (h *Hub) Write(ev aep.Event, raw []byte) error {
 // it) is already in front of every subscriber: it is neither buffered nor
 // published twice.
 func (h *Hub) publishLocked(d *Delivery, writer string) {
+	h.servers.observe(&d.Event)
 	if h.open.apply(d, writer) == reannounced {
 		return
 	}

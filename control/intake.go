@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/authority"
 )
 
 // Accepts is the command set a bridge session accepts (AEP-0004 §4.2).
@@ -31,11 +32,12 @@ type AckFunc = func(reason, detail string) error
 // implements it.
 type Target interface {
 	// Respond decides a control.attention.respond and calls ack exactly
-	// once, synchronously, before it emits the outcome events. The
-	// details it rejects with are built from structural parts only (field
-	// id, rule, bound) and never contain the answer: the intake records
-	// them as they are.
-	Respond(cmd aep.Event, answer aep.Answer, ack AckFunc)
+	// once, synchronously, before it emits the outcome events, which
+	// record by as who answered (never the command's own agent: a
+	// sender's claim proves nothing). The details it rejects with are
+	// built from structural parts only (field id, rule, bound) and never
+	// contain the answer: the intake records them as they are.
+	Respond(cmd aep.Event, answer aep.Answer, by string, ack AckFunc)
 	// RecordedAnswer returns a command's answer to question subject as
 	// the session history may record it: gated for the capture ceiling,
 	// secret values replaced by the AEP-0003 §9.4 placeholder. Respond
@@ -43,10 +45,29 @@ type Target interface {
 	RecordedAnswer(subject string, answer aep.Answer) aep.Answer
 }
 
-// Sender describes the binding a command arrived on.
+// Sender describes the binding a command arrived on, and who the binding
+// authenticated: the endpoint, or the hub a link comes from, says so; the
+// command's own agent never does (AEP-0004 §8: it is asserted identity).
 type Sender struct {
-	// Authenticated is true when the binding presented a valid token.
+	// Authenticated is true when the binding presented a valid credential.
 	Authenticated bool
+	// By names who the binding authenticated (authority.Principal.Name),
+	// and is what the session records as who answered. "" is the shared
+	// token's holder, authority.TokenHolderName.
+	By string
+	// ReadOnly is set for an operator that may see the session but not
+	// answer: its commands are recorded and refused
+	// control.rejected{unauthorized}, where it and everyone who sees the
+	// session can read why.
+	ReadOnly bool
+}
+
+// by is the name the session records for s.
+func (s Sender) by() string {
+	if s.By == "" {
+		return authority.TokenHolderName
+	}
+	return s.By
 }
 
 // Result is the ack a command received.
@@ -175,7 +196,10 @@ func (in *Intake) Submit(cmd aep.Event, from Sender) (Result, error) {
 		res, ackErr = in.ack(k, cmd, reason, detail)
 		return ackErr
 	}
-	if err := cmd.Validate(); err != nil {
+	if from.ReadOnly {
+		ack(aep.ReasonUnauthorized, fmt.Sprintf("%q may read this session, not answer: its right is read; an operator that answers is added with operators add NAME --can answer",
+			from.by()))
+	} else if err := cmd.Validate(); err != nil {
 		ack(aep.ReasonInvalid, err.Error())
 	} else if cmd.Type != "control.attention.respond" {
 		ack(aep.ReasonUnsupported, fmt.Sprintf("%s is not accepted here; this session accepts %v", cmd.Type, Accepts))
@@ -184,7 +208,7 @@ func (in *Intake) Submit(cmd aep.Event, from Sender) (Result, error) {
 	} else if answerErr != nil {
 		ack(aep.ReasonInvalid, answerErr.Error())
 	} else {
-		in.target.Respond(cmd, answer, ack)
+		in.target.Respond(cmd, answer, from.by(), ack)
 	}
 	if !acked {
 		// A target that forgot to decide still owes the sender an ack.

@@ -3,6 +3,8 @@ package control
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -54,12 +56,14 @@ func (m *memEmitter) Session() string { return "s1" }
 // invalid, and holds the secret keys it is told.
 type target struct {
 	calls   int
+	by      []string
 	secret  []string
 	answers []aep.Answer
 }
 
-func (t *target) Respond(cmd aep.Event, a aep.Answer, ack AckFunc) {
+func (t *target) Respond(cmd aep.Event, a aep.Answer, by string, ack AckFunc) {
 	t.calls++
+	t.by = append(t.by, by)
 	t.answers = append(t.answers, a)
 	if a.Option == "yes" || a.Values != nil {
 		ack("", "")
@@ -101,12 +105,13 @@ func TestIntake(t *testing.T) {
 		wantType   string
 		wantReason string
 	}{
-		{"accepted", cmd("c1", "control.attention.respond", "s1", aep.Answer{Option: "yes"}), Sender{true}, "", "control.accepted", ""},
-		{"rejected by the target", cmd("c2", "control.attention.respond", "s1", aep.Answer{Option: "no"}), Sender{true}, "", "control.rejected", "invalid"},
-		{"unsupported command", cmd("c3", "control.pause", "s1", aep.Answer{}), Sender{true}, "", "control.rejected", "unsupported"},
-		{"unauthenticated", cmd("c4", "control.attention.respond", "s1", aep.Answer{Option: "yes"}), Sender{false}, "unauthorized", "", ""},
-		{"another session", cmd("c5", "control.attention.respond", "s2", aep.Answer{Option: "yes"}), Sender{true}, "no-route", "", ""},
-		{"no id", cmd("", "control.attention.respond", "s1", aep.Answer{Option: "yes"}), Sender{true}, "invalid", "", ""},
+		{"accepted", cmd("c1", "control.attention.respond", "s1", aep.Answer{Option: "yes"}), Sender{Authenticated: true}, "", "control.accepted", ""},
+		{"rejected by the target", cmd("c2", "control.attention.respond", "s1", aep.Answer{Option: "no"}), Sender{Authenticated: true}, "", "control.rejected", "invalid"},
+		{"unsupported command", cmd("c3", "control.pause", "s1", aep.Answer{}), Sender{Authenticated: true}, "", "control.rejected", "unsupported"},
+		{"unauthenticated", cmd("c4", "control.attention.respond", "s1", aep.Answer{Option: "yes"}), Sender{}, "unauthorized", "", ""},
+		{"another session", cmd("c5", "control.attention.respond", "s2", aep.Answer{Option: "yes"}), Sender{Authenticated: true}, "no-route", "", ""},
+		{"no id", cmd("", "control.attention.respond", "s1", aep.Answer{Option: "yes"}), Sender{Authenticated: true}, "invalid", "", ""},
+		{"an operator that may only read", cmd("c6", "control.attention.respond", "s1", aep.Answer{Option: "yes"}), Sender{Authenticated: true, By: "bob", ReadOnly: true}, "", "control.rejected", "unauthorized"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -145,8 +150,8 @@ func TestIntakeDedupeReAcksByteIdentically(t *testing.T) {
 	em, tg := &memEmitter{}, &target{}
 	in := NewIntake(IntakeOptions{Emitter: em, Target: tg, Dedupe: 2})
 	c := cmd("c1", "control.attention.respond", "s1", aep.Answer{Option: "yes"})
-	first, _ := in.Submit(c, Sender{true})
-	second, _ := in.Submit(c, Sender{true})
+	first, _ := in.Submit(c, Sender{Authenticated: true})
+	second, _ := in.Submit(c, Sender{Authenticated: true})
 	if !second.Duplicate || string(second.Raw) != string(first.Raw) || tg.calls != 1 {
 		t.Fatalf("redelivery: duplicate=%v calls=%d\n got %s\nwant %s", second.Duplicate, tg.calls, second.Raw, first.Raw)
 	}
@@ -156,12 +161,12 @@ func TestIntakeDedupeReAcksByteIdentically(t *testing.T) {
 	// Same id from another sender is another command (dedupe on (source, id)).
 	other := c
 	other.Source = "aep://h/agent/other"
-	if r, _ := in.Submit(other, Sender{true}); r.Duplicate || tg.calls != 2 {
+	if r, _ := in.Submit(other, Sender{Authenticated: true}); r.Duplicate || tg.calls != 2 {
 		t.Fatalf("another source's command was deduped")
 	}
 	// Past the bound, the oldest dedupe state is forgotten.
-	in.Submit(cmd("c2", "control.attention.respond", "s1", aep.Answer{Option: "yes"}), Sender{true})
-	if r, _ := in.Submit(c, Sender{true}); r.Duplicate {
+	in.Submit(cmd("c2", "control.attention.respond", "s1", aep.Answer{Option: "yes"}), Sender{Authenticated: true})
+	if r, _ := in.Submit(c, Sender{Authenticated: true}); r.Duplicate {
 		t.Fatalf("dedupe state kept beyond its bound")
 	}
 }
@@ -175,7 +180,7 @@ func TestRejectionDetailIsRecordedVerbatim(t *testing.T) {
 	in := NewIntake(IntakeOptions{Emitter: em, Target: tg})
 	c := cmd("c1", "control.attention.respond", "s1", aep.Answer{Option: "no"})
 	c.Subject = "01NOPE0000000000000000000"
-	res, err := in.Submit(c, Sender{true})
+	res, err := in.Submit(c, Sender{Authenticated: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +202,7 @@ func TestSecretValuesNeverRecorded(t *testing.T) {
 	in := NewIntake(IntakeOptions{Emitter: em, Target: tg})
 	c := cmd("c1", "control.attention.respond", "s1", aep.Answer{Values: map[string]any{
 		"user": "ada", "password": "s3cretpass", "pin": json.Number("1234")}})
-	first, err := in.Submit(c, Sender{true})
+	first, err := in.Submit(c, Sender{Authenticated: true})
 	if err != nil || !first.Accepted() {
 		t.Fatalf("got %+v, %v; want accepted", first.Ack, err)
 	}
@@ -216,7 +221,7 @@ func TestSecretValuesNeverRecorded(t *testing.T) {
 	if got["password"] != "s3cretpass" || got["pin"] != json.Number("1234") {
 		t.Errorf("the target did not get the real answer: %v", got)
 	}
-	second, _ := in.Submit(c, Sender{true})
+	second, _ := in.Submit(c, Sender{Authenticated: true})
 	if !second.Duplicate || string(second.Raw) != string(first.Raw) || tg.calls != 1 || len(em.recorded) != 1 {
 		t.Fatalf("redelivery: duplicate=%v calls=%d recorded=%d", second.Duplicate, tg.calls, len(em.recorded))
 	}
@@ -248,7 +253,7 @@ func TestCommandsRecordedAsDecided(t *testing.T) {
 			in := NewIntake(IntakeOptions{Emitter: em, Target: tg})
 			c := cmd("c1", "control.attention.respond", "s1", aep.Answer{})
 			c.Data = json.RawMessage(tt.data)
-			in.Submit(c, Sender{true})
+			in.Submit(c, Sender{Authenticated: true})
 			if len(em.recorded) != 1 || string(em.recorded[0].Data) != tt.recorded {
 				t.Fatalf("recorded %s; want %s", em.recorded[0].Data, tt.recorded)
 			}
@@ -259,5 +264,28 @@ func TestCommandsRecordedAsDecided(t *testing.T) {
 				t.Errorf("the target decided on other values (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestByIsWhoTheBindingAuthenticated: the target is told who the binding
+// authenticated, whatever the command's agent claims; with no name, the
+// shared token's holder. A read-only operator's command never reaches the
+// target, and its rejection says who and why.
+func TestByIsWhoTheBindingAuthenticated(t *testing.T) {
+	t.Parallel()
+	em, tg := &memEmitter{}, &target{}
+	in := NewIntake(IntakeOptions{Emitter: em, Target: tg})
+	c := cmd("c1", "control.attention.respond", "s1", aep.Answer{Option: "yes"})
+	c.Agent = "alice" // claimed
+	in.Submit(c, Sender{Authenticated: true, By: "bob"})
+	in.Submit(cmd("c2", "control.attention.respond", "s1", aep.Answer{Option: "yes"}), Sender{Authenticated: true})
+	if want := []string{"bob", "token holder"}; fmt.Sprint(tg.by) != fmt.Sprint(want) {
+		t.Fatalf("the target was told by %q; want %q", tg.by, want)
+	}
+	res, _ := in.Submit(cmd("c3", "control.attention.respond", "s1", aep.Answer{Option: "yes"}), Sender{Authenticated: true, By: "carol", ReadOnly: true})
+	var rej aep.Rejected
+	json.Unmarshal(res.Ack.Data, &rej)
+	if tg.calls != 2 || rej.Reason != aep.ReasonUnauthorized || !strings.Contains(rej.Detail, `"carol" may read this session, not answer`) {
+		t.Fatalf("a read-only command: %d calls, rejected %+v; want no call and an unauthorized rejection naming carol", tg.calls, rej)
 	}
 }

@@ -20,7 +20,7 @@ func TestRoundsAreBounded(t *testing.T) {
 		mgr := attention.NewManager(attention.ManagerOptions{Agent: "a", Publisher: nopPublisher{}})
 		defer mgr.Close()
 		p := New(Options{Client: cl, Server: sv, Manager: mgr, Route: RouteRemote})
-		p.maxTracked = 2
+		p.setBound(2)
 		n := 0
 		p.newID = func() string { n++; return fmt.Sprintf("r%d", n) }
 		ended := make(chan Ending, 1)
@@ -60,7 +60,7 @@ func boundedProxy(t *testing.T, route Route, max int) (p *Proxy, cl, sv *memConn
 	cl, sv = newMemConn(), newMemConn()
 	mgr = attention.NewManager(attention.ManagerOptions{Agent: "a", Publisher: nopPublisher{}})
 	p = New(Options{Client: cl, Server: sv, Manager: mgr, Route: route})
-	p.maxTracked = max
+	p.setBound(max)
 	n := 0
 	p.newID = func() string { n++; return fmt.Sprintf("r%d", n) }
 	ended := make(chan Ending, 1)
@@ -79,7 +79,7 @@ type tracked struct{ inflight, progress, questions, urlIDs, byClient, rounds, wi
 func trackedBy(p *Proxy) tracked {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return tracked{len(p.inflight), len(p.progress), len(p.questions), len(p.urlIDs), len(p.byClient), len(p.rounds), len(p.withdrawn)}
+	return tracked{p.inflight.len(), len(p.progress), p.questions.len(), p.urlIDs.len(), len(p.byClient), p.rounds.len(), p.withdrawn.len()}
 }
 
 // TestProgressIsBounded: only the progress tokens of the client's tracked

@@ -93,14 +93,10 @@ const (
 // per-request client capabilities, so servers ask (DESIGN decision 2), and
 // reports whether the client declared elicitation itself.
 func (p *Proxy) injectMetaCapabilities(m *message, raw []byte) ([]byte, bool) {
-	if !bytes.Contains(m.Params, []byte(metaPrefix)) {
+	if !bytes.Contains(m.Meta, []byte(metaPrefix)) {
 		return raw, false // not a 2026-07-28 request: nothing to parse
 	}
-	var params map[string]json.RawMessage
-	if json.Unmarshal(m.Params, &params) != nil || params == nil {
-		return raw, false
-	}
-	meta, declared := p.declareInMeta(params["_meta"])
+	meta, declared := p.declareInMeta(m.Meta)
 	if meta == nil {
 		return raw, declared
 	}
@@ -113,22 +109,21 @@ func (p *Proxy) injectMetaCapabilities(m *message, raw []byte) ([]byte, bool) {
 
 // declareInMeta returns a request's _meta with elicitation declared in
 // its per-request client capabilities, or nil when there is nothing to
-// change (not a 2026-07-28 _meta, or route client), and whether the
+// change (no capabilities object, or route client), and whether the
 // client declared elicitation itself.
 func (p *Proxy) declareInMeta(raw json.RawMessage) ([]byte, bool) {
 	var meta map[string]json.RawMessage
 	if json.Unmarshal(raw, &meta) != nil || meta == nil {
 		return nil, false
 	}
-	if _, modern := meta[metaVersion]; !modern {
-		if _, ok := meta[metaCapabilities]; !ok {
-			return nil, false
-		}
-	}
 	var caps map[string]json.RawMessage
-	json.Unmarshal(meta[metaCapabilities], &caps)
-	if caps == nil {
-		caps = map[string]json.RawMessage{}
+	if json.Unmarshal(meta[metaCapabilities], &caps) != nil || caps == nil {
+		// No capabilities object (absent, null, not an object): MCP
+		// 2026-07-28 requires one in every request's _meta, so the
+		// request passes as it is, for the server to refuse as it would
+		// directly; the bridge completes what the client declared, never
+		// makes a malformed request valid.
+		return nil, false
 	}
 	_, declared := caps["elicitation"]
 	p.mu.Lock()

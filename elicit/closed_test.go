@@ -31,18 +31,18 @@ func (h *logRecorder) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h *logRecorder) WithGroup(string) slog.Handler      { return h }
 
 // closedErrConn reads like a file or socket that is closed under its
-// reader: once closed, ReadMessage fails with err.
+// reader: once closed, Read fails with err.
 type closedErrConn struct {
 	*memConn
 	err error
 }
 
-func (c *closedErrConn) ReadMessage() ([]byte, error) {
+func (c *closedErrConn) Read(context.Context) (Frame, error) {
 	select {
 	case b := <-c.in:
-		return b, nil
+		return Frame{Head: b}, nil
 	case <-c.closed:
-		return nil, c.err
+		return Frame{}, c.err
 	}
 }
 

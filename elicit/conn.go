@@ -3,65 +3,51 @@ package elicit
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
-	"fmt"
 	"io"
 	"sync"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/internal/jsonrpc"
 )
 
-// Conn is one side of the proxy: a stream of raw JSON-RPC messages.
+// Frame is one JSON-RPC message (or batch) as it crosses a Conn: its
+// bytes (whole, or a head and a stream of the rest), the request a server
+// message relates to, whether more follows at once, and the whole-message
+// limit of a streamed read. It is the type the remote transports
+// (package upstream) share.
+type Frame = jsonrpc.Frame
+
+// Conn is one side of the proxy: a stream of JSON-RPC messages, framed,
+// as go-sdk's Connection is. The proxy reads each side from one goroutine
+// and writes to it from several.
 type Conn interface {
-	// ReadMessage returns the next message. It returns io.EOF when the
-	// peer has gone, and a *TooLargeError for a message too large to
-	// return whole (which is skipped; reading can go on). A Conn that is
-	// also a FrameReader hands such messages over as streams instead.
-	ReadMessage() ([]byte, error)
-	// WriteMessage writes one message. It is safe for concurrent use.
-	WriteMessage(msg []byte) error
-	// Close closes the stream.
+	// Read returns the next message. It returns io.EOF when the peer has
+	// gone. Close unblocks a Read in progress; ctx ends a Read only
+	// where the Conn can stop waiting without losing a message.
+	Read(ctx context.Context) (Frame, error)
+	// Write writes one message: f.Head, then f.Rest to its end, framed
+	// apart from every other message, even when f.Rest fails (that
+	// error is returned). It is safe for concurrent use; each message
+	// stays whole, in the order of the calls. Write does not start once
+	// ctx is done.
+	Write(ctx context.Context, f Frame) error
+	// Close closes the stream, after what Write holds (More) is sent.
 	Close() error
 }
 
-// FrameReader is a Conn that hands over a message too large to read whole
-// as a stream, so the proxy relays it in bounded memory.
-type FrameReader interface {
-	// ReadFrame returns the next message: whole in Head, or its first
-	// bytes in Head and the rest in Rest, which must be read to its end
-	// before the next ReadFrame (ReadFrame discards what is left).
-	ReadFrame() (jsonrpc.Frame, error)
-}
-
-// StreamWriter is a Conn that writes a message as a stream.
-type StreamWriter interface {
-	// WriteStream writes one message: write is called with the stream to
-	// write the message's bytes to, and other writes wait until it
-	// returns. An error of write that is not the stream's own (the source
-	// of the message broke) still ends the message, so the next one is
-	// framed apart; it is returned.
-	WriteStream(write func(w io.Writer) error) error
-}
-
 // DefaultMaxMessage is the size up to which a stdio stream reads a
-// message whole; a larger one is read as a stream (ReadFrame).
+// message whole; a larger one is read as a stream (Frame.Rest).
 const DefaultMaxMessage = 4 << 20
 
-// TooLargeError reports a message over the size ReadMessage returns whole.
-type TooLargeError struct{ Limit int }
-
-func (e *TooLargeError) Error() string {
-	return fmt.Sprintf("message larger than %d bytes skipped", e.Limit)
-}
-
 // StreamConn frames JSON-RPC messages as newline-delimited JSON, the MCP
-// stdio transport.
+// stdio transport. It is a Conn.
 type StreamConn struct {
 	r     *bufio.Reader
 	max   int
 	close func() error
-	// rest is the unread remainder of the last message ReadFrame handed
-	// over as a stream; only the reading goroutine uses it.
+	// rest is the unread remainder of the last message Read handed over
+	// as a stream; only the reading goroutine uses it.
 	rest *lineRest
 
 	w io.Writer
@@ -69,7 +55,8 @@ type StreamConn struct {
 	// wmu guards the write state: messages queue in pending while one
 	// caller writes, and that caller writes them all in one system call
 	// (combining), so a burst costs one write instead of one per message.
-	// A stream being written (WriteStream) counts as writing.
+	// Messages written with More wait in pending for the next write. A
+	// stream being written counts as writing.
 	wmu     sync.Mutex
 	idle    *sync.Cond
 	pending []byte
@@ -90,66 +77,87 @@ func NewStreamConn(r io.Reader, w io.Writer, closer func() error, max int) *Stre
 	return c
 }
 
-// WholeLimit returns the size up to which a message is read whole.
-func (c *StreamConn) WholeLimit() int { return c.max }
-
-// ReadMessage returns the next non-empty line, or a *TooLargeError for
-// one over the limit, which is skipped.
-func (c *StreamConn) ReadMessage() ([]byte, error) {
-	f, err := c.ReadFrame()
-	if err != nil {
-		return nil, err
+// Read returns the next non-empty line: whole when it is at most the
+// limit, otherwise its first bytes and a stream of the rest (to the end
+// of the line, without the newline). A whole message is a copy the caller
+// may keep. ctx is checked before reading; Close unblocks a Read that
+// waits for input.
+func (c *StreamConn) Read(ctx context.Context) (Frame, error) {
+	if err := ctx.Err(); err != nil {
+		return Frame{}, err
 	}
-	if f.Rest != nil {
-		if _, err := io.Copy(io.Discard, f.Rest); err != nil {
-			return nil, err
-		}
-		return nil, &TooLargeError{Limit: c.max}
-	}
-	return f.Head, nil
-}
-
-// ReadFrame returns the next non-empty line: whole when it is at most the
-// limit, otherwise its first bytes and a stream of the rest (to the end of
-// the line, without the newline).
-func (c *StreamConn) ReadFrame() (jsonrpc.Frame, error) {
 	if c.rest != nil {
 		_, err := io.Copy(io.Discard, c.rest)
 		c.rest = nil
 		if err != nil {
-			return jsonrpc.Frame{}, err
+			return Frame{}, err
 		}
 	}
 	for {
-		var line []byte
-		for {
-			frag, err := c.r.ReadSlice('\n')
-			line = append(line, frag...)
-			if err == nil {
-				break
-			}
-			if errors.Is(err, bufio.ErrBufferFull) {
-				if len(line) > c.max {
-					c.rest = &lineRest{r: c.r}
-					return jsonrpc.Frame{Head: line, Rest: c.rest}, nil
-				}
-				continue
-			}
-			if err == io.EOF && len(bytes.TrimSpace(line)) > 0 {
-				return jsonrpc.Frame{Head: bytes.TrimSpace(line)}, nil
-			}
-			return jsonrpc.Frame{}, err
+		line, err := c.readLine()
+		if err != nil {
+			return Frame{}, err
 		}
-		line = bytes.TrimSpace(line)
-		if len(line) > c.max {
-			// Read already, but over the limit all the same: a stream
-			// whose head is all of it.
-			return jsonrpc.Frame{Head: line, Rest: bytes.NewReader(nil)}, nil
-		}
-		if len(line) > 0 {
-			return jsonrpc.Frame{Head: line}, nil
+		if line.Rest != nil || len(line.Head) > 0 {
+			line.More = line.Rest == nil && c.buffered()
+			return line, nil
 		}
 	}
+}
+
+// readLine reads one line, trimmed; a line over the limit comes as a
+// stream.
+func (c *StreamConn) readLine() (Frame, error) {
+	frag, err := c.r.ReadSlice('\n')
+	if err == nil {
+		// The usual case: the whole line is in the buffer. One copy, of
+		// exactly the message.
+		t := bytes.TrimSpace(frag)
+		if len(t) > c.max {
+			return Frame{Head: bytes.Clone(t), Rest: bytes.NewReader(nil), Limit: c.max}, nil
+		}
+		if len(t) == 0 {
+			return Frame{}, nil
+		}
+		return Frame{Head: bytes.Clone(t)}, nil
+	}
+	line := append([]byte(nil), frag...)
+	for {
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			if len(line) > c.max {
+				c.rest = &lineRest{r: c.r}
+				return Frame{Head: line, Rest: c.rest, Limit: c.max}, nil
+			}
+		case err == io.EOF && len(bytes.TrimSpace(line)) > 0:
+			return Frame{Head: bytes.TrimSpace(line)}, nil
+		case err != nil:
+			return Frame{}, err
+		}
+		frag, err = c.r.ReadSlice('\n')
+		line = append(line, frag...)
+		if err == nil {
+			t := bytes.TrimSpace(line)
+			if len(t) > c.max {
+				// Read already, but over the limit all the same: a
+				// stream whose head is all of it.
+				return Frame{Head: t, Rest: bytes.NewReader(nil), Limit: c.max}, nil
+			}
+			return Frame{Head: t}, nil
+		}
+	}
+}
+
+// buffered reports whether a whole message is already buffered, so the
+// next Read returns without a system call. A partial line does not count:
+// the reader would block on it.
+func (c *StreamConn) buffered() bool {
+	n := c.r.Buffered()
+	if n == 0 {
+		return false
+	}
+	b, _ := c.r.Peek(n)
+	return bytes.IndexByte(b, '\n') >= 0
 }
 
 // lineRest reads the rest of a line from a bufio.Reader, up to and
@@ -221,46 +229,39 @@ func (l *lineRest) consume(n, avail int, end bool) {
 	l.r.Discard(n)
 }
 
-// WriteMessage writes msg and a newline, after any deferred messages.
+// Write writes f and a newline, after the messages queued before it.
 // Messages stay whole and in call order; when another caller is writing,
-// msg joins its next system call and WriteMessage returns at once. A write
-// error is sticky and returned to every later caller.
-func (c *StreamConn) WriteMessage(msg []byte) error {
+// f joins its next system call and Write returns at once, and with
+// f.More it waits in the queue for the next Write. A message relayed as
+// a stream (f.Rest) is written while every other writer queues behind
+// it. A write error is sticky and returned to every later caller.
+func (c *StreamConn) Write(ctx context.Context, f Frame) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if f.Rest != nil {
+		return c.writeStream(f)
+	}
 	c.wmu.Lock()
 	if c.werr != nil {
 		err := c.werr
 		c.wmu.Unlock()
 		return err
 	}
-	c.pending = append(append(c.pending, msg...), '\n')
+	if len(f.Head) > 0 {
+		c.pending = append(append(c.pending, f.Head...), '\n')
+	}
+	if f.More {
+		c.wmu.Unlock()
+		return nil
+	}
 	return c.drainLocked()
 }
 
-// WriteDeferred queues msg without writing it; the next WriteMessage or
-// Flush writes it. The relay loop uses it while more input is already
-// buffered, so a burst of messages leaves in one system call.
-func (c *StreamConn) WriteDeferred(msg []byte) {
-	c.wmu.Lock()
-	c.pending = append(append(c.pending, msg...), '\n')
-	c.wmu.Unlock()
-}
-
-// Buffered reports whether a whole message is already buffered, so the
-// next ReadMessage returns without a system call. A partial line does not
-// count: the reader would block on it.
-func (c *StreamConn) Buffered() bool {
-	n := c.r.Buffered()
-	if n == 0 {
-		return false
-	}
-	b, _ := c.r.Peek(n)
-	return bytes.IndexByte(b, '\n') >= 0
-}
-
-// WriteStream writes one message as a stream (see StreamWriter): the
-// messages queued before it first, then what write writes, then the
-// newline, while every other writer queues behind it.
-func (c *StreamConn) WriteStream(write func(w io.Writer) error) error {
+// writeStream writes one message as a stream: the messages queued before
+// it first, then its head and the rest, then the newline, while every
+// other writer queues behind it.
+func (c *StreamConn) writeStream(f Frame) error {
 	c.wmu.Lock()
 	for c.writing {
 		c.idle.Wait()
@@ -280,7 +281,10 @@ func (c *StreamConn) WriteStream(write func(w io.Writer) error) error {
 	if len(queued) > 0 {
 		sw.Write(queued)
 	}
-	err := write(sw)
+	if len(f.Head) > 0 {
+		sw.Write(f.Head)
+	}
+	_, err := io.Copy(sw, f.Rest)
 	if sw.err == nil {
 		sw.Write([]byte{'\n'}) // ends the message even when its source broke
 	}
@@ -340,23 +344,16 @@ func (c *StreamConn) drainLocked() error {
 	return err
 }
 
-// Flush writes every queued message and waits until they are written.
-func (c *StreamConn) Flush() error {
+// Close writes every queued message, waits until they are written, and
+// calls the closer.
+func (c *StreamConn) Close() error {
 	c.wmu.Lock()
-	if err := c.drainLocked(); err != nil {
-		return err
-	}
+	c.drainLocked()
 	c.wmu.Lock()
-	defer c.wmu.Unlock()
 	for c.writing {
 		c.idle.Wait()
 	}
-	return c.werr
-}
-
-// Close flushes queued messages and calls the closer.
-func (c *StreamConn) Close() error {
-	c.Flush()
+	c.wmu.Unlock()
 	if c.close == nil {
 		return nil
 	}

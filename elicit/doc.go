@@ -32,7 +32,10 @@
 // encoding/json decodes, is relayed as a stream in bounded memory, its
 // envelope read by internal/jsonrpc's Scanner as the bytes pass (see
 // stream.go). What the bridge must read whole and cannot is refused with
-// a JSON-RPC error under the message's own id. While a question waits, every
+// a JSON-RPC error under the message's own id. A message read whole is
+// read once, by jsonrpc.ReadWhole, in the pass that checks it is JSON: for
+// a message it does not act on the proxy does that pass and the write,
+// and allocates nothing. While a question waits, every
 // in-flight client request that carries a progressToken receives
 // notifications/progress, so the client's own request timeout does not kill
 // a question a human is still reading.
@@ -75,6 +78,15 @@
 // [Settler] settles them from the MCP side; resolutions come back through
 // each question's Deliver callback. The package never imports the bus.
 //
+// Each side is a [Conn], as go-sdk's Connection: Read(ctx) and
+// Write(ctx) of [Frame]s, which carry a message whole or as a head and a
+// stream, the request a server message relates to, and whether more
+// input is already buffered (a burst read in one system call is written
+// in one). Every exchange a peer must finish is a bounded table entry
+// with a state of its own (questionState, roundState); a third kind of
+// held exchange (a tools/call held for approval) is one more table and
+// state beside them, answered through later as the others are.
+//
 // A [Proxy] lives New → Run → Close. Run returns when a peer goes away,
 // with both streams still open so the caller can settle questions and fail
 // in-flight requests in its shutdown order; Close closes the streams and
@@ -92,16 +104,15 @@
 //   - identity.go: the names of the client and the server, in every
 //     revision;
 //   - related.go: the end of a request ends its questions
-//     (RelatedReader);
+//     (Frame.Related);
 //   - mrtr.go, mrtr_client.go: multi round-trip exchanges, and the
 //     client's own copy of one;
 //   - keepalive.go: progress while questions wait;
-//   - bounded.go: the bound on the per-request tables;
+//   - table.go: the bounded table each kind of exchange is tracked in;
 //   - stale.go: late responses to what the tables forgot (tombstones);
 //   - refused.go: questions refused at the lifecycle's limits;
 //   - lifecycle.go: the seam to the attention lifecycle;
-//   - conn.go: Conn, FrameReader and StreamWriter, and the
-//     newline-delimited stdio framing;
+//   - conn.go: Conn and Frame, and the newline-delimited stdio framing;
 //   - jsonrpc.go: the envelope and encoders, over internal/jsonrpc's ids
 //     and error codes, with the protocol vocabulary taken from mcp-go.
 //

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -187,7 +186,7 @@ type exchange struct {
 	t        *testing.T
 	rec      *recorder
 	client   *memConn
-	server   *relatedConn
+	server   *memConn
 	mgr      *attention.Manager
 	px       *Proxy
 	ended    chan Ending
@@ -200,7 +199,12 @@ type exchange struct {
 func playExchange(t *testing.T, cfg exchangeConfig, steps []step) []string {
 	rec := &recorder{}
 	x := &exchange{t: t, rec: rec, ended: make(chan Ending, 1)}
-	x.client, x.server = newMemConn(), &relatedConn{memConn: newMemConn(), rel: make(chan json.RawMessage, 16)}
+	// The server's side says on which client request's response stream
+	// each message came (server@ID> lines), as the streamable HTTP
+	// transport does: the proxy reads it through Conn.Read, the
+	// production read path.
+	x.client, x.server = newMemConn(), newMemConn()
+	x.server.rel = make(chan json.RawMessage, 16)
 	x.client.record = func(b []byte) { rec.wrote("client", b) }
 	x.server.record = func(b []byte) { rec.wrote("server", b) }
 	x.mgr = attention.NewManager(attention.ManagerOptions{Agent: "aep-mcp-bridge", Publisher: rec, Timeout: cfg.timeout})
@@ -242,7 +246,7 @@ func (x *exchange) play(line string) []byte {
 	case "client>", "server>":
 		c, side := x.client, "client"
 		if verb == "server>" {
-			c, side = x.server.memConn, "server"
+			c, side = x.server, "server"
 			x.server.rel <- related
 		}
 		if x.closed {
@@ -289,7 +293,7 @@ func (x *exchange) respond(line, arg string) {
 	}
 	x.commands++
 	ev := aep.Event{ID: fmt.Sprintf("cmd%d", x.commands), Type: "control.attention.respond", Subject: id, Agent: "operator"}
-	x.mgr.Respond(ev, a, func(reason, detail string) error {
+	x.mgr.Respond(ev, a, ev.Agent, func(reason, detail string) error {
 		if reason == "" {
 			x.rec.add("operator< accepted")
 		} else {
@@ -319,23 +323,6 @@ func (x *exchange) shutdown() []string {
 	}
 	synctest.Wait()
 	return x.rec.take(nil)
-}
-
-// relatedConn is the server's side of an exchange: it knows on which
-// client request's response stream each message came (server@ID> lines),
-// as the streamable HTTP transport does.
-type relatedConn struct {
-	*memConn
-	rel chan json.RawMessage
-}
-
-func (c *relatedConn) ReadRelated() ([]byte, json.RawMessage, error) {
-	select {
-	case b := <-c.in:
-		return b, <-c.rel, nil
-	case <-c.closed:
-		return nil, nil, io.EOF
-	}
 }
 
 // recorder is the transcript of one exchange and its in-memory publisher:

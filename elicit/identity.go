@@ -44,12 +44,10 @@ func (p *Proxy) learnServer(m *message) {
 		if json.Unmarshal(m.Result, &res) == nil {
 			name = res.ServerInfo.Name
 		}
-	case bytes.Contains(m.Result, []byte(mcp.MetaKeyServerInfo)):
-		var res struct {
-			Meta map[string]json.RawMessage `json:"_meta"`
-		}
+	case bytes.Contains(m.ResultMeta, []byte(mcp.MetaKeyServerInfo)):
+		var meta map[string]json.RawMessage
 		var info implementation
-		if json.Unmarshal(m.Result, &res) == nil && json.Unmarshal(res.Meta[mcp.MetaKeyServerInfo], &info) == nil {
+		if json.Unmarshal(m.ResultMeta, &meta) == nil && json.Unmarshal(meta[mcp.MetaKeyServerInfo], &info) == nil {
 			name = info.Name
 		}
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -35,8 +33,8 @@ func (p *Proxy) keepaliveTick() {
 	msg := fmt.Sprintf("waiting for an answer to %d question(s) from a human operator", n)
 	p.mu.Lock()
 	var out [][]byte
-	for _, k := range slices.Sorted(maps.Keys(p.inflight)) {
-		r := p.inflight[k]
+	for _, k := range p.inflight.keys() {
+		r, _ := p.inflight.get(k)
 		if r.token == nil {
 			continue
 		}

@@ -24,13 +24,13 @@ func newBlockingConn() *blockingConn {
 
 func (c *blockingConn) stop() { c.once.Do(func() { close(c.block) }) }
 
-func (c *blockingConn) WriteMessage(b []byte) error {
+func (c *blockingConn) Write(ctx context.Context, f Frame) error {
 	select {
 	case <-c.block:
 		<-c.release
 	default:
 	}
-	return c.memConn.WriteMessage(b)
+	return c.memConn.Write(ctx, f)
 }
 
 // TestLaterNeverBlocksItsCaller: work handed to the proxy's own goroutine

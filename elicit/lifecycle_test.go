@@ -196,9 +196,8 @@ func TestRequestEndsWhileTheQuestionIsRaised(t *testing.T) {
 		p.fromClient([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`))
 		life.duringRaise = nil
 	}
-	p.related = json.RawMessage(`7`) // it came on the response stream of request 7
-	p.fromServer([]byte(formQuestion))
-	p.related = nil
+	// It came on the response stream of request 7.
+	p.relay(p.ctx, Frame{Head: []byte(formQuestion), Related: json.RawMessage(`7`)}, false)
 	if diff := cmp.Diff([]string{"dismiss q1"}, life.calls); diff != "" {
 		t.Fatalf("lifecycle calls (-want +got):\n%s", diff)
 	}

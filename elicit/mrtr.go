@@ -1,7 +1,6 @@
 package elicit
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/attention"
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/jsonrpc"
 	"github.com/agenteventprotocol/aep-mcp-bridge/translate"
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -22,11 +22,14 @@ import (
 // until the server returns a final result, which the client receives under
 // its own id.
 
-// mrtrMethods are the requests that may end in input_required.
-var mrtrMethods = map[string]bool{
-	string(mcp.MethodToolsCall):     true,
-	string(mcp.MethodPromptsGet):    true,
-	string(mcp.MethodResourcesRead): true,
+// mayAskForInput reports whether a request of method may end in
+// input_required.
+func mayAskForInput(method string) bool {
+	switch mcp.MCPMethod(method) {
+	case mcp.MethodToolsCall, mcp.MethodPromptsGet, mcp.MethodResourcesRead:
+		return true
+	}
+	return false
 }
 
 // maxRounds bounds the rounds of one exchange.
@@ -45,14 +48,14 @@ type round struct {
 	clientID json.RawMessage // the client's original request id
 	method   string
 	params   json.RawMessage // the original params, without inputResponses/requestState
-	state    string          // the current requestState
+	reqState string          // the current requestState
 	n        int             // rounds so far
 	results  map[string]json.RawMessage
-	waiting  int
-	failed   bool
-	// abandoned: the client's request ended (abandonRound); failed is
-	// set too.
-	abandoned bool
+	// delivered holds, for each input request of the round, a channel
+	// closed once its question's resolution was delivered (roundAnswer).
+	delivered map[string]chan struct{}
+	waiting   int
+	state     roundState
 	// clientCopy: the client also got the input_required (it declared
 	// elicitation, route both); the first to answer wins.
 	clientCopy bool
@@ -61,7 +64,6 @@ type round struct {
 	// the ids of the client retries waiting for it.
 	final    json.RawMessage
 	clientRt []json.RawMessage
-	done     bool
 	// retryID is the id of the bridge's latest retry.
 	retryID json.RawMessage
 	// qids maps input request keys to the questions raised for them;
@@ -70,10 +72,32 @@ type round struct {
 	clientQids map[string]string
 }
 
+// roundState is where a multi round-trip exchange stands. p.mu guards
+// it. An exchange leaves roundAsking once, for one of the others, and
+// roundDone may follow any of them when the answer to a retry that was
+// already on its way comes as a stream.
+type roundState uint8
+
+const (
+	// roundAsking: the bridge raises the round's questions, waits for
+	// their answers, or waits for its retry's response.
+	roundAsking roundState = iota
+	// roundClientTook: the client, which got the input_required too,
+	// answered first; its own retry carries the exchange on.
+	roundClientTook
+	// roundFailed: the exchange failed; the client's request got an
+	// error, or its retry gets one.
+	roundFailed
+	// roundAbandoned: the client's request ended (abandonRound).
+	roundAbandoned
+	// roundDone: the server's final response to the bridge's retry came.
+	roundDone
+)
+
 // inputRequired intercepts a server's input_required answer to a client
 // request. It returns what to forward and whether it handled the message.
 func (p *Proxy) inputRequired(m *message, raw []byte) ([]byte, bool) {
-	if !m.hasID() || len(m.Result) == 0 || !bytes.Contains(m.Result, []byte(mcp.ResultTypeInputRequired)) {
+	if !m.hasID() || jsonrpc.DecodeString(m.ResultType) != string(mcp.ResultTypeInputRequired) {
 		return nil, false
 	}
 	var res inputRequiredResult
@@ -81,7 +105,7 @@ func (p *Proxy) inputRequired(m *message, raw []byte) ([]byte, bool) {
 		return nil, false
 	}
 	p.mu.Lock()
-	r := p.inflight[idKey(m.ID)]
+	r, _ := p.inflight.get(m.key())
 	route := p.route
 	p.mu.Unlock()
 	if r == nil || r.params == nil || route == RouteClient {
@@ -116,7 +140,7 @@ func (p *Proxy) inputRequired(m *message, raw []byte) ([]byte, bool) {
 	if p.byClient[k] == rd {
 		delete(p.byClient, k)
 	}
-	abandoned := rd.abandoned
+	abandoned := rd.state == roundAbandoned
 	if abandoned {
 		p.forgetStateLocked(res.RequestState, rd)
 	}
@@ -134,11 +158,7 @@ func (p *Proxy) inputRequired(m *message, raw []byte) ([]byte, bool) {
 
 // forgetStateLocked forgets rd under requestState state; p.mu is held.
 func (p *Proxy) forgetStateLocked(state string, rd *round) {
-	if p.states[state] != rd {
-		return
-	}
-	delete(p.states, state)
-	p.stateOrder = slices.DeleteFunc(p.stateOrder, func(s string) bool { return s == state })
+	delIf(p.states, state, rd)
 }
 
 // maxStates bounds the exchanges whose input_required the client also got
@@ -149,21 +169,18 @@ const maxStates = 256
 // keepState remembers rd under its requestState for the client's retry;
 // p.mu is held.
 func (p *Proxy) keepState(state string, rd *round) {
-	if _, ok := p.states[state]; !ok {
-		p.stateOrder = append(p.stateOrder, state)
-	}
-	p.states[state] = rd
-	for len(p.stateOrder) > maxStates {
-		delete(p.states, p.stateOrder[0])
-		p.stateOrder = p.stateOrder[1:]
-	}
+	p.states.put(state, rd)
 }
 
 // startRound raises a question for every input request; retry follows
 // when all are answered.
 func (p *Proxy) startRound(rd *round, requests map[string]json.RawMessage, state string) {
 	p.mu.Lock()
-	rd.state, rd.results, rd.waiting, rd.qids = state, map[string]json.RawMessage{}, len(requests), map[string]string{}
+	rd.reqState, rd.results, rd.waiting, rd.qids = state, map[string]json.RawMessage{}, len(requests), map[string]string{}
+	rd.delivered = make(map[string]chan struct{}, len(requests))
+	for key := range requests {
+		rd.delivered[key] = make(chan struct{})
+	}
 	subject := p.subjectLocked()
 	p.mu.Unlock()
 	if len(requests) == 0 {
@@ -174,7 +191,7 @@ func (p *Proxy) startRound(rd *round, requests map[string]json.RawMessage, state
 	// events numbered) the same way every time.
 	for _, key := range slices.Sorted(maps.Keys(requests)) {
 		p.mu.Lock()
-		stopped := rd.failed || rd.done
+		stopped := rd.state != roundAsking
 		p.mu.Unlock()
 		if stopped {
 			return // abandoned or failed meanwhile: raise no more
@@ -231,7 +248,7 @@ func (p *Proxy) startRound(rd *round, requests map[string]json.RawMessage, state
 		// here; otherwise dismissRound sees it.
 		p.mu.Lock()
 		rd.qids[key] = qid
-		stopped = rd.failed || rd.done
+		stopped = rd.state != roundAsking
 		p.mu.Unlock()
 		if stopped {
 			if p.mgr.Dismiss(qid) {
@@ -250,17 +267,27 @@ func (p *Proxy) startRound(rd *round, requests map[string]json.RawMessage, state
 // roundAnswer records one answer; the last one triggers the retry.
 func (p *Proxy) roundAnswer(rd *round, key string, res attention.Resolution) {
 	result, ok := elicitResult(res)
-	if !ok {
-		return // dismissed: the client answered, or the session is ending
+	var b []byte
+	if ok {
+		b, _ = json.Marshal(result)
 	}
-	b, _ := json.Marshal(result)
 	p.mu.Lock()
-	if rd.done {
+	// Recorded, then delivered: a client retry waiting for this answer
+	// (awaitDelivered) finds it in results.
+	if ok && rd.state != roundDone {
+		rd.results[key] = b
+	}
+	if d := rd.delivered[key]; d != nil {
+		close(d)
+		delete(rd.delivered, key)
+	}
+	if !ok || rd.state == roundDone {
+		// Dismissed (the client answered, or the session is ending), or
+		// the exchange is over.
 		p.mu.Unlock()
 		return
 	}
-	rd.results[key] = b
-	if rd.failed {
+	if rd.state != roundAsking {
 		// The exchange is no longer the bridge's to retry; the client's
 		// own retry carries this winning answer (clientRetry).
 		p.mu.Unlock()
@@ -286,17 +313,16 @@ func (p *Proxy) retry(rd *round) {
 	}
 	// An id of the bridge's own, never one the client has in flight.
 	id := "aep-mcp-bridge-" + p.newID()
-	for p.inflight[idKey(json.RawMessage(`"`+id+`"`))] != nil {
+	for p.inflight.has(idKey(json.RawMessage(`"` + id + `"`))) {
 		id = "aep-mcp-bridge-" + p.newID()
 	}
 	k := idKey(json.RawMessage(`"` + id + `"`))
-	p.rounds[k] = rd
 	rd.retryID = json.RawMessage(`"` + id + `"`)
-	forgotten := admit(p.rounds, &p.roundOrder, k, p.maxTracked)
-	results, state := rd.results, rd.state
+	_, forgotten, evicted := p.rounds.put(k, rd)
+	results, state := rd.results, rd.reqState
 	p.mu.Unlock()
-	for _, f := range forgotten {
-		p.forgetRound(f)
+	if evicted {
+		p.forgetRound(forgotten)
 	}
 	msg := map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": id, "method": rd.method}
 	b, _ := json.Marshal(msg)
@@ -344,8 +370,8 @@ func (p *Proxy) roundResponse(m *message) bool {
 		return false
 	}
 	p.mu.Lock()
-	rd, ok := take(p.rounds, idKey(m.ID))
-	abandoned := ok && rd.failed
+	rd, ok := p.rounds.take(m.key())
+	abandoned := ok && rd.state != roundAsking
 	p.mu.Unlock()
 	if !ok {
 		return false
@@ -379,7 +405,7 @@ func (p *Proxy) finishRound(rd *round, m *message) {
 		out["error"] = m.Error
 	}
 	p.mu.Lock()
-	rd.done = true
+	rd.state = roundDone
 	rd.final = nil
 	clientCopy, waiting := rd.clientCopy, rd.clientRt
 	rd.clientRt = nil
@@ -419,11 +445,11 @@ func (p *Proxy) dismissRound(rd *round) {
 // failRound answers the client's request with an error and stops.
 func (p *Proxy) failRound(rd *round, msg string) {
 	p.mu.Lock()
-	if rd.failed || rd.done {
+	if rd.state != roundAsking {
 		p.mu.Unlock()
 		return
 	}
-	rd.failed = true
+	rd.state = roundFailed
 	var final json.RawMessage
 	var waiting []json.RawMessage
 	if rd.clientCopy {

@@ -1,10 +1,11 @@
 package elicit
 
 import (
-	"bytes"
 	"encoding/json"
 	"maps"
 	"slices"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/jsonrpc"
 )
 
 // clientRetry handles a client's own retry of an exchange whose
@@ -15,21 +16,19 @@ import (
 // settled; if the operators won, the client's retry is answered with the
 // bridge's final result.
 func (p *Proxy) clientRetry(m *message, raw []byte) ([]byte, bool) {
-	if !mrtrMethods[m.Method] || !bytes.Contains(m.Params, []byte(`"requestState"`)) {
+	if !mayAskForInput(m.Method) {
 		return raw, false
 	}
-	var params struct {
-		RequestState string `json:"requestState"`
-	}
-	if json.Unmarshal(m.Params, &params) != nil || params.RequestState == "" {
+	state := jsonrpc.DecodeString(m.ReqState) // "" unless a string
+	if state == "" {
 		return raw, false
 	}
 	p.mu.Lock()
-	rd, ok := p.states[params.RequestState]
+	rd, ok := p.states.get(state)
 	if ok {
-		p.forgetStateLocked(params.RequestState, rd)
+		p.forgetStateLocked(state, rd)
 	}
-	operatorsWon := ok && (rd.done || rd.n > 0)
+	operatorsWon := ok && (rd.state == roundDone || rd.n > 0)
 	var final json.RawMessage
 	if operatorsWon {
 		final = rd.final
@@ -37,15 +36,19 @@ func (p *Proxy) clientRetry(m *message, raw []byte) ([]byte, bool) {
 			rd.clientRt = append(rd.clientRt, m.ID) // the bridge's retry is in flight
 		}
 	}
-	if ok && !operatorsWon {
-		rd.failed = true // the client answered first
+	if ok && !operatorsWon && rd.state == roundAsking {
+		rd.state = roundClientTook // the client answered first
 	}
 	p.mu.Unlock()
 	if !ok {
 		return raw, false
 	}
 	if !operatorsWon {
-		p.clientRoundAnswers(rd, m, true)
+		// A question the client did not win was settled by an operator
+		// (told accepted) or the timeout, whose answer the lifecycle
+		// delivers to the round right after its decision: the retry
+		// waits for it, so the server gets the winner's answer.
+		p.awaitDelivered(rd, p.clientRoundAnswers(rd, m, true))
 		return p.withOperatorAnswers(rd, m, raw), false // tracked as an ordinary request
 	}
 	// The operators won: the client's answers lost, which the bus
@@ -62,8 +65,9 @@ func (p *Proxy) clientRetry(m *message, raw []byte) ([]byte, bool) {
 // carries for the first round's questions. When the client answered first
 // (won), its answers resolve them (via oob) and the questions it left
 // unanswered are dismissed; when the operators had answered, each of its
-// answers is recorded as one that lost the race.
-func (p *Proxy) clientRoundAnswers(rd *round, m *message, won bool) {
+// answers is recorded as one that lost the race. It returns the keys of
+// the questions the lifecycle had settled otherwise.
+func (p *Proxy) clientRoundAnswers(rd *round, m *message, won bool) []string {
 	var answers struct {
 		InputResponses map[string]json.RawMessage `json:"inputResponses"`
 	}
@@ -72,11 +76,36 @@ func (p *Proxy) clientRoundAnswers(rd *round, m *message, won bool) {
 	qids := maps.Clone(rd.clientQids)
 	p.mu.Unlock()
 	client := p.clientName()
+	var lost []string
 	for _, key := range slices.Sorted(maps.Keys(qids)) {
+		var settled bool
 		if r, ok := answers.InputResponses[key]; ok {
-			p.mgr.ClientAnswered(qids[key], client, r)
+			settled = !p.mgr.ClientAnswered(qids[key], client, r)
 		} else if won {
-			p.mgr.Dismiss(qids[key])
+			settled = !p.mgr.Dismiss(qids[key])
+		}
+		if settled {
+			lost = append(lost, key)
+		}
+	}
+	return lost
+}
+
+// awaitDelivered waits until the lifecycle delivered the resolutions of
+// the round's questions under keys, or the proxy closes. A resolution is
+// delivered once, outside the lifecycle's lock, right after it decided.
+func (p *Proxy) awaitDelivered(rd *round, keys []string) {
+	for _, key := range keys {
+		p.mu.Lock()
+		d := rd.delivered[key]
+		p.mu.Unlock()
+		if d == nil {
+			continue
+		}
+		select {
+		case <-d:
+		case <-p.stopping:
+			return
 		}
 	}
 }

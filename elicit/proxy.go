@@ -7,16 +7,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"net"
 	"os"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
-	"github.com/agenteventprotocol/aep-mcp-bridge/internal/jsonrpc"
 )
 
 // Route says who may answer a question.
@@ -113,12 +110,16 @@ type Proxy struct {
 	name           string
 	onSession      func(ClientInfo)
 	log            *slog.Logger
-	// maxTracked bounds inflight, questions, urlIDs, withdrawn and rounds
-	// (defaultMaxTracked); tests lower it.
+	// maxTracked bounds the tables below (defaultMaxTracked); tests lower
+	// it before Run.
 	maxTracked int
 	// newID makes the ids of the bridge's own requests unique; tests
 	// replace it to make them predictable.
 	newID func() string
+	// ctx is what the proxy's own writes run under: writes after Run
+	// returned still go out (FailInflight), and none starts after Close.
+	ctx  context.Context
+	stop context.CancelFunc
 
 	// wg counts the goroutines Run started; Close waits for them.
 	wg sync.WaitGroup
@@ -150,16 +151,30 @@ type Proxy struct {
 	// endReason is why requests that arrive after Run returned fail
 	// (FailInflight's reason), or "".
 	endReason string
-	// inflight holds the client's requests awaiting the server's
-	// response, by id key; inflightOrder lists its keys, oldest first
-	// (admit).
-	inflight      map[string]*inflight
-	inflightOrder []string
-	// abandoned holds the id keys of client requests the bridge stopped
-	// waiting for (forgetRequest), whose late response is dropped;
-	// abandonedOrder lists them, oldest first.
-	abandoned      map[string]struct{}
-	abandonedOrder []string
+	// Each exchange a peer must finish is in one bounded table (see
+	// doc.go), by the id key (or name) that places the messages that end
+	// it:
+	//   - inflight: the client's requests awaiting the server's response;
+	//   - abandoned: client requests the bridge stopped waiting for
+	//     (forgetRequest), whose late response is dropped;
+	//   - questions: the server's elicitation requests being answered;
+	//   - withdrawn: the question ids of server requests whose client copy
+	//     was withdrawn: the client's late answer to them is recorded as
+	//     one that lost, and reaches nobody;
+	//   - urlIDs: who owns each elicitationId of a pending URL-mode
+	//     question (claimURLLocked); urlSeq numbers the bridge's own;
+	//   - rounds: the multi round-trip exchanges in progress, by the
+	//     bridge-owned id of their current retry;
+	//   - states: exchanges whose input_required the client also got, by
+	//     requestState, for the client's own retry (maxStates).
+	inflight  *table[*inflight]
+	abandoned *table[struct{}]
+	questions *table[*question]
+	withdrawn *table[string]
+	urlIDs    *table[urlOwner]
+	rounds    *table[*round]
+	states    *table[*round]
+	urlSeq    int
 	// goneRequests and goneQuestions are the tombstones of client
 	// requests and server questions the tables above forgot, whose late
 	// responses are stale (stale.go).
@@ -167,45 +182,16 @@ type Proxy struct {
 	// progress is the highest progress value sent per progressToken key,
 	// for the tokens of the requests in inflight only.
 	progress map[string]float64
-	// questions holds the server's elicitation requests being answered,
-	// by the server's request id key; questionOrder lists its keys,
-	// oldest first (admit).
-	questions     map[string]*question
-	questionOrder []string
-	// withdrawn holds the question ids of server requests whose client
-	// copy was withdrawn, by server request id; the client's late answer
-	// to them is recorded as one that lost and reaches nobody.
-	withdrawn map[string]string
-	// withdrawnOrder lists the keys of withdrawn, oldest first (admit).
-	withdrawnOrder []string
-	// urlIDs holds who owns each elicitationId of a pending URL-mode
-	// question (claimURLLocked); urlOrder lists its keys, oldest first
-	// (admit); urlSeq numbers the bridge's own owners.
-	urlIDs   map[string]urlOwner
-	urlOrder []string
-	urlSeq   int
+	// byClient holds the exchanges the bridge answers alone (the client
+	// never sees their input_required), by the client's request id key;
+	// each is a request in inflight.
+	byClient map[string]*round
 	// client capabilities as the client declared them.
 	clientElicit, clientForm, clientURL bool
 	clientInfo                          ClientInfo
 	sessionStarted                      bool
 	serverName                          string
 	initID                              string
-	// related is the id of the client request on whose response stream
-	// the server's message being handled came; only the server's reader
-	// goroutine uses it.
-	related json.RawMessage
-	// rounds holds the multi round-trip exchanges in progress, by the
-	// bridge-owned id of their current retry; states by requestState,
-	// for exchanges whose input_required the client also got.
-	rounds map[string]*round
-	states map[string]*round
-	// roundOrder lists the keys of rounds, oldest first (admit).
-	roundOrder []string
-	// stateOrder lists the keys of states, oldest first.
-	stateOrder []string
-	// byClient holds the exchanges the bridge answers alone (the client
-	// never sees their input_required), by the client's request id key.
-	byClient map[string]*round
 }
 
 type inflight struct {
@@ -219,40 +205,29 @@ type inflight struct {
 	clientElicit bool
 }
 
-type question struct {
-	serverID json.RawMessage
-	qid      string
-	// related is the id key of the client request whose response stream
-	// carried the question ("" when the link is unknown); ended says that
-	// request ended, so its dismissal sends the server cancel.
-	related  string
-	ended    bool
-	toClient bool
-	// clientOnly: operators cannot answer (route client, or a schema the
-	// form cannot carry); a client error goes back to the server.
-	clientOnly bool
-	done       bool
-	// elicitationID is a URL-mode question's elicitationId.
-	elicitationID string
-	// forgotten: more than maxTracked questions were pending and this
-	// one, the oldest, was dismissed to make room (ended is set too).
-	forgotten bool
-}
-
 // New returns a Proxy.
 func New(o Options) *Proxy {
 	p := &Proxy{
 		client: o.Client, server: o.Server, mgr: o.Manager, pub: o.Publisher, route: o.Route,
 		keepalive: o.Keepalive, name: o.Name, onSession: o.OnSession, log: o.Logger,
-		inflight: map[string]*inflight{}, abandoned: map[string]struct{}{}, progress: map[string]float64{},
-		questions: map[string]*question{}, withdrawn: map[string]string{}, urlIDs: map[string]urlOwner{},
-		rounds: map[string]*round{}, states: map[string]*round{}, byClient: map[string]*round{}, newID: aep.NewID,
+		progress: map[string]float64{}, byClient: map[string]*round{}, newID: aep.NewID,
 		wake: make(chan struct{}, 1), stopping: make(chan struct{}), maxTracked: defaultMaxTracked,
 	}
+	p.ctx, p.stop = context.WithCancel(context.Background())
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
+	p.setBound(defaultMaxTracked)
 	return p
+}
+
+// setBound makes the tables anew with max entries each (states keeps
+// maxStates); tests lower it before Run.
+func (p *Proxy) setBound(max int) {
+	p.maxTracked = max
+	p.inflight, p.abandoned, p.questions = newTable[*inflight](max), newTable[struct{}](max), newTable[*question](max)
+	p.withdrawn, p.urlIDs, p.rounds = newTable[string](max), newTable[urlOwner](max), newTable[*round](max)
+	p.states = newTable[*round](maxStates)
 }
 
 // Ending says which side ended the session.
@@ -315,6 +290,7 @@ func (p *Proxy) Close() error {
 	if first {
 		close(p.stopping)
 		err = errors.Join(p.server.Close(), p.client.Close())
+		p.stop()
 	}
 	p.wg.Wait()
 	return err
@@ -403,28 +379,18 @@ func (p *Proxy) serverLoop(ctx context.Context, ended chan<- Ending) {
 
 // readLoop relays one peer's messages; fromClient says which peer.
 func (p *Proxy) readLoop(ctx context.Context, ended chan<- Ending, fromClient bool) {
-	src, dst, handle, peer := p.server, p.client, p.fromServer, "server"
+	src, dst, peer := p.server, p.client, "server"
 	if fromClient {
-		src, dst, handle, peer = p.client, p.server, p.fromClient, "client"
+		src, dst, peer = p.client, p.server, "client"
 	}
-	read := func() (jsonrpc.Frame, error) { return readFrame(src) }
-	if !fromClient {
-		if rr, ok := src.(RelatedFrameReader); ok {
-			read = func() (jsonrpc.Frame, error) {
-				f, related, err := rr.ReadRelatedFrame()
-				p.related = related
-				return f, err
-			}
-		} else if rr, ok := src.(RelatedReader); ok {
-			read = func() (jsonrpc.Frame, error) {
-				m, related, err := rr.ReadRelated()
-				p.related = related
-				return jsonrpc.Frame{Head: m}, err
-			}
-		}
-	}
+	// held says dst holds relayed messages back (Frame.More) until the
+	// end of the burst they came in.
+	held := false
 	for {
-		fr, err := read()
+		// Read under the proxy's own context, not Run's: after Run
+		// returns the reader goes on until Close, answering late requests
+		// (refuseLate).
+		fr, err := src.Read(p.ctx)
 		if err == nil && ctx.Err() != nil {
 			// Run returned: the session is ending and nothing more is
 			// relayed. A request still gets its answer (an error); the
@@ -432,17 +398,10 @@ func (p *Proxy) readLoop(ctx context.Context, ended chan<- Ending, fromClient bo
 			p.refuseLate(fr, fromClient)
 			continue
 		}
-		var tl *TooLargeError
 		switch {
-		case errors.As(err, &tl) && fromClient:
-			// A Conn that cannot stream skipped it; no id can be read.
-			p.log.Warn("client sent an oversized message; answered with an error", "limit", tl.Limit)
-			p.writeClient(errorResponse(nil, codeInvalidRequest, "Invalid Request: "+tl.Error()))
-		case errors.As(err, &tl):
-			p.log.Warn("server sent an oversized message; it was skipped", "limit", tl.Limit)
 		case err != nil:
 			switch {
-			case errors.Is(err, io.EOF):
+			case errors.Is(err, io.EOF), errors.Is(err, context.Canceled):
 			case errors.Is(err, os.ErrClosed) || errors.Is(err, net.ErrClosed):
 				// Close closed the stream under its reader: the end of
 				// the session, not a failure.
@@ -450,67 +409,60 @@ func (p *Proxy) readLoop(ctx context.Context, ended chan<- Ending, fromClient bo
 			default:
 				p.log.Info("reading from the "+peer+" failed", "err", err)
 			}
+			if held {
+				p.write(p.ctx, dst, Frame{})
+			}
 			ended <- Ending{ClientClosed: fromClient}
 			return
 		case fr.Rest != nil:
-			p.relayStream(fr.Head, fr.Rest, fromClient)
-		default:
-			handle(fr.Head)
-			p.flushIfIdle(src, dst)
+			if held {
+				p.write(ctx, dst, Frame{})
+				held = false
+			}
+			p.relayStream(ctx, fr, fromClient)
+		case p.relay(ctx, fr, fromClient):
+			held = fr.More
+		case held && !fr.More:
+			// The burst ended with a message that was not relayed: send
+			// what dst holds.
+			p.write(ctx, dst, Frame{})
+			held = false
 		}
 	}
 }
 
-// readFrame reads the next message of c, as a stream when c hands over
-// large ones that way.
-func readFrame(c Conn) (jsonrpc.Frame, error) {
-	if fr, ok := c.(FrameReader); ok {
-		return fr.ReadFrame()
+// relay handles one whole message (or batch) from a peer and forwards
+// what must go on to the other, held back while more input is buffered
+// (a burst leaves in one write); it reports whether it forwarded anything.
+func (p *Proxy) relay(ctx context.Context, fr Frame, fromClient bool) bool {
+	dst := p.client
+	if fromClient {
+		dst = p.server
 	}
-	b, err := c.ReadMessage()
-	return jsonrpc.Frame{Head: b}, err
+	out, ok := p.each(fr, fromClient)
+	if !ok || out == nil {
+		return false
+	}
+	p.write(ctx, dst, Frame{Head: out, More: fr.More})
+	return true
 }
 
-// batcher is a Conn that can defer writes while input is buffered.
-type batcher interface {
-	WriteDeferred(msg []byte)
-	Buffered() bool
-	Flush() error
-}
-
-// forward writes a relayed message to dst: deferred while src already
-// holds more input (a burst leaves in one system call), at once otherwise.
-func (p *Proxy) forward(src, dst Conn, b []byte) {
-	sb, ok1 := src.(batcher)
-	db, ok2 := dst.(batcher)
-	if ok1 && ok2 && sb.Buffered() {
-		db.WriteDeferred(b)
-		return
-	}
-	if err := dst.WriteMessage(b); err != nil {
+// write writes f to c, logging a failure: a peer that went away is the
+// reader's to notice.
+func (p *Proxy) write(ctx context.Context, c Conn, f Frame) {
+	if err := c.Write(ctx, f); err != nil {
 		p.log.Debug("writing a relayed message failed", "err", err)
 	}
 }
 
-// flushIfIdle writes what was deferred once src has no buffered input.
-func (p *Proxy) flushIfIdle(src, dst Conn) {
-	sb, ok1 := src.(batcher)
-	db, ok2 := dst.(batcher)
-	if ok1 && ok2 && !sb.Buffered() {
-		if err := db.Flush(); err != nil {
-			p.log.Debug("flushing relayed messages failed", "err", err)
-		}
-	}
-}
-
 func (p *Proxy) writeClient(b []byte) {
-	if err := p.client.WriteMessage(b); err != nil {
+	if err := p.client.Write(p.ctx, Frame{Head: b}); err != nil {
 		p.log.Debug("writing to the client failed", "err", err)
 	}
 }
 
 func (p *Proxy) writeServer(b []byte) {
-	if err := p.server.WriteMessage(b); err != nil {
+	if err := p.server.Write(p.ctx, Frame{Head: b}); err != nil {
 		p.log.Debug("writing to the server failed", "err", err)
 	}
 }
@@ -518,7 +470,7 @@ func (p *Proxy) writeServer(b []byte) {
 // refuseLate answers a request that arrived after Run returned with the
 // error FailInflight gives (or one saying the session is ending); anything
 // else is dropped.
-func (p *Proxy) refuseLate(fr jsonrpc.Frame, fromClient bool) {
+func (p *Proxy) refuseLate(fr Frame, fromClient bool) {
 	env := drain(fr.Head, fr.Rest)
 	if !env.IsRequest() {
 		return
@@ -543,13 +495,13 @@ func (p *Proxy) FailInflight(reason string) {
 	p.mu.Lock()
 	p.endReason = reason // requests that arrive later get it too
 	var ids []json.RawMessage
-	for _, k := range slices.Sorted(maps.Keys(p.inflight)) {
+	for _, k := range p.inflight.keys() {
 		ids = append(ids, p.untrackLocked(k).id)
 	}
 	// The client's retries that wait for a retry of the bridge's
 	// (clientRetry) await the server too.
-	for _, k := range slices.Sorted(maps.Keys(p.rounds)) {
-		rd := p.rounds[k]
+	for _, k := range p.rounds.keys() {
+		rd, _ := p.rounds.get(k)
 		ids = append(ids, rd.clientRt...)
 		rd.clientRt = nil
 	}
@@ -563,7 +515,7 @@ func (p *Proxy) FailInflight(reason string) {
 func (p *Proxy) Inflight() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.inflight)
+	return p.inflight.len()
 }
 
 // ServerName returns the name questions are attributed to.

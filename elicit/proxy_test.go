@@ -14,10 +14,12 @@ import (
 )
 
 // memConn is an in-memory Conn: the test feeds in, the proxy writes out,
-// to out or, when record is set, to record.
+// to out or, when record is set, to record. When rel is set, each message
+// read takes its Frame.Related from it.
 type memConn struct {
 	record func([]byte)
 	in     chan []byte
+	rel    chan json.RawMessage
 	mu     sync.Mutex
 	out    [][]byte
 	wrote  chan struct{}
@@ -29,16 +31,41 @@ func newMemConn() *memConn {
 	return &memConn{in: make(chan []byte, 16), wrote: make(chan struct{}, 64), closed: make(chan struct{})}
 }
 
-func (c *memConn) ReadMessage() ([]byte, error) {
+// Read returns the next message fed in; like a real Conn it stops
+// waiting when ctx ends.
+func (c *memConn) Read(ctx context.Context) (Frame, error) {
 	select {
 	case b := <-c.in:
-		return b, nil
+		f := Frame{Head: b}
+		if c.rel != nil {
+			f.Related = <-c.rel
+		}
+		return f, nil
 	case <-c.closed:
-		return nil, io.EOF
+		return Frame{}, io.EOF
+	case <-ctx.Done():
+		return Frame{}, ctx.Err()
 	}
 }
 
-func (c *memConn) WriteMessage(b []byte) error {
+// Write records a message whole; a frame with no bytes (a flush) is
+// nothing to record.
+func (c *memConn) Write(ctx context.Context, f Frame) error {
+	b := f.Head
+	if f.Rest != nil {
+		rest, err := io.ReadAll(f.Rest)
+		if err != nil {
+			return err
+		}
+		b = append(append([]byte(nil), b...), rest...)
+	}
+	if len(b) == 0 {
+		return nil
+	}
+	return c.writeMessage(b)
+}
+
+func (c *memConn) writeMessage(b []byte) error {
 	if c.record != nil {
 		c.record(b)
 		return nil
@@ -229,7 +256,7 @@ func TestElicitationIsInterceptedAndAnswered(t *testing.T) {
 	}
 	var ackReason string
 	mgr.Respond(aep.Event{ID: "c1", Subject: pending[0].ID, Agent: "op"}, aep.Answer{Values: map[string]any{"n": json.Number("4")}},
-		func(reason, detail string) error { ackReason = reason; return nil })
+		"op", func(reason, detail string) error { ackReason = reason; return nil })
 	if ackReason != "" {
 		t.Fatalf("nacked: %s", ackReason)
 	}
@@ -276,10 +303,17 @@ type stuckConn struct {
 	release chan struct{}
 }
 
-func (c *stuckConn) WriteMessage(b []byte) error {
+func (c *stuckConn) Write(context.Context, Frame) error {
 	<-c.release
 	return io.ErrClosedPipe
 }
+
+// fromClient relays one whole message from the client, as the client's
+// reader does with a message it read.
+func (p *Proxy) fromClient(b []byte) { p.relay(p.ctx, Frame{Head: b}, true) }
+
+// fromServer relays one whole message from the server.
+func (p *Proxy) fromServer(b []byte) { p.relay(p.ctx, Frame{Head: b}, false) }
 
 // TestAnOperatorNeverWaitsOnAServerThatStoppedReading: an answer is
 // decided and acked on the operator's goroutine; what goes to the server
@@ -301,7 +335,7 @@ func TestAnOperatorNeverWaitsOnAServerThatStoppedReading(t *testing.T) {
 	go func() {
 		var reason string
 		mgr.Respond(aep.Event{ID: "c1", Subject: mgr.Pending()[0].ID, Agent: "op"}, aep.Answer{Values: map[string]any{"ok": true}},
-			func(r, _ string) error { reason = r; return nil })
+			"op", func(r, _ string) error { reason = r; return nil })
 		answered <- reason
 	}()
 	select {

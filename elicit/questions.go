@@ -20,6 +20,51 @@ type elicitParams struct {
 	ElicitationID   string          `json:"elicitationId"`
 }
 
+// question is an elicitation/create the server is waiting on an answer
+// to, in the questions table under its request id key.
+type question struct {
+	serverID json.RawMessage
+	qid      string
+	// related is the id key of the client request whose response stream
+	// carried the question ("" when the link is unknown).
+	related string
+	state   questionState
+	// toClient: the client got a copy, which deliver withdraws when
+	// someone else settles the question.
+	toClient bool
+	// clientOnly: operators cannot answer (route client, or a schema the
+	// form cannot carry); a client error goes back to the server.
+	clientOnly bool
+	// elicitationID is a URL-mode question's elicitationId.
+	elicitationID string
+}
+
+// questionState is where a question stands. p.mu guards it.
+//
+//	asked ──▶ requestEnded ──▶ settled
+//	  │            │
+//	  ├──▶ forgotten ──────▶ settled
+//	  └──────────────────▶ settled
+type questionState uint8
+
+const (
+	// asked: raised (or being raised), waiting for its answer.
+	asked questionState = iota
+	// requestEnded: the client request that asked it ended; its
+	// dismissal sends the server cancel and withdraws the client's copy.
+	requestEnded
+	// forgotten: more than maxTracked questions were pending and this
+	// one, the oldest, was dropped to make room; it ends as requestEnded
+	// does.
+	forgotten
+	// settled: its resolution was delivered.
+	settled
+)
+
+// ending reports whether the question's dismissal answers the server
+// with cancel: its request ended, or the bridge stopped waiting for it.
+func (s questionState) ending() bool { return s == requestEnded || s == forgotten }
+
 // elicit handles a server's elicitation/create and returns what to forward
 // to the client (nil when the client is not asked).
 func (p *Proxy) elicit(m *message, raw []byte) []byte {
@@ -76,11 +121,11 @@ func (p *Proxy) elicit(m *message, raw []byte) []byte {
 func (p *Proxy) ask(m *message, raw []byte, spec attention.Spec, toClient, clientOnly bool) []byte {
 	k := idKey(m.ID)
 	q := &question{serverID: m.ID, toClient: toClient, clientOnly: clientOnly}
-	if len(p.related) > 0 {
-		q.related = idKey(p.related) // it came on that request's response stream
+	if len(m.related) > 0 {
+		q.related = idKey(m.related) // it came on that request's response stream
 	}
 	p.mu.Lock()
-	if _, dup := p.questions[k]; dup {
+	if p.questions.has(k) {
 		p.mu.Unlock()
 		p.writeServer(errorResponse(m.ID, codeInvalidRequest, "Invalid Request: an elicitation with this id is already pending"))
 		return nil
@@ -99,14 +144,13 @@ func (p *Proxy) ask(m *message, raw []byte, spec attention.Spec, toClient, clien
 		q.elicitationID = eid
 		defer p.forgetURLs(owners)
 	}
-	p.questions[k] = q
-	delete(p.withdrawn, k)
-	var forgotten []*question
-	for _, f := range admit(p.questions, &p.questionOrder, k, p.maxTracked) {
-		forgotten = append(forgotten, p.dropQuestionLocked(f))
+	p.withdrawn.del(k)
+	var dropped []*question
+	if _, f, evicted := p.questions.put(k, q); evicted {
+		dropped = append(dropped, p.dropQuestionLocked(f))
 	}
 	p.mu.Unlock()
-	p.dismissDropped(forgotten)
+	p.dismissDropped(dropped)
 	spec.Deliver = func(r attention.Resolution) { p.deliver(q, r) }
 	qid, err := p.raise(spec)
 	if err != nil {
@@ -132,7 +176,7 @@ func (p *Proxy) ask(m *message, raw []byte, spec attention.Spec, toClient, clien
 	}
 	p.mu.Lock()
 	q.qid = qid
-	ended := q.ended && !q.done
+	ended := q.state.ending()
 	if ended {
 		toClient = false
 		q.toClient = false // the client never sees it: nothing to withdraw
@@ -157,26 +201,22 @@ func (p *Proxy) ask(m *message, raw []byte, spec attention.Spec, toClient, clien
 func (p *Proxy) deliver(q *question, r attention.Resolution) {
 	k := idKey(q.serverID)
 	p.mu.Lock()
-	if q.done {
+	was := q.state
+	if was == settled {
 		p.mu.Unlock()
 		return
 	}
-	q.done = true
+	q.state = settled
 	p.forgetQuestionLocked(k, q)
-	ended := q.ended && r.Outcome == attention.Dismissed
+	ended := was.ending() && r.Outcome == attention.Dismissed
 	withdraw := q.toClient && (r.Outcome != attention.Dismissed || ended)
 	if withdraw {
-		p.withdrawn[k] = q.qid
-		n := 0
-		admitFunc(p.withdrawn, &p.withdrawnOrder, k, p.maxTracked, func(k, _ string) {
+		if old, _, evicted := p.withdrawn.put(k, q.qid); evicted {
 			// The server has its answer already; the client's late
 			// answer to the forgotten one is no longer recorded, and is
 			// still stale.
-			p.goneQuestions.add(k)
-			n++
-		})
-		if n > 0 {
-			p.log.Warn("forgot the oldest questions withdrawn from the client: too many unanswered", "forgotten", n, "limit", p.maxTracked)
+			p.goneQuestions.add(old)
+			p.log.Warn("forgot the oldest questions withdrawn from the client: too many unanswered", "forgotten", 1, "limit", p.maxTracked)
 		}
 	}
 	p.mu.Unlock()
@@ -196,7 +236,7 @@ func (p *Proxy) deliver(q *question, r attention.Resolution) {
 	if withdraw {
 		reason := "answered by an operator"
 		switch {
-		case q.forgotten:
+		case was == forgotten:
 			reason = "the bridge stopped waiting for it: too many questions were pending"
 		case ended:
 			reason = "the request that asked it ended"
@@ -223,11 +263,11 @@ func (p *Proxy) deliver(q *question, r attention.Resolution) {
 // forgetQuestionLocked forgets q, the question under server request id
 // key k, and its elicitationId; p.mu is held.
 func (p *Proxy) forgetQuestionLocked(k string, q *question) {
-	if p.questions[k] == q {
-		delete(p.questions, k)
-	}
-	if q.elicitationID != "" && p.urlIDs[q.elicitationID].key == k {
-		delete(p.urlIDs, q.elicitationID)
+	delIf(p.questions, k, q)
+	if q.elicitationID != "" {
+		if o, ok := p.urlIDs.get(q.elicitationID); ok && o.key == k {
+			p.urlIDs.del(q.elicitationID)
+		}
 	}
 }
 
@@ -237,7 +277,7 @@ func (p *Proxy) forgetQuestionLocked(k string, q *question) {
 // client's copy is withdrawn. p.mu is held; it returns q.
 func (p *Proxy) dropQuestionLocked(q *question) *question {
 	p.forgetQuestionLocked(idKey(q.serverID), q)
-	q.ended, q.forgotten = true, true
+	q.state = forgotten
 	return q
 }
 
@@ -270,10 +310,9 @@ func (p *Proxy) clientAnswer(m *message, raw []byte) ([]byte, bool) {
 	if !m.hasID() {
 		return nil, false
 	}
-	k := idKey(m.ID)
+	k := m.key()
 	p.mu.Lock()
-	if qid, ok := p.withdrawn[k]; ok {
-		delete(p.withdrawn, k)
+	if qid, ok := p.withdrawn.take(k); ok {
 		p.goneQuestions.add(k) // a second answer is stale too
 		p.mu.Unlock()
 		// Too late: the bus records that the client's answer lost, and
@@ -284,7 +323,7 @@ func (p *Proxy) clientAnswer(m *message, raw []byte) ([]byte, bool) {
 		p.log.Debug("the client's late answer to a question already settled lost the race")
 		return nil, true
 	}
-	q, ok := p.questions[k]
+	q, ok := p.questions.get(k)
 	stale := !ok && p.goneQuestions.has(k)
 	p.mu.Unlock()
 	if stale {
@@ -327,7 +366,7 @@ func (p *Proxy) serverCancelled(m *message, raw []byte) []byte {
 	}
 	k := idKey(params.RequestID)
 	p.mu.Lock()
-	q, ok := p.questions[k]
+	q, ok := p.questions.get(k)
 	p.mu.Unlock()
 	if !ok {
 		return raw

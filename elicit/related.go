@@ -2,12 +2,9 @@ package elicit
 
 import (
 	"encoding/json"
-	"maps"
 	"slices"
 
 	"github.com/mark3labs/mcp-go/mcp"
-
-	"github.com/agenteventprotocol/aep-mcp-bridge/internal/jsonrpc"
 )
 
 // The end of a request ends its questions. When the client request that
@@ -17,36 +14,26 @@ import (
 // server gets cancel for its elicitation. This needs the link between a
 // question and its request, which the bridge knows in two cases:
 //   - an elicitation/create that came on the response stream of that
-//     request (streamable HTTP; see RelatedReader);
+//     request (streamable HTTP: Frame.Related);
 //   - the questions of a multi round-trip exchange (MCP 2026-07-28),
 //     whose request the bridge retries itself; a retry in flight is
 //     cancelled upstream too.
 //
-// Elsewhere (stdio, the GET stream, HTTP+SSE) an elicitation names no
-// request, and its question waits for its own timeout.
-
-// RelatedReader is a Conn that knows on which client request's response
-// stream each server message came. *upstream.Conn implements it; the
-// proxy uses it on the server's side when it is there.
-type RelatedReader interface {
-	// ReadRelated is ReadMessage, with the id of the client request whose
-	// response stream carried the message (nil when none did).
-	ReadRelated() (msg []byte, related json.RawMessage, err error)
-}
-
-// RelatedFrameReader is a RelatedReader that hands over a message too
-// large to read whole as a stream (see FrameReader); the proxy prefers it.
-type RelatedFrameReader interface {
-	ReadRelatedFrame() (f jsonrpc.Frame, related json.RawMessage, err error)
-}
+// A Conn says which request's stream a server message came on in
+// Frame.Related. Elsewhere (stdio, the GET stream, HTTP+SSE) an
+// elicitation names no request, and its question waits for its own
+// timeout.
 
 // endRequest ends the questions of the client request with id key k.
 func (p *Proxy) endRequest(k string) {
 	p.mu.Lock()
 	var qs []*question
-	for _, q := range p.questions {
-		if q.related == k && !q.done {
-			q.ended = true
+	for e := p.questions.oldest; e != nil; e = e.newer {
+		q := e.val
+		if q.related == k && q.state != settled {
+			if q.state == asked {
+				q.state = requestEnded
+			}
 			if q.qid != "" {
 				qs = append(qs, q)
 			} // else ask dismisses it once it has its id
@@ -83,17 +70,17 @@ func compareIDs(a, b string) int {
 // flight is cancelled upstream.
 func (p *Proxy) abandonRound(rd *round) {
 	p.mu.Lock()
-	if rd.done || rd.failed {
+	if rd.state != roundAsking {
 		p.mu.Unlock()
 		return
 	}
-	rd.failed, rd.abandoned = true, true
+	rd.state = roundAbandoned
 	delete(p.byClient, idKey(rd.clientID))
 	var retry json.RawMessage
-	for _, k := range slices.Sorted(maps.Keys(p.rounds)) {
-		if p.rounds[k] == rd {
+	if k := idKey(rd.retryID); rd.retryID != nil {
+		if cur, ok := p.rounds.get(k); ok && cur == rd {
 			// Kept, so the retry's late answer is recognised and dropped.
-			retry = json.RawMessage(k)
+			retry = rd.retryID
 		}
 	}
 	p.mu.Unlock()

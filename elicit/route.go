@@ -11,42 +11,33 @@ import (
 	"github.com/agenteventprotocol/aep-mcp-bridge/internal/jsonrpc"
 )
 
-// fromClient handles one raw message (or batch) from the client.
-func (p *Proxy) fromClient(raw []byte) {
-	out, ok := p.each(raw, true)
-	if ok && out != nil {
-		p.forward(p.client, p.server, out)
-	}
-}
-
-// fromServer handles one raw message (or batch) from the server.
-func (p *Proxy) fromServer(raw []byte) {
-	out, ok := p.each(raw, false)
-	if ok && out != nil {
-		p.forward(p.server, p.client, out)
-	}
-}
-
-// each parses raw as one message or a batch, runs handle on every message,
-// and returns what to forward: raw itself when nothing was changed (bytes,
-// never re-encoded messages), a rebuilt batch of the kept elements, or nil.
-// Unparseable input is answered on reply with a JSON-RPC error and never
+// each parses a frame's message as one message or a batch, runs the
+// side's handler on every message, and returns what to forward: the
+// message itself when nothing was changed (bytes, never re-encoded
+// messages), a rebuilt batch of the kept elements, or nil. Unparseable
+// input is answered to its sender with a JSON-RPC error and never
 // forwarded.
-func (p *Proxy) each(raw []byte, fromClient bool) ([]byte, bool) {
+func (p *Proxy) each(fr Frame, fromClient bool) ([]byte, bool) {
+	raw := fr.Head
 	handle, reply := p.serverMessage, p.writeServer
 	if fromClient {
 		handle, reply = p.clientMessage, p.writeClient
 	}
 	t := bytes.TrimLeft(raw, " \t\r\n")
 	if len(t) > 0 && t[0] == '[' {
-		return p.eachInBatch(raw, t, fromClient, handle, reply)
+		return p.eachInBatch(fr, t, fromClient, handle, reply)
 	}
 	var m message
 	if err := m.parse(t); err != nil {
 		p.undecodable(raw, err, fromClient, reply)
 		return nil, false
 	}
-	return handle(&m, raw), true
+	m.related = fr.Related
+	// Called directly, not through handle, so m stays on the stack.
+	if fromClient {
+		return p.clientMessage(&m, raw), true
+	}
+	return p.serverMessage(&m, raw), true
 }
 
 // undecodable handles a message the proxy could not parse whole: one
@@ -57,7 +48,7 @@ func (p *Proxy) undecodable(raw []byte, err error, fromClient bool, reply func([
 	env, serr := jsonrpc.Scan(raw, jsonrpc.ScanOptions{})
 	switch {
 	case serr == nil && env.MaxDepth > maxParseDepth:
-		p.relayStream(raw, nil, fromClient)
+		p.relayStream(p.ctx, Frame{Head: raw}, fromClient)
 	case errors.Is(err, errNotJSON):
 		if serr == nil {
 			serr = errors.New("it breaks deeper inside") // the scanner reads two levels
@@ -72,11 +63,12 @@ func (p *Proxy) undecodable(raw []byte, err error, fromClient bool, reply func([
 
 // eachInBatch is each for a batch (t is raw without leading space): raw
 // itself when no element changed, otherwise the kept elements re-joined.
-func (p *Proxy) eachInBatch(raw, t []byte, fromClient bool, handle func(*message, []byte) []byte, reply func([]byte)) ([]byte, bool) {
+func (p *Proxy) eachInBatch(fr Frame, t []byte, fromClient bool, handle func(*message, []byte) []byte, reply func([]byte)) ([]byte, bool) {
+	raw := fr.Head
 	var elems []json.RawMessage
 	if err := json.Unmarshal(t, &elems); err != nil {
 		if env, serr := jsonrpc.Scan(raw, jsonrpc.ScanOptions{}); serr == nil && env.MaxDepth > maxParseDepth {
-			p.relayStream(raw, nil, fromClient)
+			p.relayStream(p.ctx, Frame{Head: raw}, fromClient)
 			return nil, false
 		}
 		p.log.Warn("malformed JSON-RPC batch; answered with a parse error", "err", err)
@@ -96,6 +88,7 @@ func (p *Proxy) eachInBatch(raw, t []byte, fromClient bool, handle func(*message
 			changed = true
 			continue
 		}
+		m.related = fr.Related
 		out := handle(&m, e)
 		if out == nil || !bytes.Equal(out, e) {
 			changed = true
@@ -129,14 +122,7 @@ func (p *Proxy) clientMessage(m *message, raw []byte) []byte {
 		raw = out // the client's retry, with the answers operators gave first
 		var declared bool
 		raw, declared = p.injectMetaCapabilities(m, raw)
-		p.track(m)
-		if mrtrMethods[m.Method] {
-			p.mu.Lock()
-			if r := p.inflight[idKey(m.ID)]; r != nil {
-				r.params, r.clientElicit = m.Params, declared
-			}
-			p.mu.Unlock()
-		}
+		p.track(m, declared)
 		return raw
 	case m.isResponse():
 		if out, handled := p.clientAnswer(m, raw); handled {
@@ -198,17 +184,16 @@ func (p *Proxy) serverMessage(m *message, raw []byte) []byte {
 	return raw
 }
 
-// track remembers a client request until the server answers it.
-func (p *Proxy) track(m *message) {
+// track remembers a client request until the server answers it. A
+// request that may end in input_required keeps its params, for the
+// bridge's retries; declared says the client itself declared elicitation
+// for it.
+func (p *Proxy) track(m *message, declared bool) {
 	r := &inflight{id: m.ID, method: m.Method}
-	meta := m.Meta
-	if meta == nil && bytes.Contains(m.Params, []byte(`"progressToken"`)) {
-		var params struct {
-			Meta json.RawMessage `json:"_meta"`
-		}
-		json.Unmarshal(m.Params, &params)
-		meta = params.Meta
+	if mayAskForInput(m.Method) {
+		r.params, r.clientElicit = m.Params, declared
 	}
+	meta := m.Meta
 	if bytes.Contains(meta, []byte(`"progressToken"`)) {
 		var mt struct {
 			ProgressToken json.RawMessage `json:"progressToken"`
@@ -217,12 +202,11 @@ func (p *Proxy) track(m *message) {
 			r.token = mt.ProgressToken
 		}
 	}
-	k := idKey(m.ID)
+	k := m.key()
 	tk := ""
 	p.mu.Lock()
-	p.inflight[k] = r
 	// The client reused the id: it is live again.
-	delete(p.abandoned, k)
+	p.abandoned.del(k)
 	p.goneRequests.remove(k)
 	if r.token != nil {
 		// Only the tokens of tracked requests have a high-water mark:
@@ -232,18 +216,17 @@ func (p *Proxy) track(m *message) {
 			p.progress[tk] = 0
 		}
 	}
-	forgotten := admit(p.inflight, &p.inflightOrder, k, p.maxTracked)
-	for _, f := range forgotten {
+	_, f, forgot := p.inflight.put(k, r)
+	if forgot {
 		if f.token != nil && idKey(f.token) != tk {
 			delete(p.progress, idKey(f.token))
 		}
-		p.abandoned[idKey(f.id)] = struct{}{}
-		admitFunc(p.abandoned, &p.abandonedOrder, idKey(f.id), p.maxTracked, func(k string, _ struct{}) {
-			p.goneRequests.add(k) // its late response is still stale
-		})
+		if old, _, evicted := p.abandoned.put(idKey(f.id), struct{}{}); evicted {
+			p.goneRequests.add(old) // its late response is still stale
+		}
 	}
 	p.mu.Unlock()
-	for _, f := range forgotten {
+	if forgot {
 		p.forgetRequest(f)
 	}
 }
@@ -270,19 +253,11 @@ func (p *Proxy) forgetRequest(r *inflight) {
 
 func hasKey[V any](m map[string]V, k string) bool { _, ok := m[k]; return ok }
 
-// take deletes k from m and returns what it held.
-func take[V any](m map[string]V, k string) (V, bool) {
-	v, ok := m[k]
-	delete(m, k)
-	return v, ok
-}
-
 // untrackLocked forgets the client request with id key k and its
 // progress token, and returns it (nil when it was not tracked); p.mu is
 // held.
 func (p *Proxy) untrackLocked(k string) *inflight {
-	r := p.inflight[k]
-	delete(p.inflight, k)
+	r, _ := p.inflight.take(k)
 	if r != nil && r.token != nil {
 		delete(p.progress, idKey(r.token))
 	}
@@ -295,7 +270,7 @@ func (p *Proxy) settle(m *message) {
 	if !m.hasID() {
 		return
 	}
-	k := idKey(m.ID)
+	k := m.key()
 	p.mu.Lock()
 	r := p.untrackLocked(k)
 	p.mu.Unlock()

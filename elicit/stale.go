@@ -102,10 +102,10 @@ func (p *Proxy) staleResult(id json.RawMessage) bool {
 	k := idKey(id)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if _, live := p.inflight[k]; live {
+	if p.inflight.has(k) {
 		return false // never taken for stale: a tombstone is a hash
 	}
-	if _, ok := take(p.abandoned, k); ok {
+	if _, ok := p.abandoned.take(k); ok {
 		p.goneRequests.add(k) // a second response is stale too
 		return true
 	}

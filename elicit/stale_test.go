@@ -38,7 +38,7 @@ func TestLateAnswerToAForgottenQuestion(t *testing.T) {
 			if len(pend) != 1 {
 				t.Fatalf("%d questions pending; want 1", len(pend))
 			}
-			mgr.Respond(aep.Event{ID: fmt.Sprintf("c%d", i), Subject: pend[0].ID, Agent: "op"}, aep.Answer{Values: map[string]any{"ok": true}}, func(string, string) error { return nil })
+			mgr.Respond(aep.Event{ID: fmt.Sprintf("c%d", i), Subject: pend[0].ID, Agent: "op"}, aep.Answer{Values: map[string]any{"ok": true}}, "op", func(string, string) error { return nil })
 			synctest.Wait()
 		}
 		written(sv)

@@ -2,6 +2,7 @@ package elicit
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -38,10 +39,15 @@ var streamCapture = map[string]int{
 	"result.resultType": 256,
 }
 
-// relayStream relays a message the proxy does not read whole. head is its
-// first bytes; rest the remainder, or nil when head is all of it (a
-// message too deep to decode).
-func (p *Proxy) relayStream(head []byte, rest io.Reader, fromClient bool) {
+// relayStream relays a message the proxy does not read whole: fr.Head is
+// its first bytes, and fr.Rest the remainder, or nil when the head is all
+// of it (a message too deep to decode).
+func (p *Proxy) relayStream(ctx context.Context, fr Frame, fromClient bool) {
+	head, rest := fr.Head, fr.Rest
+	limit := fr.Limit
+	if limit == 0 {
+		limit = DefaultMaxMessage
+	}
 	pre := jsonrpc.NewScanner(jsonrpc.ScanOptions{Capture: streamCapture})
 	pre.Write(head)
 	if rest == nil {
@@ -55,13 +61,13 @@ func (p *Proxy) relayStream(head []byte, rest io.Reader, fromClient bool) {
 	if what := p.mustReadWhole(env, fromClient); what != "" {
 		p.refuseStream(head, rest, fromClient, codeInvalidRequest, fmt.Sprintf(
 			"Invalid Request: %s is %s; the bridge reads %s whole, up to %s and %d levels of nesting; send a smaller one",
-			what, describeSize(rest, env, p.sourceLimit(fromClient)), what, sizeLimit(p.sourceLimit(fromClient)), maxParseDepth))
+			what, describeSize(rest, env, limit), what, sizeLimit(limit), maxParseDepth))
 		return
 	}
 	var rd *round
 	if !fromClient && env.IsResponse() {
 		var refused bool
-		if rd, refused = p.streamedRound(env, head, rest); refused {
+		if rd, refused = p.streamedRound(env, head, rest, limit); refused {
 			return
 		}
 	}
@@ -75,7 +81,7 @@ func (p *Proxy) relayStream(head []byte, rest io.Reader, fromClient bool) {
 		drain(head, rest)
 		return
 	}
-	p.passStream(head, rest, fromClient, rd)
+	p.passStream(ctx, head, rest, fromClient, rd)
 }
 
 // mustReadWhole names what the proxy reads whole to handle it, by the
@@ -99,23 +105,20 @@ func (p *Proxy) isQuestion(id json.RawMessage) bool {
 	k := idKey(id)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	_, ok := p.questions[k]
-	_, gone := p.withdrawn[k]
-	return ok || gone
+	return p.questions.has(k) || p.withdrawn.has(k)
 }
 
 // streamedRound takes the round a streamed server response answers, if it
 // answers one of the bridge's own retries. A response the bridge cannot
 // hand on as the final result (another input_required, or one the client's
 // own retry must get whole) fails the exchange; refused reports that.
-func (p *Proxy) streamedRound(env *jsonrpc.Envelope, head []byte, rest io.Reader) (*round, bool) {
+func (p *Proxy) streamedRound(env *jsonrpc.Envelope, head []byte, rest io.Reader, limit int) (*round, bool) {
 	if !env.HasID() {
 		return nil, false
 	}
 	k := idKey(env.ID)
 	p.mu.Lock()
-	rd, ok := p.rounds[k]
-	delete(p.rounds, k)
+	rd, ok := p.rounds.take(k)
 	clientCopy := ok && rd.clientCopy
 	p.mu.Unlock()
 	if !ok {
@@ -125,7 +128,7 @@ func (p *Proxy) streamedRound(env *jsonrpc.Envelope, head []byte, rest io.Reader
 	json.Unmarshal(env.Members["result.resultType"], &rt)
 	if rt == string(mcp.ResultTypeInputRequired) || clientCopy {
 		drain(head, rest)
-		p.failRound(rd, fmt.Sprintf("the server's answer to the bridge's retry is %s, too large for the bridge to read whole", describeSize(rest, env, p.sourceLimit(false))))
+		p.failRound(rd, fmt.Sprintf("the server's answer to the bridge's retry is %s, too large for the bridge to read whole", describeSize(rest, env, limit)))
 		return nil, true
 	}
 	return rd, false
@@ -133,7 +136,7 @@ func (p *Proxy) streamedRound(env *jsonrpc.Envelope, head []byte, rest io.Reader
 
 // passStream relays the message to the other peer, declaring elicitation
 // in a client request's _meta and giving a retry's answer the client's id.
-func (p *Proxy) passStream(head []byte, rest io.Reader, fromClient bool, rd *round) {
+func (p *Proxy) passStream(ctx context.Context, head []byte, rest io.Reader, fromClient bool, rd *round) {
 	dst := p.client
 	o := jsonrpc.ScanOptions{Capture: streamCapture, Rewritable: map[string]bool{}}
 	if fromClient {
@@ -156,21 +159,107 @@ func (p *Proxy) passStream(head []byte, rest io.Reader, fromClient bool, rd *rou
 		}
 		return v
 	}
-	err := p.writeStream(dst, func(w io.Writer) error {
-		o.Out = w
-		sc := jsonrpc.NewScanner(o)
-		sc.Write(head)
-		var rerr error
-		if rest != nil {
-			_, rerr = io.Copy(sc, rest)
-		}
-		sc.Finish()
+	sr := &scanReader{opts: o, head: head, rest: rest, done: func(sc *jsonrpc.Scanner) {
 		p.streamed(sc.Envelope(), sc.Err(), fromClient, rd)
-		return rerr
-	})
-	if err != nil {
+	}}
+	if err := dst.Write(ctx, Frame{Rest: sr}); err != nil {
 		p.log.Debug("relaying a streamed message failed", "err", err)
 	}
+}
+
+// scanReader is a message relayed as a stream, as the destination's Conn
+// reads it: head and rest pass through a Scanner that reads the envelope
+// and rewrites what the options say, and done does the message's
+// bookkeeping once the source ended, before the Conn ends the message, so
+// the peer cannot answer a request the proxy has not yet tracked.
+// WriteTo, which io.Copy prefers, writes the bytes through without a copy
+// of its own.
+type scanReader struct {
+	opts jsonrpc.ScanOptions
+	head []byte
+	rest io.Reader
+	done func(*jsonrpc.Scanner)
+	sc   *jsonrpc.Scanner
+	out  bytes.Buffer
+	buf  []byte
+	eof  bool
+	err  error
+}
+
+// WriteTo scans the message into w.
+func (r *scanReader) WriteTo(w io.Writer) (int64, error) {
+	cw := &countWriter{w: w}
+	o := r.opts
+	o.Out = cw
+	sc := jsonrpc.NewScanner(o)
+	sc.Write(r.head)
+	var rerr error
+	if r.rest != nil {
+		_, rerr = io.Copy(sc, r.rest)
+	}
+	sc.Finish()
+	r.done(sc)
+	if rerr == nil {
+		rerr = cw.err
+	}
+	return cw.n, rerr
+}
+
+// Read is WriteTo for a Conn that pulls the bytes.
+func (r *scanReader) Read(p []byte) (int, error) {
+	if r.sc == nil {
+		o := r.opts
+		o.Out = &r.out
+		r.sc = jsonrpc.NewScanner(o)
+		r.sc.Write(r.head)
+	}
+	for r.out.Len() == 0 && !r.eof {
+		if r.rest == nil {
+			r.finish()
+			break
+		}
+		if r.buf == nil {
+			r.buf = make([]byte, 32<<10)
+		}
+		n, err := r.rest.Read(r.buf)
+		r.sc.Write(r.buf[:n])
+		switch {
+		case err == io.EOF:
+			r.finish()
+		case err != nil:
+			r.finish()
+			r.err = err
+		}
+	}
+	if r.out.Len() > 0 {
+		return r.out.Read(p)
+	}
+	if r.err != nil {
+		return 0, r.err
+	}
+	return 0, io.EOF
+}
+
+func (r *scanReader) finish() {
+	r.eof = true
+	r.sc.Finish()
+	r.done(r.sc)
+}
+
+// countWriter counts what it writes and keeps the first error.
+type countWriter struct {
+	w   io.Writer
+	n   int64
+	err error
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	if err != nil && c.err == nil {
+		c.err = err
+	}
+	return n, err
 }
 
 // streamed does the bookkeeping of a message relayed as a stream, once
@@ -190,7 +279,7 @@ func (p *Proxy) streamed(env *jsonrpc.Envelope, err error, fromClient bool, rd *
 	case fromClient && env.IsRequest():
 		p.startSession(m)
 		m.Meta = env.Members["params._meta"]
-		p.track(m)
+		p.track(m, false)
 	case fromClient && env.Method == string(mcp.MethodNotificationCancelled):
 		p.startSession(m)
 		if id := env.Members["params.requestId"]; id != nil {
@@ -200,7 +289,7 @@ func (p *Proxy) streamed(env *jsonrpc.Envelope, err error, fromClient bool, rd *
 		p.startSession(m)
 	case rd != nil:
 		p.mu.Lock()
-		rd.done = true
+		rd.state = roundDone
 		p.mu.Unlock()
 		p.settleID(rd.clientID)
 	case env.IsResponse():
@@ -238,31 +327,6 @@ func drain(head []byte, rest io.Reader) *jsonrpc.Envelope {
 	}
 	sc.Finish()
 	return sc.Envelope()
-}
-
-// writeStream writes a streamed message to dst, whole when dst cannot
-// take a stream.
-func (p *Proxy) writeStream(dst Conn, write func(io.Writer) error) error {
-	if sw, ok := dst.(StreamWriter); ok {
-		return sw.WriteStream(write)
-	}
-	var b bytes.Buffer
-	if err := write(&b); err != nil {
-		return err
-	}
-	return dst.WriteMessage(b.Bytes())
-}
-
-// sourceLimit is the size up to which the peer's Conn reads whole.
-func (p *Proxy) sourceLimit(fromClient bool) int {
-	src := p.server
-	if fromClient {
-		src = p.client
-	}
-	if l, ok := src.(interface{ WholeLimit() int }); ok {
-		return l.WholeLimit()
-	}
-	return DefaultMaxMessage
 }
 
 // describeSize says why a message is not read whole: its size or depth.

@@ -126,7 +126,7 @@ func TestLargeModernRequestDeclaresElicitation(t *testing.T) {
 	data := blob(5 << 20)
 	pre := `{"jsonrpc":"2.0","id":"m-1","params":{"name":"store","arguments":{"file":"` + data + `"},"_meta":`
 	post := `},"method":"tools/call"}`
-	meta := `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":"p1"}`
+	meta := `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"progressToken":"p1"}`
 	want := `{"io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{},"url":{}}},"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":"p1"}`
 	send(pp.fromClient, []byte(pre+meta+post))
 	got := readLine(t, pp.toServer)

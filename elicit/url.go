@@ -4,48 +4,25 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
-	"net/url"
-	"strings"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/attention"
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/weburl"
 )
 
 // checkURL decides whether a URL-mode elicitation's URL may be put to an
 // operator: only https, or plain http to a loopback host (a local
-// authorization page). Any other scheme (javascript:, file:, data:, or
-// http to a remote host, which an attacker on the path could rewrite) is
-// refused with an error that names it. The error names at most the URL's
-// scheme and host (displayURL), since it is logged.
+// authorization page), as weburl.Check decides for every URL the bridge
+// uses toward people. The error names at most the URL's scheme and host
+// (displayURL), since it is logged.
 func checkURL(raw string) error {
-	u, err := url.Parse(raw)
-	if err != nil || u.Scheme == "" {
-		// Never the URL itself: errors are logged, and its path and
-		// query may carry secrets.
-		return errors.New("the URL is not an absolute URL; the bridge puts only https URLs (or http to a loopback host) to operators")
+	var r *weburl.Refusal
+	if err := weburl.Check(raw); errors.As(err, &r) {
+		if r.NoHost {
+			return errors.New(r.Why + "; the bridge puts only https URLs with a host to operators")
+		}
+		return errors.New(r.Why + "; the bridge puts only https URLs (or http to a loopback host) to operators")
 	}
-	scheme := strings.ToLower(u.Scheme)
-	switch {
-	case scheme == "https" && u.Host != "":
-		return nil
-	case scheme == "http" && isLoopback(u.Hostname()):
-		return nil
-	case scheme == "http":
-		return fmt.Errorf("a URL with the http scheme to the remote host %q is refused: plain http can be read and rewritten on the way; the bridge puts only https URLs (or http to a loopback host) to operators", u.Hostname())
-	case scheme == "https":
-		return errors.New("the https URL names no host; the bridge puts only https URLs with a host to operators")
-	}
-	return fmt.Errorf("a URL with the %s: scheme is refused; the bridge puts only https URLs (or http to a loopback host) to operators", scheme)
-}
-
-// isLoopback reports whether host is localhost or a loopback IP. Names
-// are not resolved.
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return nil
 }
 
 // elicitURL handles a URL-mode elicitation/create (MCP 2025-11-25): the
@@ -143,16 +120,7 @@ func (p *Proxy) urlRequired(m *message) {
 // displayURL is what the bridge shows of a URL-mode URL in its logs and
 // errors: the scheme and the host, never the user info, path or query,
 // which may carry secrets (a one-time code, a session token).
-func displayURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Scheme == "" {
-		return "(not an absolute URL)"
-	}
-	if u.Host == "" {
-		return strings.ToLower(u.Scheme) + ":"
-	}
-	return strings.ToLower(u.Scheme) + "://" + u.Host
-}
+func displayURL(raw string) string { return weburl.Display(raw) }
 
 // An elicitationId names one pending URL-mode question: the server's
 // notifications/elicitation/complete names the question by it alone, so
@@ -184,11 +152,13 @@ var errDuplicate = errors.New("a URL-mode elicitation with this elicitationId is
 // is pending (false). Past maxTracked the oldest owners are forgotten
 // and returned, for forgetURLs. p.mu is held.
 func (p *Proxy) claimURLLocked(eid string, o urlOwner) ([]urlOwner, bool) {
-	if _, dup := p.urlIDs[eid]; dup {
+	if p.urlIDs.has(eid) {
 		return nil, false
 	}
-	p.urlIDs[eid] = o
-	return admit(p.urlIDs, &p.urlOrder, eid, p.maxTracked), true
+	if _, old, evicted := p.urlIDs.put(eid, o); evicted {
+		return []urlOwner{old}, true
+	}
+	return nil, true
 }
 
 // forgetURLs ends the questions whose elicitationIds claimURLLocked
@@ -199,7 +169,7 @@ func (p *Proxy) forgetURLs(owners []urlOwner) {
 	var dropped []*question
 	for _, o := range owners {
 		p.mu.Lock()
-		q := p.questions[o.key]
+		q, _ := p.questions.get(o.key)
 		if q != nil {
 			dropped = append(dropped, p.dropQuestionLocked(q))
 		}
@@ -234,8 +204,8 @@ func (p *Proxy) raiseURL(s attention.Spec, rd *round) (string, error) {
 	p.forgetURLs(owners)
 	release := func() {
 		p.mu.Lock()
-		if p.urlIDs[eid].key == key {
-			delete(p.urlIDs, eid)
+		if o, ok := p.urlIDs.get(eid); ok && o.key == key {
+			p.urlIDs.del(eid)
 		}
 		p.mu.Unlock()
 	}
@@ -247,9 +217,9 @@ func (p *Proxy) raiseURL(s attention.Spec, rd *round) (string, error) {
 		return "", err
 	}
 	p.mu.Lock()
-	if o, ok := p.urlIDs[eid]; ok && o.key == key {
+	if o, ok := p.urlIDs.get(eid); ok && o.key == key {
 		o.qid = qid
-		p.urlIDs[eid] = o
+		p.urlIDs.put(eid, o) // in its place
 	}
 	p.mu.Unlock()
 	return qid, nil

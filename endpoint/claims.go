@@ -2,26 +2,29 @@ package endpoint
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"sort"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/authority"
+	"github.com/agenteventprotocol/aep-mcp-bridge/control"
 )
 
 // Target is a session that accepts commands: the bridge wires each local
 // session's control intake to the endpoint through it.
 type Target interface {
-	// Submit hands cmd to the session. It returns "" when the session made
-	// its ack decision (the ack reaches subscribers as an event), or a
-	// connection-scoped refusal code and detail (AEP-0004 §4.2).
-	Submit(cmd aep.Event, authenticated bool) (code, detail string)
+	// Submit hands cmd, sent by from, to the session. It returns "" when
+	// the session made its ack decision (the ack reaches subscribers as an
+	// event), or a connection-scoped refusal code and detail (AEP-0004
+	// §4.2).
+	Submit(cmd aep.Event, from control.Sender) (code, detail string)
 }
 
 // RawTarget is a Target that takes a command's exact bytes: a relay
-// forwards a command byte-identically (AEP-0004 §4.4).
+// forwards a command byte-identically (AEP-0004 §4.4). cmd is raw, parsed.
 type RawTarget interface {
-	SubmitRaw(raw []byte) (code, detail string)
+	SubmitRaw(cmd *aep.Event, raw []byte, from control.Sender) (code, detail string)
 }
 
 // Claim describes a live session an endpoint terminates, for command routing
@@ -105,12 +108,16 @@ func (e *Endpoint) accepts() []string {
 	return out
 }
 
-// rosterEntries is the snapshot of live claims (AEP-0003 §4.1 rules 3-5):
-// one entry per claim, declarations relayed verbatim.
-func (e *Endpoint) rosterEntries() []aep.RosterEntry {
+// rosterEntries is the snapshot of live claims (AEP-0003 §4.1 rules 3-5)
+// that p may see: one entry per claim, declarations relayed verbatim. A
+// scoped operator is not told of sessions outside its scope.
+func (e *Endpoint) rosterEntries(p authority.Principal) []aep.RosterEntry {
 	claims := e.claims()
 	entries := make([]aep.RosterEntry, 0, len(claims))
 	for _, c := range claims {
+		if !p.SeesSession(c.Session, e.opts.Hub) {
+			continue
+		}
 		entry := aep.RosterEntry{Session: c.Session, Agent: c.Agent, Instance: c.Instance, Emits: c.Emits}
 		switch {
 		case c.Control != nil:
@@ -124,22 +131,35 @@ func (e *Endpoint) rosterEntries() []aep.RosterEntry {
 }
 
 // socketTarget forwards commands to the emitter behind a connection,
-// byte-identically; its acks come back as events on that connection.
+// byte-identically; its acks come back as events on that connection. An
+// emitter that honours sender frames (a bridge joined to this hub) is told
+// who sent each command, in a frame just before it (aep.FrameSender). One
+// that does not cannot record who sent a command, nor refuse a read-only
+// operator's: such a command is refused here instead.
 type socketTarget struct{ s *socket }
 
-func (t socketTarget) Submit(cmd aep.Event, _ bool) (string, string) {
+func (t socketTarget) Submit(cmd aep.Event, from control.Sender) (string, string) {
 	b, err := json.Marshal(cmd)
 	if err != nil {
 		return "invalid", "the command could not be encoded"
 	}
-	return t.SubmitRaw(b)
+	return t.SubmitRaw(&cmd, b, from)
 }
 
-func (t socketTarget) SubmitRaw(raw []byte) (string, string) {
+func (t socketTarget) SubmitRaw(cmd *aep.Event, raw []byte, from control.Sender) (string, string) {
 	select {
 	case <-t.s.done:
 		return "no-route", "the emitter that owns this session has disconnected"
 	default:
+	}
+	t.s.mu.Lock()
+	senders := t.s.senders
+	t.s.mu.Unlock()
+	switch {
+	case senders:
+		t.s.send(aep.EncodeFrame(aep.NewSender(cmd, from.By, from.ReadOnly)))
+	case from.ReadOnly:
+		return "unauthorized", fmt.Sprintf("%q may read this session, not answer: its right is read", from.By)
 	}
 	t.s.send(append([]byte(nil), raw...))
 	return "", ""

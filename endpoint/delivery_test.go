@@ -11,6 +11,7 @@ import (
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
+	"github.com/agenteventprotocol/aep-mcp-bridge/control"
 )
 
 // frame is what a test reads of a frame or an event.
@@ -156,7 +157,7 @@ func TestFloodPastTheBufferReachesTheLastEvent(t *testing.T) {
 // ackingTarget acks every command it takes, as a session's intake does.
 type ackingTarget struct{ em *bus.Emitter }
 
-func (a ackingTarget) Submit(cmd aep.Event, _ bool) (string, string) {
+func (a ackingTarget) Submit(cmd aep.Event, _ control.Sender) (string, string) {
 	a.em.Emit(aep.Draft{Type: "control.accepted", Cause: cmd.ID, Capture: aep.CaptureMetadata})
 	return "", ""
 }

@@ -3,6 +3,15 @@
 // the WebSocket duplex binding (hello, subscriptions, roster, commands), the
 // SSE stream, event ingest, /healthz, and mounts the operators' inbox page.
 //
+// Every surface but /healthz, the inbox page and public discovery needs a
+// credential: the shared token, a named operator's credential (package
+// identity), or, from a trusted reverse proxy's address, the operator
+// name its header carries (operators.go). Each authenticates a principal
+// (package authority) that every surface asks: a named operator sees and
+// commands only the sessions of the MCP servers in its scope, and its
+// open connections close when its record is revoked, changed or expires
+// (SetOperators).
+//
 // Every request first passes a guard: a Host that names neither the
 // address the request arrived on, localhost nor a loopback IP (on that
 // port), nor an allowed host, is refused (the DNS-rebinding defence), and so
@@ -14,8 +23,11 @@
 // It sits on the return flow (bus → control → attention): it fans the hub's
 // events out to subscribers, each subscription starting with the open
 // questions it matches, and routes each command to the one session that
-// claims it, through the small Target interface; it never decides a command
-// itself. Who may write what, and who takes which commands, it asks
+// claims it, through the small Target interface, with who sent it (the
+// principal's name, which the session records as who answered); it never
+// decides a command itself. A command for an emitter on another
+// connection travels byte-identically, after a sender frame naming who
+// sent it when the emitter advertised it (aep.FrameSender). Who may write what, and who takes which commands, it asks
 // package authority on every surface: the sessions of this process are
 // written only by their bridge, a source only by the one live connection
 // that writes it, a question's lifecycle only by its owner (bus), and

@@ -8,13 +8,16 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/authority"
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
+	"github.com/agenteventprotocol/aep-mcp-bridge/identity"
 	"github.com/agenteventprotocol/aep-mcp-bridge/internal/hostguard"
 	"github.com/agenteventprotocol/aep-mcp-bridge/proof"
 )
@@ -56,19 +59,35 @@ type Options struct {
 	// BodyTimeout bounds reading a request's body, streams aside; 0 means
 	// DefaultBodyTimeout (60s).
 	BodyTimeout time.Duration
+	// Operators are the named operators (package identity) whose
+	// credentials, and whose names from a trusted proxy, open the
+	// endpoint besides the token; nil means none. SetOperators replaces
+	// them while the endpoint runs.
+	Operators *identity.Directory
+	// OperatorHeader names the request header an authenticating reverse
+	// proxy puts the operator's name in (--operator-header); it is read
+	// only on requests whose TCP peer is in TrustedProxies
+	// (--trusted-proxy). "" reads no header.
+	OperatorHeader string
+	TrustedProxies []netip.Prefix
+	// OnOperator is told each time an operator authenticates, for its
+	// last use; nil means nothing is told. It must not block.
+	OnOperator func(name string, at time.Time)
 
 	// Test knobs: the connection queue (0 means socketQueue), the
 	// liveness timers (0 means pingEvery and pongWait), the handshake
 	// deadline (0 means handshakeWait), the grace of a peer proving the
-	// token (0 means proveGrace), the clock of the proving slots (nil
-	// means time.Now), and a hook run after a departed connection's
-	// sources are released.
+	// token (0 means proveGrace), the clock of the proving slots and of
+	// operators' expiry (nil means time.Now), a hook run after a departed
+	// connection's sources are released, and the TCP peer of a request
+	// (nil means its RemoteAddr).
 	queue               int
 	pingEvery, pongWait time.Duration
 	handshakeWait       time.Duration
 	proveGrace          time.Duration
 	now                 func() time.Time
 	afterRelease        func()
+	peer                func(*http.Request) netip.Addr
 }
 
 // Default size bounds of what peers send. DefaultMaxEvent is the bound a
@@ -98,6 +117,13 @@ type Endpoint struct {
 	// access decides who may write what and who takes which commands
 	// (package authority); it has its own lock.
 	access *table
+
+	// operators are the named operators in force (SetOperators), and
+	// opsState what the endpoint tracks of them, under its own lock.
+	operators atomic.Pointer[identity.Directory]
+	opsState
+	// stopped is set by Close, for the expiry timer.
+	stopped atomic.Bool
 
 	// mu guards the fields below.
 	mu     sync.Mutex
@@ -152,12 +178,26 @@ func New(o Options) (*Endpoint, error) {
 	if o.BodyTimeout <= 0 {
 		o.BodyTimeout = DefaultBodyTimeout
 	}
+	if o.peer == nil {
+		o.peer = peerOf
+	}
+	if o.OperatorHeader != "" && len(o.TrustedProxies) == 0 {
+		return nil, errors.New("--operator-header needs --trusted-proxy: the addresses of the authenticating proxies whose header is believed")
+	}
+	if o.OperatorHeader != "" && http.CanonicalHeaderKey(o.OperatorHeader) == "Authorization" {
+		return nil, errors.New("--operator-header cannot be Authorization, which carries credentials; name the header your proxy sets, such as X-Forwarded-User")
+	}
 	policy, err := hostguard.New(o.AllowHosts, o.AllowOrigins)
 	if err != nil {
 		return nil, err
 	}
 	e := &Endpoint{opts: o, log: o.Logger, policy: policy, access: authority.NewTable[Claim, *socket](o.Hub),
 		conns: map[*socket]struct{}{}, provers: map[*prover]struct{}{}}
+	e.live, e.refusedLogged = map[*liveOperator]struct{}{}, map[string]time.Time{}
+	e.operators.Store(o.Operators)
+	if o.Operators == nil {
+		e.operators.Store(identity.NewDirectory(nil))
+	}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}
@@ -204,23 +244,27 @@ func (e *Endpoint) tokenOK(got string) bool {
 	return subtle.ConstantTimeCompare([]byte(got), []byte(e.opts.Token)) == 1
 }
 
-// auth requires the bearer token, and hands next the principal it
-// authenticates (principalOf): the token's holder. Tokens are never
-// logged.
+// auth requires a credential (operators.go: the token, an operator's
+// credential, or a trusted proxy's name), and hands next the principal it
+// authenticates (principalOf) and the operator record behind it
+// (operatorOf). Credentials are never logged.
 func (e *Endpoint) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if got, _ := bearer(r); !e.tokenOK(got) {
+		p, o, fail := e.authenticate(r)
+		if fail != nil {
+			e.refused(r, fail)
 			unauthorized(w)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, authority.TokenHolder())))
+		next.ServeHTTP(w, r.WithContext(withOperator(r.Context(), p, o)))
 	})
 }
 
 func unauthorized(w http.ResponseWriter) {
 	w.Header().Set("WWW-Authenticate", `Bearer realm="aep"`)
 	writeError(w, http.StatusUnauthorized, "unauthorized",
-		"this endpoint needs the bridge's bearer token: send Authorization: Bearer <token> (or ?access_token= from a browser); the bridge prints where its token is stored when it starts")
+		"this endpoint needs the bridge's bearer token or an operator's credential: send Authorization: Bearer <credential> (or ?access_token= from a browser); "+
+			"the bridge prints where its token is stored when it starts, and operators add prints an operator's credential once")
 }
 
 // httpError is the body of every refusal on the HTTP surfaces.
@@ -296,8 +340,13 @@ func (e *Endpoint) discovery(w http.ResponseWriter, r *http.Request) {
 		Endpoints:    map[string]string{"events": "/events", "stream": "/stream", "socket": "/socket"},
 		Capabilities: &aep.Capabilities{Experimental: proof.Advertisement()},
 	}
-	if got, presented := bearer(r); presented {
-		if !e.tokenOK(got) {
+	_, presented := bearer(r)
+	if h := e.opts.OperatorHeader; h != "" && r.Header.Get(h) != "" && trusted(e.opts.TrustedProxies, e.opts.peer(r)) {
+		presented = true
+	}
+	if presented {
+		if _, _, fail := e.authenticate(r); fail != nil {
+			e.refused(r, fail)
 			unauthorized(w)
 			return
 		}
@@ -317,6 +366,8 @@ func (e *Endpoint) Connections() int {
 // stream, and refuses new ones; Wait waits until they are gone. Other HTTP
 // requests in flight end with the server that serves Handler.
 func (e *Endpoint) Close() {
+	e.stopped.Store(true)
+	e.stopExpiry()
 	e.mu.Lock()
 	e.closed = true
 	e.stop()

@@ -16,19 +16,22 @@ import (
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
+	"github.com/agenteventprotocol/aep-mcp-bridge/control"
 )
 
 const testToken = "t0k3n-for-tests"
 
 type recordingTarget struct {
-	mu   sync.Mutex
-	cmds []aep.Event
+	mu    sync.Mutex
+	cmds  []aep.Event
+	froms []control.Sender
 }
 
-func (r *recordingTarget) Submit(cmd aep.Event, authenticated bool) (string, string) {
+func (r *recordingTarget) Submit(cmd aep.Event, from control.Sender) (string, string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.cmds = append(r.cmds, cmd)
+	r.froms = append(r.froms, from)
 	return "", ""
 }
 

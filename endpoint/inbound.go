@@ -14,6 +14,7 @@ import (
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/authority"
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
+	"github.com/agenteventprotocol/aep-mcp-bridge/control"
 )
 
 // Flood control: each connection may send frameBurst commands and requests
@@ -171,8 +172,10 @@ func (s *socket) handleHello(f aep.Frame) bool {
 		}
 		caps.Experimental = withResumeSecret(caps.Experimental, resume)
 	}
+	caps.Experimental = withPrincipal(aep.WithSenders(caps.Experimental), s.e.access.Principal(s.auth))
 	s.mu.Lock()
 	s.hello, s.role = true, f.Role
+	s.senders = aep.AdvertisesSenders(f.Capabilities.Experimental)
 	s.agent, s.instance, s.emits = f.Identity.Agent, f.Identity.Instance, f.Capabilities.Emits
 	if c := f.Capabilities.Control; len(c) > 0 && string(c) != "null" {
 		s.control = c
@@ -209,6 +212,27 @@ func newSecret() string {
 	b := make([]byte, 32)
 	rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
 	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// PrincipalCapability is the key under the experimental capabilities of
+// the endpoint's hello that tells the connection who it authenticated as
+// (AEP-0003 §4 rule 6): {"name": NAME, "answer": BOOL, "servers": [GLOB…]}.
+// The inbox shows it, and offers no answer to an operator that may only
+// read.
+const PrincipalCapability = "aep-mcp-bridge-principal"
+
+// withPrincipal adds p, as PrincipalCapability, to the endpoint's
+// experimental capabilities, for one connection's hello.
+func withPrincipal(experimental json.RawMessage, p authority.Principal) json.RawMessage {
+	members := map[string]json.RawMessage{}
+	json.Unmarshal(experimental, &members)
+	members[PrincipalCapability], _ = json.Marshal(struct {
+		Name    string   `json:"name"`
+		Answer  bool     `json:"answer"`
+		Servers []string `json:"servers"`
+	}{p.Name, p.Rights&authority.Command != 0, p.Scope.Patterns()})
+	b, _ := json.Marshal(members) // raw members of valid JSON always encode
+	return b
 }
 
 // withResumeSecret adds the resume secret to the endpoint's experimental
@@ -257,12 +281,21 @@ func (s *socket) handleEvent(data []byte) {
 	}
 }
 
-// command routes a command to the one session that claims it (AEP-0004 §4).
+// command routes a command to the one session that claims it (AEP-0004
+// §4), with who sent it: the principal the connection authenticated. A
+// command outside the principal's scope, or from a principal that may
+// not command, is refused on the connection and never reaches the
+// session; an operator's that may read the session but not answer goes to
+// the session, which records the refusal where the operator sees it
+// (control.rejected{unauthorized}), when the session can tell who sent it.
 func (s *socket) command(ev *aep.Event, data []byte) {
-	if why := s.e.access.Principal(s.auth).MayCommand(ev); why != nil {
+	p := s.e.access.Principal(s.auth)
+	why := p.MayCommand(ev, s.e.opts.Hub)
+	if why != nil && why.Reason != authority.ReasonReadOnly {
 		s.errorFrame("", ev.ID, why.Code(), why.Detail)
 		return
 	}
+	from := control.Sender{Authenticated: true, By: p.Name, ReadOnly: why != nil}
 	claim, why := s.e.route(ev.Session)
 	if why != nil {
 		// AEP-0004 §4.2: a connection-scoped refusal; it never enters
@@ -276,9 +309,9 @@ func (s *socket) command(ev *aep.Event, data []byte) {
 	}
 	var code2, detail2 string
 	if rt, ok := claim.Target.(RawTarget); ok {
-		code2, detail2 = rt.SubmitRaw(data)
+		code2, detail2 = rt.SubmitRaw(ev, data, from)
 	} else {
-		code2, detail2 = claim.Target.Submit(*ev, true)
+		code2, detail2 = claim.Target.Submit(*ev, from)
 	}
 	if code2 != "" {
 		s.errorFrame("", ev.ID, code2, detail2)
@@ -297,5 +330,5 @@ func (s *socket) roster(id string) {
 		s.errorFrame(id, "", "unauthorized", "roster is answered on consumer connections only")
 		return
 	}
-	s.send(aep.Roster{Type: aep.FrameRoster, ID: id, Entries: s.e.rosterEntries()})
+	s.send(aep.Roster{Type: aep.FrameRoster, ID: id, Entries: s.e.rosterEntries(s.e.access.Principal(s.auth))})
 }

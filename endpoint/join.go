@@ -11,6 +11,7 @@ import (
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/authority"
+	"github.com/agenteventprotocol/aep-mcp-bridge/identity"
 	"github.com/agenteventprotocol/aep-mcp-bridge/proof"
 )
 
@@ -54,14 +55,14 @@ func (e *Endpoint) serveJoin(w http.ResponseWriter, r *http.Request) {
 	}
 	p.conn = conn
 	e.mu.Unlock()
-	key, err := e.proveJoin(conn, p, r.Host, deadline)
+	who, op, err := e.proveJoin(conn, p, r.Host, deadline)
 	if err != nil {
 		e.refuseJoin(conn, p, r.RemoteAddr, err)
 		return
 	}
 	e.release(p)
 	conn.SetWriteDeadline(time.Time{})
-	e.runSocket(conn, authority.Bridge(key), deadline)
+	e.runSocket(conn, who, op, deadline)
 }
 
 // refuseJoin closes the connection of p, which did not prove the token,
@@ -96,36 +97,49 @@ func (e *Endpoint) refuseJoin(conn *websocket.Conn, p *prover, remote string, er
 const joinLogEvery = 10 * time.Second
 
 // proveJoin runs the hub's side of the token proof on conn, the
-// connection of p, whose request named host, by deadline. It returns the fingerprint of the session key
-// the peer proved with it, or "" (proof.Hub.Key).
-func (e *Endpoint) proveJoin(conn *websocket.Conn, p *prover, host string, deadline time.Time) (string, error) {
+// connection of p, whose request named host, by deadline. It returns who
+// the peer proved to be: a bridge, with the fingerprint of the session key
+// it proved with the token (proof.Hub.Key), or a named operator that
+// proved its credential instead (its operator's command line), with its
+// record.
+func (e *Endpoint) proveJoin(conn *websocket.Conn, p *prover, host string, deadline time.Time) (authority.Principal, *identity.Operator, error) {
 	conn.SetReadLimit(proof.MaxFrame)
 	conn.SetReadDeadline(deadline)
 	conn.SetWriteDeadline(deadline)
 	hub, err := proof.NewHub(e.opts.Token, host, rand.Reader)
 	if err != nil {
-		return "", err
+		return authority.Principal{}, nil, err
 	}
+	var op identity.Operator
+	hub.AcceptCredentials(func(id string) ([]byte, []byte, bool) {
+		o, salt, key, err := e.operators.Load().ProofKey(id, e.opts.now())
+		op = o
+		return salt, key, err == nil
+	})
 	challenge, err := readText(conn)
 	if err != nil {
-		return "", err
+		return authority.Principal{}, nil, err
 	}
 	response, err := hub.Challenge(challenge)
 	if err != nil {
-		return "", err
+		return authority.Principal{}, nil, err
 	}
 	if err := conn.WriteMessage(websocket.TextMessage, response); err != nil {
-		return "", fmt.Errorf("sending the hub's proof: %w", err)
+		return authority.Principal{}, nil, fmt.Errorf("sending the hub's proof: %w", err)
 	}
 	e.waitFor(p, true)
 	finish, err := readText(conn)
 	if err != nil {
-		return "", err
+		return authority.Principal{}, nil, err
 	}
 	if err := hub.Finish(finish); err != nil {
-		return "", err
+		return authority.Principal{}, nil, err
 	}
-	return hub.Key(), nil
+	if hub.Credential() != "" {
+		who, o, _ := e.operatorPrincipal(op, e.opts.now())
+		return who, o, nil
+	}
+	return authority.Bridge(hub.Key()), nil, nil
 }
 
 // readText reads one text frame of the exchange.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/authority"
+	"github.com/agenteventprotocol/aep-mcp-bridge/identity"
 )
 
 const (
@@ -75,7 +76,10 @@ type socket struct {
 	accepts  []string
 	control  json.RawMessage
 	emits    []string
-	subs     map[string]*socketSub
+	// senders is set when the peer's hello advertised sender frames
+	// (aep.SendersCapability): commands routed to it are attributed.
+	senders bool
+	subs    map[string]*socketSub
 	// draining is set once the writer started its orderly close: no
 	// subscription (and no forwarder) is added after it.
 	draining bool
@@ -90,13 +94,19 @@ func (e *Endpoint) serveSocket(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // the upgrader already answered
 	}
-	e.runSocket(conn, principalOf(r), helloBy)
+	var op *identity.Operator
+	if o, ok := operatorOf(r); ok {
+		op = &o
+	}
+	e.runSocket(conn, principalOf(r), op, helloBy)
 }
 
 // runSocket serves an upgraded connection of principal p, from its hello,
 // due by helloBy, to its close: one from /socket, whose peer presented the
-// token, or one from /join, whose peer proved it.
-func (e *Endpoint) runSocket(conn *websocket.Conn, p authority.Principal, helloBy time.Time) {
+// token or an operator's credential, or one from /join, whose peer proved
+// it. op is the named operator p is, or nil: its connection is closed
+// when its access is revoked, changed or expires.
+func (e *Endpoint) runSocket(conn *websocket.Conn, p authority.Principal, op *identity.Operator, helloBy time.Time) {
 	conn.SetReadLimit(e.opts.MaxEvent)
 	s := &socket{e: e, conn: conn, ctrl: make(chan []byte, e.opts.queue), out: make(chan []byte, e.opts.queue),
 		bye: make(chan string, 1), done: make(chan struct{}), subs: map[string]*socketSub{}, helloBy: helloBy}
@@ -111,6 +121,14 @@ func (e *Endpoint) runSocket(conn *websocket.Conn, p authority.Principal, helloB
 	e.mu.Unlock()
 	s.wg.Add(1)
 	go s.writeLoop()
+	if op != nil {
+		untrack, ok := e.track(*op, s.shutdown)
+		if !ok {
+			s.shutdown(fmt.Sprintf("operator %q: access revoked or changed", op.Name))
+		} else {
+			defer untrack()
+		}
+	}
 	s.readLoop()
 	// Nothing more can come from the peer: what it wrote is released at
 	// once, so its reconnection is not refused while this one drains.

@@ -41,7 +41,21 @@ func (e *Endpoint) serveStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer e.active.Done()
-	sub, exhausted := e.opts.Hub.SubscribeFrom(visible(principalOf(r), req.filter.Match), req.from, subscriptionQueue)
+	ended := make(chan string, 1)
+	if o, ok := operatorOf(r); ok {
+		untrack, ok := e.track(o, func(reason string) {
+			select {
+			case ended <- reason:
+			default:
+			}
+		})
+		if !ok {
+			unauthorized(w)
+			return
+		}
+		defer untrack()
+	}
+	sub, exhausted := e.opts.Hub.SubscribeFrom(visible(principalOf(r), e.opts.Hub, req.filter.Match), req.from, subscriptionQueue)
 	defer sub.Close()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -61,7 +75,7 @@ func (e *Endpoint) serveStream(w http.ResponseWriter, r *http.Request) {
 		st.replay(sub)
 		return
 	}
-	st.live(r.Context(), e.base, sub)
+	st.live(r.Context(), e.base, ended, sub)
 }
 
 // parseStreamQuery reads a stream request: from takes precedence over
@@ -182,8 +196,10 @@ func (st *sseStream) replay(sub *bus.Subscription) {
 }
 
 // live writes the backlog, then deliveries as they come, with a
-// heartbeat, until the client goes or the subscription ends.
-func (st *sseStream) live(ctx, base context.Context, sub *bus.Subscription) {
+// heartbeat, until the client goes, the subscription ends, or the
+// endpoint ends the stream with a reason on ended (an operator's access
+// was revoked), which it writes as a last comment.
+func (st *sseStream) live(ctx, base context.Context, ended <-chan string, sub *bus.Subscription) {
 	if !st.backlog(sub) {
 		return
 	}
@@ -209,6 +225,10 @@ func (st *sseStream) live(ctx, base context.Context, sub *bus.Subscription) {
 			return
 		case <-base.Done():
 			return // the endpoint is closing: the consumer resumes elsewhere or later
+		case reason := <-ended:
+			writeField(st.w, ": closing", reason)
+			st.flush()
+			return
 		}
 	}
 }

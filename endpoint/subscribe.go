@@ -91,7 +91,7 @@ func (s *socket) subscribe(f aep.Frame) {
 		s.errorFrame(f.ID, "", "limit-exceeded", fmt.Sprintf("at most %d subscriptions per connection", maxSubscriptions))
 		return
 	}
-	sub, exhausted := s.e.opts.Hub.SubscribeFrom(visible(s.e.access.Principal(s.auth), req.filter.Match), req.from, subscriptionQueue)
+	sub, exhausted := s.e.opts.Hub.SubscribeFrom(visible(s.e.access.Principal(s.auth), s.e.opts.Hub, req.filter.Match), req.from, subscriptionQueue)
 	ss := &socketSub{id: f.ID, sub: sub, ceiling: req.ceiling, last: map[string]bus.Position{}}
 	s.mu.Lock()
 	if s.draining {
@@ -218,8 +218,8 @@ func parseFrom(raw json.RawMessage) (bus.From, error) {
 // visible narrows a subscription's filter to what p may see, on every
 // surface (live, replay and the open-question snapshot alike); it adds
 // nothing for a principal that sees everything.
-func visible(p authority.Principal, match bus.Filter) bus.Filter {
-	sees := p.Filter()
+func visible(p authority.Principal, hub *bus.Hub, match bus.Filter) bus.Filter {
+	sees := p.Filter(hub)
 	if sees == nil {
 		return match
 	}

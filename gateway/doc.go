@@ -24,7 +24,9 @@
 //     the request (and a retry echoing an input_required's requestState)
 //     is in flight; the MCP-Protocol-Version, Mcp-Method and Mcp-Name
 //     headers must match the body (-32020 otherwise); closing the response
-//     stream cancels the request.
+//     stream cancels the request. The requestState a client sees is a
+//     sealed wrapper the gateway minted around the server's (basic/
+//     patterns/mrtr; requeststate.go, rounds.go), good for one retry.
 //   - The 2024-11-05 HTTP+SSE transport: GET /sse opens a session and its
 //     one event stream, whose endpoint event names POST /message?sessionId=.
 //
@@ -36,22 +38,36 @@
 // bridge.RelatedWriter) on that request's stream; anything else on the
 // standing GET stream. What no connection carries yet waits there, bounded
 // in bytes (MaxBuffered); past the bound the session ends, saying why.
+// What waits behind a connection is bounded too (StreamBuffered): a
+// client that does not read its stream has the connection closed, saying
+// why, and resumes with Last-Event-ID.
 //
 // One file per concern: gateway.go (options, sessions' lifetimes),
-// http.go (the /mcp handlers), oneshot.go (stateless 2026-07-28
-// requests), legacy.go (HTTP+SSE), session.go (a session's connection to
-// its bridge session, and routing), stream.go and pump.go (streams, and
-// writing them to connections), guard.go (Host, Origin, token, limits),
-// envelope.go (what the gateway reads of a message).
+// evict.go (making room at MaxSessions), http.go (the /mcp handlers),
+// oneshot.go (stateless 2026-07-28 requests), requeststate.go (the
+// requestState wrapper), rounds.go (the rounds a gateway knows, and
+// wrapping and unwrapping), legacy.go (HTTP+SSE), session.go (a session's
+// connection to its bridge session, and routing), stream.go and pump.go
+// (streams, and writing them to connections), guard.go (Host, Origin,
+// fetch metadata, token, principals, limits), envelope.go (what the
+// gateway reads of a message, and the one rewrite of its members).
 //
 // Security: every request passes the Host and Origin rules of package
-// hostguard (the DNS-rebinding defence the transport spec requires) and
-// the bearer token (compared in constant time) unless authentication is
-// off; bodies, headers and idle connections are bounded. Session ids are
-// 128 random bits, and a session's messages, streams and event ids are
-// reachable only through its own id, so one session can never see or
-// answer another's. MaxSessions bounds concurrent sessions (503 with
-// Retry-After past it); SessionIdle ends sessions nobody uses; a session
-// whose upstream dies ends alone, its in-flight requests answered with an
-// error naming the cause.
+// hostguard (the DNS-rebinding defence the transport spec requires), the
+// fetch-metadata rule (a browser's navigation, or another site's page
+// with no allowed Origin, opens nothing), and the bearer token (compared
+// in constant time) unless authentication is off; bodies, headers and
+// idle connections are bounded. Each request acts for a principal (the
+// token's holder, or anonymous), and a session belongs to the principal
+// that opened it. Session ids are 128 random bits, and a session's
+// messages, streams and event ids are reachable only through its own id,
+// so one session can never see or answer another's. A stateless retry is
+// routed only by a wrapper the gateway (or its fleet) minted, bound to
+// its round, request and principal, and used once on the gateway that
+// sees it. MaxSessions bounds concurrent sessions: at the bound the least
+// recently used idle session (no request in flight, no question open)
+// ends to make room, and only when every session is busy does a new one
+// get 503 with Retry-After (evict.go); SessionIdle ends sessions nobody
+// uses; a session whose upstream dies ends alone, its in-flight requests
+// answered with an error naming the cause.
 package gateway

@@ -3,6 +3,10 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -21,12 +25,13 @@ type envelope struct {
 		ProgressToken json.RawMessage `json:"progressToken"`
 		// RequestID is the request a notifications/cancelled names.
 		RequestID json.RawMessage `json:"requestId"`
-		// RequestState is what a 2026-07-28 retry echoes (MRTR).
-		RequestState *string `json:"requestState"`
+		// Name and URI name what tools/call and prompts/get (name), and
+		// resources/read (uri) are about.
+		Name string `json:"name"`
+		URI  string `json:"uri"`
 	} `json:"params"`
 	Result *struct {
 		ResultType      string `json:"resultType"`
-		RequestState    string `json:"requestState"`
 		ProtocolVersion string `json:"protocolVersion"`
 	} `json:"result"`
 	Error json.RawMessage `json:"error"`
@@ -104,12 +109,137 @@ func parse(msg []byte) (envelope, bool) {
 		if len(bare.Result) > 0 {
 			e.Result = &struct {
 				ResultType      string `json:"resultType"`
-				RequestState    string `json:"requestState"`
 				ProtocolVersion string `json:"protocolVersion"`
 			}{}
 		}
 	}
 	return e, true
+}
+
+// subject is what a request is about, as MCP 2026-07-28 names it in the
+// Mcp-Name header: the name of tools/call and prompts/get, the uri of
+// resources/read, or "".
+func (e *envelope) subject() string {
+	switch mcp.MCPMethod(e.Method) {
+	case mcp.MethodToolsCall, mcp.MethodPromptsGet:
+		return e.Params.Name
+	case mcp.MethodResourcesRead:
+		return e.Params.URI
+	}
+	return ""
+}
+
+// member is one member of a JSON object, its value as written.
+type member struct {
+	key   string
+	value json.RawMessage
+}
+
+// errNotObject is objectMembers' error for what is not one JSON object.
+var errNotObject = errors.New("not a JSON object")
+
+// objectMembers returns the members of the JSON object obj in order,
+// duplicates included, each value as written.
+func objectMembers(obj []byte) ([]member, error) {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, errNotObject
+	}
+	var ms []member
+	for dec.More() {
+		tok, err := dec.Token()
+		key, ok := tok.(string)
+		if err != nil || !ok {
+			return nil, errNotObject
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, errNotObject
+		}
+		ms = append(ms, member{key, v})
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
+		return nil, errNotObject
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errNotObject
+	}
+	return ms, nil
+}
+
+// ambiguousError says that a member the gateway rewrites appears more
+// than once, or in another case: JSON parsers disagree on which one
+// counts (Go's matches any case and keeps the last; JavaScript's keeps
+// the last of the exact name), so the gateway takes none.
+type ambiguousError struct{ name string }
+
+func (e *ambiguousError) Error() string {
+	return fmt.Sprintf("%q appears more than once, or in another case; send it once, spelled %q", e.name, e.name)
+}
+
+// only returns the index of the member named name, -1 when there is
+// none, or an *ambiguousError.
+func only(ms []member, name string) (int, error) {
+	at := -1
+	for i, m := range ms {
+		if !strings.EqualFold(m.key, name) {
+			continue
+		}
+		if m.key != name || at >= 0 {
+			return -1, &ambiguousError{name}
+		}
+		at = i
+	}
+	return at, nil
+}
+
+// encodeObject writes members as a JSON object, their values as they are.
+func encodeObject(ms []member) []byte {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, m := range ms {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(m.key)
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(m.value)
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+// replaceMember returns msg with the member name of its container
+// member (params or result) replaced by what fn makes of its value;
+// found is false, and msg returned as it is, when there is no such
+// member. Only the two objects on the way are rewritten (their members
+// in order, every other value as written). A container or member that
+// appears twice or in another case is an *ambiguousError.
+func replaceMember(msg []byte, container, name string, fn func(json.RawMessage) (json.RawMessage, error)) (out []byte, found bool, err error) {
+	top, err := objectMembers(msg)
+	if err != nil {
+		return nil, false, err
+	}
+	ci, err := only(top, container)
+	if err != nil || ci < 0 {
+		return msg, false, err
+	}
+	inner, err := objectMembers(top[ci].value)
+	if err != nil {
+		return msg, false, nil // params or result that is no object holds no member
+	}
+	ni, err := only(inner, name)
+	if err != nil || ni < 0 {
+		return msg, false, err
+	}
+	v, err := fn(inner[ni].value)
+	if err != nil {
+		return nil, true, err
+	}
+	inner[ni].value = v
+	top[ci].value = encodeObject(inner)
+	return encodeObject(top), true, nil
 }
 
 // rpcError is a JSON-RPC error response; ID is null for an error about a

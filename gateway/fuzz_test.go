@@ -1,7 +1,11 @@
 package gateway
 
 import (
+	"encoding/json"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // FuzzEnvelope feeds POST bodies and Last-Event-ID values, both from
@@ -31,6 +35,66 @@ func FuzzEnvelope(f *testing.F) {
 		}
 		if sid, seq, ok := parseEventID(lastID); ok && (sid == "" || seq < 0) {
 			t.Fatalf("parseEventID(%q) = %q, %d", lastID, sid, seq)
+		}
+	})
+}
+
+// FuzzRequestState feeds a client's retries to the requestState
+// unwrapping (requeststate.go): it never panics; it opens only a wrapper
+// the sealer minted, and gives back that wrapper's own state; and the
+// body it returns is the same JSON but for params.requestState. The
+// corpus holds minted wrappers, so the fuzzer mutates real ones.
+func FuzzRequestState(f *testing.F) {
+	sealer, err := newStateSealer("the fuzzed fleet")
+	if err != nil {
+		f.Fatal(err)
+	}
+	now := time.UnixMilli(1_900_000_000_000)
+	ask := requestBinding("tools/call", "ask")
+	// The key comes from the secret, so every fuzzing process opens the
+	// wrappers any of them minted (each seals with nonces of its own):
+	// a round is known by its id.
+	minted := map[roundID]json.RawMessage{}
+	for i, st := range []string{`"ask-1"`, `{"step":[1,2]}`, `null`, `"round-2:{\"who\":\"x\"}"`, `""`} {
+		w := sealer.seal(sealedState{round: roundID{byte(i + 1)}, expires: now.Add(time.Hour), client: clientBinding(anonymous), request: ask, state: json.RawMessage(st)})
+		minted[roundID{byte(i + 1)}] = json.RawMessage(st)
+		q, _ := json.Marshal(w)
+		f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask","requestState":` + string(q) + `,"inputResponses":{"a":{"action":"accept"}}}}`))
+	}
+	f.Add([]byte(`{"params":{"RequestState":"x","requestState":"y"}}`))
+	f.Add([]byte(`{"params":{"request\u0053tate":"aepgw1.AAAA"}}`))
+	f.Add([]byte(`{"Params":{},"params":{"requestState":null}}`))
+	f.Add([]byte(`[{"params":{"requestState":"x"}}]`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var wrapper json.RawMessage
+		var opened sealedState
+		out, found, err := replaceMember(body, "params", "requestState", func(w json.RawMessage) (json.RawMessage, error) {
+			s, err := sealer.open(w, now, ask, anonymous)
+			wrapper, opened = w, s
+			return s.state, err
+		})
+		if err != nil || !found {
+			return
+		}
+		want, ok := minted[opened.round]
+		if !ok {
+			t.Fatalf("opened a wrapper nobody minted: %s", wrapper)
+		}
+		if string(opened.state) != string(want) {
+			t.Fatalf("wrapper %s gave state %s; want %s", wrapper, opened.state, want)
+		}
+		var in, got map[string]any
+		if json.Unmarshal(body, &in) != nil {
+			t.Fatalf("unwrapped a body that is not a JSON object: %q", body)
+		}
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("the unwrapped body is not JSON: %v\n%s", err, out)
+		}
+		var state any
+		json.Unmarshal(want, &state)
+		in["params"].(map[string]any)["requestState"] = state
+		if diff := cmp.Diff(in, got); diff != "" {
+			t.Fatalf("the unwrapped body differs beyond requestState (-want +got):\n%s", diff)
 		}
 	})
 }

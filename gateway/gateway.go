@@ -28,6 +28,14 @@ type Options struct {
 	// route, capture, log folder, answers. ClientConn is set per session.
 	// Command or URL is required.
 	Session bridge.Options
+	// FleetSecret is the secret every gateway of a fleet shares: the AEP
+	// token. The wrapper that stands for a server's requestState in an
+	// input_required result is sealed with a key derived from it
+	// (HKDF-SHA256, never the secret itself), so a retry that reaches
+	// another gateway of the fleet opens there and its server gets its
+	// own state. "" means a random key of this process: a retry that
+	// reaches another gateway is refused.
+	FleetSecret string
 	// Token is the bearer token every request must carry
 	// (Authorization: Bearer). "" turns authentication off; the caller
 	// allows that only on a loopback address (--mcp-auth none).
@@ -37,8 +45,10 @@ type Options struct {
 	// listen address, localhost and loopback IPs, and the gateway's own
 	// origin.
 	AllowHosts, AllowOrigins []string
-	// MaxSessions bounds concurrent client sessions; past it a new one
-	// gets 503 with Retry-After. 0 means 64.
+	// MaxSessions bounds concurrent client sessions. At the bound, a new
+	// session takes the place of the least recently used idle one (no
+	// request in flight, no question open), which ends; when every
+	// session is busy, a new one gets 503 with Retry-After. 0 means 64.
 	MaxSessions int
 	// SessionIdle ends a session that had no request, no message either
 	// way and no request in flight for that long. 0 means 30m.
@@ -49,9 +59,17 @@ type Options struct {
 	// for streams no connection carries (no GET stream open, a POST
 	// stream dropped and not yet resumed); past it the session ends,
 	// saying why. It also bounds the carried events kept for resumption.
-	// Messages on a stream a connection is writing are not counted: any
-	// size passes. 0 means 8 MiB.
+	// Messages on a stream a connection is writing are not counted (see
+	// StreamBuffered). 0 means 8 MiB.
 	MaxBuffered int
+	// StreamBuffered bounds the bytes of server messages waiting on an
+	// event stream a connection carries, behind the message it is
+	// writing (one message of any size always passes): past it the
+	// client is not reading, and its connection is closed, saying why in
+	// the log; what waited stays within MaxBuffered, so the client
+	// resumes with Last-Event-ID (an HTTP+SSE or one-shot stream cannot
+	// be resumed: its session ends). 0 means half of MaxBuffered.
+	StreamBuffered int
 	// ResumeEvents is how many delivered events each stream keeps for
 	// Last-Event-ID resumption; 0 means 256. ResumeStreams is how many
 	// answered POST streams a session keeps for resumption; 0 means 64.
@@ -92,6 +110,7 @@ func (o *Options) defaults() {
 		o.MaxBody = 16 << 20
 	}
 	setInt(&o.MaxBuffered, 8<<20)
+	setInt(&o.StreamBuffered, max(o.MaxBuffered/2, 1))
 	setInt(&o.ResumeEvents, 256)
 	setInt(&o.ResumeStreams, 64)
 	set(&o.StreamAfter, time.Second)
@@ -111,17 +130,19 @@ type Server struct {
 	policy *hostguard.Policy
 	token  [sha256.Size]byte
 	auth   bool
+	// holder is the principal of every request that carries the client
+	// token (see principal).
+	holder principal
 	srv    *http.Server
 	wg     sync.WaitGroup // session goroutines
+
+	sealer *stateSealer // requestState wrappers
 
 	// mu guards the fields below.
 	mu       sync.Mutex
 	sessions map[string]*session
-	// states maps the requestState of an input_required result a
-	// one-shot session handed out to that session, so the client's
-	// retry continues it.
-	states map[string]*session
-	closed bool
+	rounds   roundTable
+	closed   bool
 	// forgot is signalled each time a session is forgotten (tests wait on
 	// it).
 	forgot chan struct{}
@@ -140,12 +161,17 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{opts: o, log: o.Logger, policy: policy, sessions: map[string]*session{}, states: map[string]*session{}, forgot: make(chan struct{}, 1)}
+	sealer, err := newStateSealer(o.FleetSecret)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{opts: o, log: o.Logger, policy: policy, sealer: sealer, sessions: map[string]*session{}, forgot: make(chan struct{}, 1)}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	if o.Token != "" {
 		s.auth, s.token = true, sha256.Sum256([]byte(o.Token))
+		s.holder = tokenHolder(o.Token)
 	}
 	return s, nil
 }
@@ -214,36 +240,27 @@ func (s *Server) Sessions() int {
 
 // Errors of newSession.
 var (
-	errFull     = errors.New("the gateway serves as many sessions as --max-sessions allows")
+	errFull     = errors.New("every session the gateway serves (--max-sessions) is busy, each with a request in flight or a question open")
 	errShutdown = errors.New("the gateway is shutting down")
 )
 
-// newSession starts a bridge session of kind on the host.
-func (s *Server) newSession(kind sessionKind) (*session, error) {
+// newSession starts a bridge session of kind for who on the host. At
+// MaxSessions it first ends the least recently used idle session and
+// waits, within ctx, for it to be gone (see makeRoom).
+func (s *Server) newSession(ctx context.Context, kind sessionKind, who principal) (*session, error) {
 	id, err := newSessionID()
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	sess := &session{id: id, kind: kind, srv: s, log: s.log, seed: maphash.MakeSeed(), in: make(chan []byte),
-		ctx: ctx, cancel: cancel, done: make(chan struct{}),
+	sctx, cancel := context.WithCancel(context.Background())
+	sess := &session{id: id, kind: kind, owner: who, srv: s, log: s.log, seed: maphash.MakeSeed(), in: make(chan []byte),
+		ctx: sctx, cancel: cancel, done: make(chan struct{}),
 		streams: map[string]*stream{}, byRequest: map[string]*stream{}, byToken: map[string]*stream{},
-		sentOn: map[string]*stream{}, relations: map[uint64]string{}, states: map[string]bool{}}
-	s.mu.Lock()
-	switch {
-	case s.closed:
-		err = errShutdown
-	case len(s.sessions) >= s.opts.MaxSessions:
-		err = errFull
-	}
-	if err != nil {
-		s.mu.Unlock()
+		sentOn: map[string]*stream{}, relations: map[uint64]string{}, rounds: map[roundID]bool{}, lastActive: time.Now()}
+	if err := s.reserve(ctx, sess); err != nil {
 		cancel()
 		return nil, err
 	}
-	s.sessions[id] = sess // holds the slot while the bridge session starts
-	s.wg.Add(1)
-	s.mu.Unlock()
 	o := s.opts.Session
 	o.ClientConn = sess
 	o.Client, o.ClientOut = nil, nil
@@ -256,11 +273,46 @@ func (s *Server) newSession(kind sessionKind) (*session, error) {
 		cancel()
 		return nil, fmt.Errorf("starting a bridge session: %w", err)
 	}
+	sess.mu.Lock()
 	sess.b = b
 	sess.log = s.log.With("session", b.Session())
+	sess.mu.Unlock()
 	sess.armIdle()
 	go s.runSession(sess)
 	return sess, nil
+}
+
+// reserve holds a slot of the session table for sess while its bridge
+// session starts, making room when the table is full.
+func (s *Server) reserve(ctx context.Context, sess *session) error {
+	for range s.opts.MaxSessions + 8 { // each turn ends a session, or waits for one to end
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return errShutdown
+		}
+		if len(s.sessions) < s.opts.MaxSessions {
+			s.sessions[sess.id] = sess
+			s.wg.Add(1)
+			s.mu.Unlock()
+			return nil
+		}
+		all := make([]*session, 0, len(s.sessions))
+		for _, other := range s.sessions {
+			all = append(all, other)
+		}
+		s.mu.Unlock()
+		gone, err := s.makeRoom(all)
+		if err != nil {
+			return err
+		}
+		select {
+		case <-gone:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return errFull
 }
 
 // runSession runs one bridge session until it ends, then forgets it.
@@ -272,12 +324,18 @@ func (s *Server) runSession(sess *session) {
 		sess.log.Warn("the MCP session ended with an error", "err", err)
 	}
 	sess.Close()
+	sess.mu.Lock()
+	rounds := make([]roundID, 0, len(sess.rounds))
+	for id := range sess.rounds {
+		rounds = append(rounds, id)
+	}
+	sess.mu.Unlock()
 	s.mu.Lock()
-	delete(s.sessions, sess.id)
-	for st, owner := range s.states {
-		if owner == sess {
-			delete(s.states, st)
-		}
+	if s.sessions[sess.id] == sess {
+		delete(s.sessions, sess.id)
+	}
+	for _, id := range rounds {
+		s.rounds.forget(id, sess)
 	}
 	s.mu.Unlock()
 	select {
@@ -293,36 +351,16 @@ func (s *Server) runSession(sess *session) {
 	close(sess.done)
 }
 
-// lookup returns the live session with id, of kind.
-func (s *Server) lookup(id string, kind sessionKind) *session {
+// lookup returns the live session with id, of kind, that who opened: a
+// session is reachable only by its own principal.
+func (s *Server) lookup(id string, kind sessionKind, who principal) *session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sess := s.sessions[id]
-	if sess == nil || sess.kind != kind {
+	if sess == nil || sess.kind != kind || sess.owner != who {
 		return nil
 	}
 	return sess
-}
-
-// keepState remembers which one-shot session handed out requestState.
-func (s *Server) keepState(state string, sess *session) {
-	s.mu.Lock()
-	s.states[state] = sess
-	s.mu.Unlock()
-}
-
-// dropState forgets a requestState once its retry was answered.
-func (s *Server) dropState(state string) {
-	s.mu.Lock()
-	delete(s.states, state)
-	s.mu.Unlock()
-}
-
-// stateSession returns the live one-shot session that handed out state.
-func (s *Server) stateSession(state string) *session {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.states[state]
 }
 
 // newSessionID returns a session id: 128 random bits in hex, visible

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -102,7 +103,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	sid := r.Header.Get(mcp.HeaderSessionID)
 	var sess *session
 	if sid != "" {
-		sess = s.lookup(sid, stateful)
+		sess = s.lookup(sid, stateful, principalOf(r))
 	}
 	switch {
 	case sess != nil:
@@ -119,7 +120,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 		return
 	case hasInitialize(envs):
 		var err error
-		if sess, err = s.newSession(stateful); err != nil {
+		if sess, err = s.newSession(r.Context(), stateful, principalOf(r)); err != nil {
 			s.refuse(w, err)
 			return
 		}
@@ -146,6 +147,8 @@ func (s *Server) refuse(w http.ResponseWriter, err error) {
 	case errors.Is(err, errFull):
 		w.Header().Set("Retry-After", "5")
 		httpError(w, http.StatusServiceUnavailable, fmt.Sprintf("%v (%d); retry later", err, s.opts.MaxSessions))
+	case errors.Is(err, context.Canceled):
+		// The client went away while a session made room for it.
 	case errors.Is(err, errShutdown):
 		httpError(w, http.StatusServiceUnavailable, err.Error())
 	default:
@@ -249,8 +252,8 @@ func (sess *session) open(reqs []*envelope, jsonOnly bool) (*stream, int, error)
 		if e.Method == string(mcp.MethodInitialize) {
 			sess.initID = k
 		}
-		if e.Params.RequestState != nil {
-			st.state = *e.Params.RequestState
+		if sess.kind == oneShot {
+			st.request = requestBinding(e.Method, e.subject())
 		}
 	}
 	st.gen++
@@ -283,11 +286,12 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	}
 	sid := r.Header.Get(mcp.HeaderSessionID)
 	if sid == "" {
-		w.Header().Set("Allow", "POST")
-		httpError(w, http.StatusMethodNotAllowed, "GET /mcp serves the stream of an MCP session: send its Mcp-Session-Id (MCP 2026-07-28 requests need no GET stream)")
+		// MCP 2025-11-25 basic/transports (Session Management): a request
+		// without the session id a server requires gets 400.
+		httpError(w, http.StatusBadRequest, "GET /mcp serves the stream of an MCP session: send its Mcp-Session-Id (MCP 2026-07-28 requests need no GET stream)")
 		return
 	}
-	sess := s.lookup(sid, stateful)
+	sess := s.lookup(sid, stateful, principalOf(r))
 	if sess == nil {
 		httpError(w, http.StatusNotFound, "no such MCP session: it ended or never existed here; start a new one with initialize")
 		return
@@ -331,16 +335,20 @@ func (sess *session) attach(lastID string) (*stream, int, int, error) {
 			st.mode = modeSSE
 		}
 	}
-	st.gen++
+	st.unhook() // a connection it takes over stops; nothing waits behind this one yet
 	st.attached = true
-	st.wake() // a connection it takes over stops
 	return st, st.gen, cursor, nil
 }
 
 // delete ends the session the Mcp-Session-Id names, and its upstream
 // (MCP basic/transports, Session Management).
 func (s *Server) delete(w http.ResponseWriter, r *http.Request) {
-	sess := s.lookup(r.Header.Get(mcp.HeaderSessionID), stateful)
+	sid := r.Header.Get(mcp.HeaderSessionID)
+	if sid == "" {
+		httpError(w, http.StatusBadRequest, "DELETE /mcp ends an MCP session: send its Mcp-Session-Id")
+		return
+	}
+	sess := s.lookup(sid, stateful, principalOf(r))
 	if sess == nil {
 		httpError(w, http.StatusNotFound, "no such MCP session: it ended or never existed here")
 		return

@@ -11,12 +11,16 @@ import (
 // session whose one event stream opens with an endpoint event naming the
 // URL its client POSTs to, then carries every server message. The session
 // ends with the stream (that transport has no resumption).
+//
+// Without a client token (--mcp-auth none), the GET must name
+// text/event-stream in its Accept: a browser's page load, which accepts
+// anything, opens nothing.
 func (s *Server) legacyOpen(w http.ResponseWriter, r *http.Request) {
-	if _, sseOK := accepts(r); !sseOK {
-		httpError(w, http.StatusNotAcceptable, "send Accept: text/event-stream")
+	if _, sseOK := accepts(r); !sseOK || (!s.auth && !asksForEventStream(r)) {
+		httpError(w, http.StatusNotAcceptable, "GET /sse opens an HTTP+SSE session for a client that asks for it: send Accept: text/event-stream")
 		return
 	}
-	sess, err := s.newSession(legacySSE)
+	sess, err := s.newSession(r.Context(), legacySSE, principalOf(r))
 	if err != nil {
 		s.refuse(w, err)
 		return
@@ -40,7 +44,7 @@ func (sess *session) writeEndpoint(w http.ResponseWriter, rc *http.ResponseContr
 // HTTP+SSE session, answered 202; responses travel on the session's
 // event stream.
 func (s *Server) legacyPost(w http.ResponseWriter, r *http.Request) {
-	sess := s.lookup(r.URL.Query().Get("sessionId"), legacySSE)
+	sess := s.lookup(r.URL.Query().Get("sessionId"), legacySSE, principalOf(r))
 	if sess == nil {
 		httpError(w, http.StatusNotFound, "no such HTTP+SSE session: its event stream closed or it never existed here; open GET /sse again")
 		return

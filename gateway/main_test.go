@@ -21,8 +21,9 @@ import (
 	"github.com/agenteventprotocol/aep-mcp-bridge/operator"
 )
 
-// serverBin is the mcp-go elicit test server, built once by TestMain.
-var serverBin string
+// serverBin is the mcp-go elicit test server and gosdkBin go-sdk's test
+// server, built once by TestMain.
+var serverBin, gosdkBin string
 
 func TestMain(m *testing.M) {
 	dir, err := testenv.TempRoot() // Main removes it
@@ -30,11 +31,13 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	serverBin = filepath.Join(dir, "elicitserver")
-	out, err := exec.Command("go", "build", "-o", serverBin, "../internal/testpeers/elicitserver").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "building the test server: %v\n%s", err, out)
-		os.Exit(1)
+	serverBin, gosdkBin = filepath.Join(dir, "elicitserver"), filepath.Join(dir, "gosdkpeer")
+	for bin, pkg := range map[string]string{serverBin: "../internal/testpeers/elicitserver", gosdkBin: "../internal/testpeers/gosdkpeer"} {
+		out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "building the test server %s: %v\n%s", pkg, err, out)
+			os.Exit(1)
+		}
 	}
 	testenv.Main(m)
 }
@@ -63,6 +66,16 @@ type gw struct {
 // in when unset) and stops it when the test ends.
 func startGateway(t *testing.T, o Options) *gw {
 	t.Helper()
+	if o.Token == "" {
+		o.Token = mcpToken
+	}
+	return startGatewayAuth(t, o)
+}
+
+// startGatewayAuth is startGateway with o.Token as it is: "" runs the
+// gateway without authentication (--mcp-auth none).
+func startGatewayAuth(t *testing.T, o Options) *gw {
+	t.Helper()
 	aepLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -72,9 +85,6 @@ func startGateway(t *testing.T, o Options) *gw {
 		t.Fatal(err)
 	}
 	o.Host = host
-	if o.Token == "" {
-		o.Token = mcpToken
-	}
 	if len(o.Session.Command) == 0 && o.Session.URL == "" {
 		o.Session.Command = []string{serverBin}
 	}

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -13,23 +14,30 @@ import (
 // session: a bridge session of its own (its own upstream, AEP session,
 // log and questions) that lives while the request is in flight. When the
 // upstream answers input_required (MCP 2026-07-28 multi round-trip
-// requests) with a requestState, the session stays until a retry that
-// echoes that requestState is answered, and the retry is served by the
-// same session, so a question an operator answers and a client's own
-// retry meet in one place. Closing the response stream cancels the
-// request (2026-07-28 basic/patterns/cancellation).
+// requests) with a requestState, the client gets a wrapper the gateway
+// minted instead (requeststate.go), and the session stays until the
+// retry that echoes it, which the same session serves, so a question an
+// operator answers and a client's own retry meet in one place. A
+// requestState the gateway did not mint, or one used already, gets a
+// JSON-RPC error. Closing the response stream cancels the request
+// (2026-07-28 basic/patterns/cancellation).
 func (s *Server) stateless(w http.ResponseWriter, r *http.Request, body []byte, env *envelope, sseOK bool) {
 	if msg := headersMismatch(r, body, env); msg != "" {
 		rpcErrorReply(w, http.StatusBadRequest, env.ID, mcp.HEADER_MISMATCH, msg)
 		return
 	}
-	var sess *session
-	if env.Params.RequestState != nil {
-		sess = s.stateSession(*env.Params.RequestState)
+	who := principalOf(r)
+	body, sess, err := s.retryOf(body, env, who)
+	if err != nil {
+		code, prefix := mcp.INVALID_PARAMS, "Invalid params: "
+		if errors.Is(err, errTooManyRounds) {
+			code, prefix = mcp.INTERNAL_ERROR, ""
+		}
+		rpcErrorReply(w, http.StatusOK, env.ID, code, prefix+err.Error())
+		return
 	}
 	if sess == nil {
-		var err error
-		if sess, err = s.newSession(oneShot); err != nil {
+		if sess, err = s.newSession(r.Context(), oneShot, who); err != nil {
 			s.refuse(w, err)
 			return
 		}
@@ -70,28 +78,11 @@ func headersMismatch(r *http.Request, body []byte, env *envelope) string {
 	return ""
 }
 
-// noteStateLocked tracks the requestStates of a one-shot session: an
-// input_required result's state stays open for the client's retry; a
-// retry's final answer closes the state it carried.
-func (s *session) noteStateLocked(st *stream, env *envelope) {
-	if env.Result == nil {
-		return
-	}
-	if env.Result.ResultType == "input_required" && env.Result.RequestState != "" {
-		s.states[env.Result.RequestState] = true
-		s.srv.keepState(env.Result.RequestState, s)
-	}
-	if st.state != "" && env.Result.ResultType != "input_required" {
-		delete(s.states, st.state)
-		s.srv.dropState(st.state)
-	}
-}
-
 // oneShotCheck ends a one-shot session once no request of it is in
 // flight and no input_required it handed out waits for a retry.
 func (s *session) oneShotCheck() {
 	s.mu.Lock()
-	busy := len(s.byRequest) > 0 || len(s.states) > 0
+	busy := len(s.byRequest) > 0 || len(s.rounds) > 0
 	s.mu.Unlock()
 	if !busy {
 		s.end("")

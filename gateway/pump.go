@@ -84,6 +84,15 @@ func (sess *session) pump(w http.ResponseWriter, r *http.Request, st *stream, ge
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
+	// Until detach, the session may stop this connection (unhook): a
+	// deadline in the past fails the write it is blocked in. Deadlines
+	// are set under the session's lock, after the gen check, so a stop
+	// is never overridden by a later deadline.
+	sess.mu.Lock()
+	if st.gen == gen {
+		st.stop = func() { rc.SetWriteDeadline(time.Unix(1, 0)) }
+	}
+	sess.mu.Unlock()
 	if rc.Flush() != nil {
 		sess.detach(st, gen, false)
 		return
@@ -116,9 +125,12 @@ func (sess *session) pump(w http.ResponseWriter, r *http.Request, st *stream, ge
 		}
 		evs := append([]*event(nil), pending...)
 		done := st.finished && len(evs) == 0
+		if len(evs) > 0 {
+			st.backlog, st.backlogFirst = 0, 0 // this connection takes it all
+			rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+		}
 		sess.mu.Unlock()
 		if len(evs) > 0 {
-			rc.SetWriteDeadline(time.Now().Add(writeTimeout))
 			var err error
 			for _, ev := range evs {
 				if err = writeSSE(w, st, ev); err != nil {
@@ -143,7 +155,15 @@ func (sess *session) pump(w http.ResponseWriter, r *http.Request, st *stream, ge
 		select {
 		case <-st.notify:
 		case <-ping.C:
-			rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+			sess.mu.Lock()
+			current := st.gen == gen
+			if current {
+				rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+			}
+			sess.mu.Unlock()
+			if !current {
+				continue // the loop's check stops
+			}
 			if _, err := w.Write([]byte(": ping\n\n")); err != nil || rc.Flush() != nil {
 				sess.detach(st, gen, false)
 				return
@@ -164,6 +184,7 @@ func (sess *session) detach(st *stream, gen int, complete bool) {
 	sess.mu.Lock()
 	if st.gen == gen {
 		st.attached = false
+		st.stop = nil
 	}
 	kind, open := sess.kind, !st.finished
 	if !complete && st.kind == postStream && st.mode != modeSSE {

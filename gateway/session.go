@@ -46,20 +46,24 @@ const maxRelations = 64
 // streams; the proxy's goroutines write server messages, which route
 // queues on streams. mu guards all stream and routing state.
 type session struct {
-	id   string
-	kind sessionKind
-	srv  *Server
-	log  *slog.Logger
-	b    *bridge.Bridge
-	seed maphash.Seed
+	id    string
+	kind  sessionKind
+	owner principal // who opened it; only they reach it
+	srv   *Server
+	seed  maphash.Seed
 
 	in     chan []byte
 	ctx    context.Context // ends when the session ends
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the bridge session has returned
 
-	// mu guards the fields below.
+	// mu guards the fields below. b and log are set under it once the
+	// bridge session started (b is nil until then); only makeRoom can
+	// see the session before that, and reads b under mu. Everything else
+	// reaches the session after newSession returned it.
 	mu      sync.Mutex
+	b       *bridge.Bridge
+	log     *slog.Logger
 	streams map[string]*stream
 	// finished lists finished POST streams, oldest first, kept for
 	// resumption while the window allows.
@@ -79,9 +83,9 @@ type session struct {
 	// version is the protocol version initialize negotiated.
 	version string
 	initID  string
-	// states are the requestStates of input_required results this
-	// one-shot session handed out, still open for a retry.
-	states     map[string]bool
+	// rounds are the input_required rounds this one-shot session handed
+	// out, still open for a retry.
+	rounds     map[roundID]bool
 	lastActive time.Time
 	idle       *time.Timer
 	closed     bool
@@ -255,8 +259,8 @@ func (s *session) respondLocked(m json.RawMessage, env *envelope) {
 	if k == s.initID && env.Result != nil && env.Result.ProtocolVersion != "" {
 		s.version = env.Result.ProtocolVersion
 	}
-	if s.kind == oneShot {
-		s.noteStateLocked(st, env)
+	if s.kind == oneShot && env.Result != nil && env.Result.ResultType == string(mcp.ResultTypeInputRequired) {
+		m = s.wrapStateLocked(st, m, env)
 	}
 	s.queueLocked(st, m, true)
 	if len(st.awaiting) == 0 && st.kind == postStream {
@@ -273,7 +277,7 @@ func (s *session) respondLocked(m json.RawMessage, env *envelope) {
 		}
 		s.finished = append(s.finished, st)
 		s.trimFinishedLocked()
-		if s.kind == oneShot && len(s.byRequest) == 0 && len(s.states) == 0 {
+		if s.kind == oneShot && len(s.byRequest) == 0 && len(s.rounds) == 0 {
 			s.cancel() // the one-shot session's work is done
 		}
 	}
@@ -351,11 +355,38 @@ func (s *session) queueLocked(st *stream, m []byte, response bool) {
 	st.next++
 	st.events = append(st.events, ev)
 	st.pending += len(m)
+	if st.backlog == 0 {
+		st.backlogFirst = len(m)
+	}
+	st.backlog += len(m)
 	if st.mode == modeUndecided && !response {
 		st.mode = modeSSE
 	}
 	s.trimLocked(st)
+	if st.attached && st.mode == modeSSE && st.backlog-st.backlogFirst > s.srv.opts.StreamBuffered {
+		s.closeUnreadLocked(st)
+	}
 	st.wake()
+}
+
+// closeUnreadLocked closes the connection of an event stream whose client
+// does not read it: more than StreamBuffered bytes queued behind what
+// its connection is writing (beside one message of any size, which
+// always passes). What waits is kept, within the session's bounds, so
+// the client resumes with Last-Event-ID; a legacy or one-shot stream
+// cannot be resumed, so its session ends.
+func (s *session) closeUnreadLocked(st *stream) {
+	limit, waiting := s.srv.opts.StreamBuffered, st.backlog
+	if st.kind == legacyStream || s.kind == oneShot {
+		if s.reason == "" {
+			s.reason = fmt.Sprintf("the client did not read its event stream: %d bytes of server messages waited for it (limit %d)", waiting, limit)
+		}
+		s.log.Warn("ending the session: its client does not read its stream", "stream", st.id, "waiting_bytes", waiting, "limit", limit)
+		s.cancel()
+	} else {
+		s.log.Warn("closing a stream its client does not read; the client may resume it with Last-Event-ID", "stream", st.id, "waiting_bytes", waiting, "limit", limit)
+	}
+	st.unhook()
 }
 
 // trimLocked drops a stream's oldest delivered events beyond the

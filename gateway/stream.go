@@ -57,6 +57,10 @@ type stream struct {
 	events    []*event
 	next      int
 	pending   int // bytes of events no connection carried yet
+	// backlog is the bytes of events queued since the connection last
+	// took what was pending to write, and backlogFirst the first one's:
+	// what waits behind the connection (see closeUnreadLocked).
+	backlog, backlogFirst int
 	// awaiting holds the id keys of the stream's requests not yet
 	// answered; finished is set when none is left (or the session ended).
 	awaiting map[string]bool
@@ -66,13 +70,16 @@ type stream struct {
 	// whose client went away: no event id was given, so nothing can
 	// resume it.
 	orphan bool
-	// state is the requestState a 2026-07-28 retry on this stream
-	// carried, if any.
-	state string
+	// request binds the requestState wrappers of the stream's one
+	// 2026-07-28 request to it (its method and name).
+	request binding
 	// gen counts the connections that attached; a connection whose gen
-	// is no longer current was taken over by a resumption and stops.
+	// is no longer current was taken over by a resumption (or closed for
+	// not reading) and stops. stop, set while a connection writes the
+	// stream, fails the write it may be blocked in.
 	gen      int
 	attached bool
+	stop     func()
 	notify   chan struct{}
 }
 
@@ -83,6 +90,20 @@ func newStream(id string, kind streamKind, resumable bool) *stream {
 // open reports whether the stream can still carry a message that relates
 // to one of its requests.
 func (st *stream) open() bool { return !st.finished && !st.jsonOnly && !st.orphan }
+
+// unhook stops the connection carrying the stream, if any: its pump
+// sees a gen of another connection, and a write it is blocked in fails
+// at once.
+func (st *stream) unhook() {
+	st.gen++
+	st.attached = false
+	st.backlog, st.backlogFirst = 0, 0
+	if st.stop != nil {
+		st.stop()
+		st.stop = nil
+	}
+	st.wake()
+}
 
 // wake tells the stream's connection, if any, that there is news.
 func (st *stream) wake() {

@@ -1,19 +1,53 @@
 // app.js: the inbox. It subscribes to attention.* and control.* over
 // /socket, keeps every open question, shows one page of them as cards, and
-// answers with control.attention.respond. Server text is only ever
-// inserted as text, never as markup (AEP-0002 §8).
+// answers with control.attention.respond. It counts the open questions in
+// the header and the tab title, and hands each question that opens after
+// it has caught up to notify.js. Server text is only ever inserted as
+// text, never as markup (AEP-0002 §8).
 "use strict";
 (function () {
   const PAGE = 20;             // cards per page: 10,000 open questions stay responsive
   const HISTORY_PAGE = 20;     // settled questions shown before "Show older"
-  const token = new URLSearchParams(location.hash.slice(1)).get("token");
+  let wanted = null;           // the question a link names (#question=ID), shown when it arrives
+  const token = takeToken();
   const questions = new Map(); // attention request id -> question
   let open = [];               // ids of open questions, in the order they were asked
-  const history = [];          // ids of settled questions, newest first
+  const settled = [];          // ids of settled questions, newest first
   const commands = new Map();  // command id -> question id
   const seen = new Set();      // source + id, for dedupe (AEP-0001 §7)
   const positions = new Map(); // session -> {session, epoch, seq}
+  const clients = new Map();   // session -> its MCP client, from session.started: {name, version} or null
+  const clientEls = new Map(); // session -> the elements that name its client
   let ws = null, backoff = 1000, page = 0, historyShown = HISTORY_PAGE, renderTimer = 0;
+  // me is who the bridge authenticated this page as (its hello says): a
+  // named operator, with its servers and whether it may answer, or the
+  // token's holder. everUp is set once a connection said hello; ended once
+  // the bridge closed it because this page's access ended.
+  let me = null, everUp = false, ended = false;
+  // What was open, or held for replay, when the page first connected is no
+  // news: the subscribed frame counts that backlog (open questions, then
+  // replayed events), and the events after it are. A backlog after a
+  // reconnection holds what opened while the page was away: news.
+  let backlog = 0, caughtUp = false;
+
+  // The token arrives in the link's fragment. It is taken out of the
+  // address bar and the history at once, and kept for this tab only, so a
+  // reload still connects and nothing else (a bookmark, the history, a
+  // shared screen) keeps it. The fragment may name a question too (the
+  // link of a webhook notification): it is shown when it arrives.
+  function takeToken() {
+    const KEY = "aep-mcp-bridge-inbox-token";
+    const params = new URLSearchParams(location.hash.slice(1));
+    const fromLink = params.get("token");
+    wanted = params.get("question");
+    if (location.hash) history.replaceState(null, "", location.pathname + location.search);
+    try {
+      if (fromLink) sessionStorage.setItem(KEY, fromLink);
+      return fromLink || sessionStorage.getItem(KEY);
+    } catch (e) {
+      return fromLink; // no storage: this page view only
+    }
+  }
 
   const $ = (id) => document.getElementById(id);
   function el(tag, attrs, ...kids) {
@@ -25,7 +59,7 @@
     for (const k of kids) if (k) e.append(k);
     return e;
   }
-  function status(text, cls) { const s = $("status"); s.textContent = text; s.className = cls || ""; }
+  function status(text, cls) { const s = $("status"); s.textContent = text; s.className = cls || ""; if (cls === "stopped") s.dataset.was = "stopped"; }
 
   // ULIDs for command ids (time-sortable, 26 Crockford base32 characters).
   const B32 = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
@@ -62,45 +96,107 @@
   }
 
   function connect() {
-    if (!token) {
-      status("no token", "down");
-      const n = $("notice"); n.hidden = false;
-      n.textContent = "Open this page with the link `aep-mcp-bridge inbox` prints: it carries the token after #token=.";
-      return;
-    }
+    if (ended) return;
     const proto = location.protocol === "https:" ? "wss:" : "ws:";
-    ws = new WebSocket(proto + "//" + location.host + "/socket?access_token=" + encodeURIComponent(token));
+    // Without a token the page still connects: a reverse proxy that signs
+    // operators in (the bridge's --operator-header) may vouch for it.
+    ws = new WebSocket(proto + "//" + location.host + "/socket" + (token ? "?access_token=" + encodeURIComponent(token) : ""));
     ws.onopen = () => ws.send(JSON.stringify({ type: "hello", versions: ["0.1"], role: "consumer", identity: { agent: "inbox", instance: "browser" } }));
     ws.onmessage = (m) => { let f; try { f = JSON.parse(m.data, exact); } catch (e) { return; } onFrame(f); };
     ws.onclose = () => {
+      ws = null;
+      if (ended) return;
+      if (!token && !everUp) {
+        status("no token", "down");
+        notice("Open this page with the link `aep-mcp-bridge inbox` prints, or the one your operator credential came with: it carries the token after #token=, which this tab then keeps.");
+        return;
+      }
       status("reconnecting…", "down");
+      probe();
       setTimeout(connect, backoff);
       backoff = Math.min(backoff * 2, 10000);
     };
   }
 
+  // principal reads who the bridge's hello says this page is.
+  function principal(f) {
+    const exp = f.capabilities && f.capabilities.experimental;
+    const p = exp && exp["aep-mcp-bridge-principal"];
+    if (!p || typeof p.name !== "string") return null;
+    return { name: p.name, answer: p.answer !== false, servers: Array.isArray(p.servers) ? p.servers.filter((x) => typeof x === "string") : ["*"] };
+  }
+
+  // showWho names this page's operator in the header, with what it may do
+  // and for which servers; a page opened with the shared token (the single
+  // user's) shows nothing more than before.
+  function showWho() {
+    const w = $("who");
+    if (!me || me.name === "token holder") { w.hidden = true; return; }
+    const servers = me.servers.join(", ") === "*" ? "every server" : me.servers.join(", ");
+    w.textContent = me.name + " · " + (me.answer ? "answers " : "reads ") + servers;
+    w.hidden = false;
+  }
+
+  // probe tells a bridge that stopped from a connection that dropped:
+  // when nothing answers at this address any more, the badge says so
+  // instead of "reconnecting…" forever. The page still reconnects when a
+  // bridge serves the address again.
+  function probe() {
+    fetch("/healthz", { cache: "no-store" }).then(() => {}, () => {
+      if (ws && ws.readyState === 1) return;
+      status("bridge stopped", "stopped");
+      notice("The bridge at " + location.host + " has stopped: nothing answers there, and the questions below can no longer be answered. This page reconnects when a bridge serves this address again.");
+    });
+  }
+
+  function notice(text) { const n = $("notice"); n.hidden = !text; n.textContent = text || ""; }
+
   function onFrame(f) {
     if (!f || typeof f.type !== "string") return;
     if (f.type === "hello") {
       backoff = 1000;
+      everUp = true;
+      me = principal(f);
+      showWho();
       status("connected", "up");
+      if ($("status").dataset.was === "stopped") notice("");
+      $("status").dataset.was = "";
       // Resume by position after a drop; replay everything held the first time.
       const from = positions.size ? Array.from(positions.values()) : "all";
-      ws.send(JSON.stringify({ type: "subscribe", id: "inbox", filter: { type: ["attention.*", "control.*"] }, from }));
+      ws.send(JSON.stringify({ type: "subscribe", id: "inbox", filter: { type: ["attention.*", "control.*", "session.started"] }, from }));
       return;
     }
     if (f.type === "error") { onError(f); return; }
-    if (f.type === "closing" || f.type === "subscribed" || f.type === "pong") return;
-    if (f.type.indexOf(".") > 0) onEvent(f);
+    if (f.type === "closing" && typeof f.reason === "string" && /access (revoked|expired)/.test(f.reason)) {
+      // The bridge ended this page's access: reconnecting would be refused.
+      ended = true;
+      status("signed out", "stopped");
+      notice("This inbox's access has ended (" + f.reason + "). Ask for a new credential and open its link; the questions below can no longer be answered from this page.");
+      return;
+    }
+    if (f.type === "subscribed") {
+      backlog = count(f.open) + count(f.replay);
+      if (!backlog) caughtUp = true;
+      return;
+    }
+    if (f.type === "closing" || f.type === "pong") return;
+    if (f.type.indexOf(".") > 0) {
+      const news = caughtUp;
+      if (backlog > 0 && --backlog === 0) caughtUp = true;
+      onEvent(f, news);
+    }
   }
+  function count(n) { return Number.isSafeInteger(n) && n > 0 ? n : 0; }
 
   function onError(f) {
     const qid = f.cause && commands.get(f.cause);
     if (qid && questions.has(qid)) { showAck(questions.get(qid), "rejected", (f.code || "error") + (f.detail ? ": " + f.detail : "")); return; }
-    const n = $("notice"); n.hidden = false; n.textContent = "The endpoint refused a request: " + (f.code || "") + " " + (f.detail || "");
+    notice("The endpoint refused a request: " + (f.code || "") + " " + (f.detail || ""));
   }
 
-  function onEvent(ev) {
+  // onEvent takes one event; news says it is not part of what the page
+  // found when it first connected.
+  function onEvent(ev, news) {
     if (ev.session && typeof ev.seq === "number") {
       const p = positions.get(ev.session), epoch = ev.epoch || 0;
       if (!p || epoch > p.epoch || (epoch === p.epoch && ev.seq > p.seq)) positions.set(ev.session, { session: ev.session, epoch, seq: ev.seq });
@@ -110,15 +206,21 @@
     seen.add(key);
     const d = ev.data || {};
     switch (ev.type) {
+      case "session.started":
+        if (typeof ev.session === "string") setClient(ev.session, d.client && typeof d.client.name === "string" ? d.client : null);
+        break;
       case "attention.requested":
         if (questions.has(ev.id)) return;
+        markIntegers(d, ev.aepmcpbridgeint);
         questions.set(ev.id, { id: ev.id, ev, data: d, state: "pending", card: null });
         open.push(ev.id);
         schedule();
+        if (news) Notify.question({ id: ev.id, server: ev.subject, kind: d.kind, prompt: d.prompt });
+        if (ev.id === wanted) { wanted = null; setTimeout(() => reveal(ev.id), 0); }
         break;
       case "attention.answered": {
         const q = questions.get(ev.subject);
-        if (q) q.answered = { by: d.by, via: d.via, answer: d.answer || {}, time: ev.time };
+        if (q) q.answered = { by: d.by, via: d.via, answer: d.answer || {}, time: ev.time, capture: ev.capture };
         break;
       }
       case "attention.resolved": case "attention.timeout": {
@@ -127,18 +229,62 @@
         q.state = ev.type === "attention.timeout" ? "timeout" : (d.resolution || "resolved");
         q.endTime = ev.time;
         open = open.filter((id) => id !== q.id);
-        history.unshift(q.id);
+        settled.unshift(q.id);
+        Notify.settled(q.id);
         schedule();
         break;
       }
       case "control.accepted": case "control.rejected": {
         const qid = commands.get(ev.cause);
         if (!qid || !questions.has(qid)) return;
-        if (ev.type === "control.accepted") showAck(questions.get(qid), "accepted", "accepted");
-        else showAck(questions.get(qid), "rejected", "rejected (" + (d.reason || "?") + ")" + (d.detail ? ": " + d.detail : ""));
+        const q = questions.get(qid);
+        if (ev.type === "control.accepted") { showAck(q, "accepted", "accepted"); break; }
+        showAck(q, "rejected", "rejected (" + (d.reason || "?") + ")" + (typeof d.detail === "string" ? ": " + d.detail : ""));
+        refuseAtField(q, d.detail);
         break;
       }
     }
+  }
+
+  // markIntegers marks the form's integer fields, which the envelope names
+  // (the bridge's aepmcpbridgeint attribute: a JSON string holding an
+  // array of field ids); the field specs themselves never say.
+  function markIntegers(d, raw) {
+    let ids = [];
+    try { ids = typeof raw === "string" ? JSON.parse(raw) : []; } catch (e) { ids = []; }
+    const named = new Set(Array.isArray(ids) ? ids.filter((x) => typeof x === "string") : []);
+    for (const f of Array.isArray(d.fields) ? d.fields : []) if (f && typeof f === "object") f.integer = named.has(f.id);
+  }
+
+  // refuseAtField shows the bridge's refusal under the field its detail
+  // names ("field \"replicas\": type: must be an integer") and moves the
+  // focus there; the fields keep what was typed.
+  function refuseAtField(q, detail) {
+    const m = /^field ("(?:[^"\\]|\\.)*"): ([\s\S]+)$/.exec(typeof detail === "string" ? detail : "");
+    const id = m && Check.goUnquote(m[1]);
+    const input = id !== null && id !== undefined && (q.inputs || []).find((r) => r.id === id);
+    if (!input) return;
+    input.refuse(m[2]);
+    input.focus();
+  }
+
+  // setClient records a session's MCP client and names it on the cards
+  // of the session's questions.
+  function setClient(session, client) {
+    clients.set(session, client);
+    for (const e of clientEls.get(session) || []) e.textContent = clientText(session);
+  }
+  function clientText(session) {
+    if (!clients.has(session)) return "MCP client: unknown";
+    const c = clients.get(session);
+    if (!c) return "MCP client: unnamed (it sent no clientInfo)";
+    return "MCP client: " + c.name + (typeof c.version === "string" && c.version ? " " + c.version : "");
+  }
+  function clientSpan(session) {
+    const e = el("span", { class: "client", text: clientText(session) });
+    if (!clientEls.has(session)) clientEls.set(session, []);
+    clientEls.get(session).push(e);
+    return e;
   }
 
   function showAck(q, cls, text) {
@@ -149,13 +295,21 @@
 
   // Rendering is batched: a burst of events (a 10,000-question snapshot)
   // costs one render of one page.
-  function schedule() { if (!renderTimer) renderTimer = setTimeout(render, 30); }
+  // A render waits for a mouse button to be released: cards that come
+  // and go never move the page between a press and its release.
+  // The tab title does not wait: it follows every change at once, as it
+  // is where an operator sees the count from another tab. The header's
+  // count, a live region read aloud, changes with the render.
+  function schedule() {
+    const title = (open.length ? "(" + open.length.toLocaleString("en") + ") " : "") + "aep-mcp-bridge inbox";
+    if (document.title !== title) document.title = title;
+    if (!renderTimer) renderTimer = setTimeout(() => Fields.afterPress(render, render), 30);
+  }
 
   function render() {
     renderTimer = 0;
     const n = open.length;
     $("count").textContent = n === 1 ? "1 open question" : n.toLocaleString("en") + " open questions";
-    document.title = (n ? "(" + n.toLocaleString("en") + ") " : "") + "aep-mcp-bridge inbox";
     const pages = Math.max(1, Math.ceil(n / PAGE));
     page = Math.min(page, pages - 1);
     const pend = $("pending"), hadFocus = pend.contains(document.activeElement);
@@ -196,10 +350,10 @@
 
   function renderHistory() {
     const hist = $("history");
-    if (!history.length) { hist.replaceChildren(el("p", { class: "empty", text: "Nothing answered yet." })); return; }
-    const shown = history.slice(0, historyShown).map((id) => questions.get(id)).map((q) => q.hcard || (q.hcard = historyCard(q)));
-    if (history.length > historyShown) {
-      const more = el("button", { type: "button", text: "Show older (" + (history.length - historyShown).toLocaleString("en") + " more)" });
+    if (!settled.length) { hist.replaceChildren(el("p", { class: "empty", text: "Nothing answered yet." })); return; }
+    const shown = settled.slice(0, historyShown).map((id) => questions.get(id)).map((q) => q.hcard || (q.hcard = historyCard(q)));
+    if (settled.length > historyShown) {
+      const more = el("button", { type: "button", text: "Show older (" + (settled.length - historyShown).toLocaleString("en") + " more)" });
       more.addEventListener("click", () => { historyShown += HISTORY_PAGE; renderHistory(); });
       shown.push(more);
     }
@@ -211,6 +365,7 @@
     return [
       el("h3", { text: ev.subject || "an MCP server" }),
       el("div", { class: "meta" },
+        clientSpan(ev.session),
         el("span", { text: "via " + ev.agent }),
         el("span", { text: "session " + ev.session }),
         el("span", { class: "age", "data-time": ev.time }),
@@ -226,6 +381,10 @@
       c.append(el("p", { class: "info", text: "This question is answered in the MCP client; it is shown here for information." }));
       return c;
     }
+    if (me && !me.answer) {
+      c.append(el("p", { class: "info readonly", text: "You may read this question, not answer it: " + me.name + "'s right is read." }));
+      return c;
+    }
     if (q.data.kind === "auth" || (!(q.data.fields || []).length && Array.isArray(q.data.options) && q.data.options.length)) {
       c.append(...optionControls(q));
       return c;
@@ -237,6 +396,7 @@
   function formFor(q) {
     const form = el("form", { novalidate: true });
     const inputs = (q.data.fields || []).map((f, i) => Fields.control(q.id, f, i));
+    q.inputs = inputs;
     for (const r of inputs) form.append(r.node);
     const ack = el("p", { class: "ack", role: "status", "aria-live": "polite" });
     q.ackEl = ack;
@@ -248,7 +408,7 @@
       const values = {};
       let first = null;
       for (const r of inputs) {
-        const res = r.check();
+        const res = r.check("submit");
         if (res.error && !first) first = { r, msg: res.error };
         else if (!res.error && res.given) values[r.id] = res.value;
       }
@@ -316,8 +476,9 @@
     let outcome, who = "", how = "";
     if (a) {
       const ans = a.answer || {};
-      outcome = ans.option ? { accept: "Accepted", decline: "Declined", cancel: "Cancelled" }[ans.option] || ans.option : "Accepted";
-      const by = a.by || "someone";
+      const option = typeof ans.option === "string" ? ans.option : "";
+      outcome = option ? { accept: "Accepted", decline: "Declined", cancel: "Cancelled" }[option] || option : "Accepted";
+      const by = typeof a.by === "string" ? a.by : "someone";
       who = by.startsWith("policy:") ? "by the scripted rule " + by.slice(7) : "by " + by;
       how = a.via === "oob" ? "in the MCP client" : (by.startsWith("policy:") ? "automatically" : "through the AEP endpoint");
     } else if (q.state === "timeout") outcome = "Timed out: nobody answered, the server got cancel";
@@ -326,13 +487,54 @@
     else if (q.state === "abandoned") outcome = "Abandoned: it expired and its asker went away without timing it out; nobody can answer it";
     else outcome = "Settled (" + q.state + ")";
     const t = (a && a.time) || q.endTime;
-    const values = a && a.answer && a.answer.values ? Object.entries(a.answer.values) : [];
+    const rows = a ? recordedValues(q, a) : [];
     return el("article", { class: "card", "data-qid": q.id },
-      el("div", { class: "meta" }, el("span", { text: q.ev.subject || "" }), el("span", { text: "asked " + when(q.ev.time) })),
+      el("div", { class: "meta" }, el("span", { text: q.ev.subject || "" }), clientSpan(q.ev.session), el("span", { text: "asked " + when(q.ev.time) })),
       el("p", { class: "outcome" }, el("strong", { text: outcome }), document.createTextNode(who ? " " + who : ""),
         document.createTextNode(how ? " " + how : ""), el("time", { datetime: t || "", text: t ? " at " + when(t) : "" })),
-      values.length ? el("dl", { class: "values" }, ...values.flatMap(([k, v]) => [el("dt", { text: k }), el("dd", { text: typeof v === "string" ? v : JSON.stringify(v) })])) : null,
+      rows.length ? el("dl", { class: "values" }, ...rows.flatMap(([label, value, why]) =>
+        [el("dt", { text: label }), el("dd", {}, document.createTextNode(value), why ? el("span", { class: "why", text: why }) : null)])) : null,
       el("blockquote", { class: "untrusted" }, el("span", { class: "untrusted-label", text: "The server asked" }), document.createTextNode(q.data.prompt || "")));
+  }
+
+  // Why a recorded value is not what was typed, by the redaction marker in
+  // it (AEP-0003 §9.4).
+  const REDACTION = {
+    secret: "a secret field's value, or a credential in the text, is never recorded; the server received it as typed",
+    pii: "the bridge records free text at the redacted capture level, which removes email addresses and phone numbers; the server received it as typed",
+  };
+  const MARKER = /\[REDACTED:([a-z_-]+)\]/;
+
+  // recordedValues lists an answer's values as [label, value, why] rows,
+  // under the fields' labels in the form's order, choices by their labels.
+  function recordedValues(q, a) {
+    const values = a.answer && a.answer.values && typeof a.answer.values === "object" ? a.answer.values : {};
+    const fields = Array.isArray(q.data.fields) ? q.data.fields : [];
+    const known = new Set(fields.map((f) => f.id));
+    const rows = [];
+    const low = a.capture === "metadata" || a.capture === "none";
+    for (const f of fields) {
+      if (Object.prototype.hasOwnProperty.call(values, f.id)) rows.push(valueRow(f, values[f.id]));
+      else if (low && f.type === "string" && !f.secret) rows.push([String(f.label), "not recorded", "free text is left out at the " + a.capture + " capture level"]);
+    }
+    for (const [k, v] of Object.entries(values)) if (!known.has(k)) rows.push(valueRow({ id: k, label: k }, v));
+    return rows;
+  }
+
+  function valueRow(f, v) {
+    const label = String(f.label === undefined ? f.id : f.label);
+    const choice = (id) => { const c = (f.choices || []).find((c) => c.id === id); return c ? String(c.label) : String(id); };
+    let text;
+    if (v instanceof Fields.Raw) text = v.text;
+    else if (typeof v === "boolean") text = v ? "yes" : "no";
+    else if (f.type === "select" && Array.isArray(v)) text = v.length ? v.map(choice).join(", ") : "none";
+    else if (f.type === "select" && typeof v === "string") text = choice(v);
+    else if (typeof v === "string") text = v;
+    else text = JSON.stringify(v);
+    const m = typeof v === "string" ? MARKER.exec(v) : null;
+    let why = m ? REDACTION[m[1]] || "the bridge's redaction (" + m[1] + ") replaced part of this text before it reached the bus; the server received it as typed" : "";
+    if (m && f.secret) why = REDACTION.secret;
+    return [label, text, why];
   }
 
   // A question more than this past its expires_at belongs to an asker that
@@ -350,7 +552,8 @@
       const q = questions.get(id);
       q.state = "abandoned";
       q.endTime = q.data.expires_at;
-      history.unshift(id);
+      settled.unshift(id);
+      Notify.settled(id);
     }
     open = open.filter((id) => questions.get(id).state === "pending");
     schedule();
@@ -365,6 +568,31 @@
       s.textContent = left > 0 ? "expires in " + ago(left) : "expired";
     }
   }
+
+  // reveal brings the operator to a question, from its notification or a
+  // link: to the page of cards that holds it, or to its card in the
+  // history once it is settled, with the focus on its first control.
+  function reveal(id) {
+    const q = questions.get(id);
+    if (!q) return;
+    let c;
+    if (q.state === "pending") {
+      page = Math.floor(open.indexOf(id) / PAGE);
+      render();
+      c = q.card;
+    } else {
+      historyShown = Math.max(historyShown, settled.indexOf(id) + 1);
+      render();
+      c = q.hcard;
+    }
+    if (!c) return;
+    c.scrollIntoView({ block: "start" });
+    const first = c.querySelector("input, select, textarea, button, a[href]");
+    if (first) { first.focus(); return; }
+    c.tabIndex = -1;
+    c.focus();
+  }
+  Notify.start({ isOpen: (id) => { const q = questions.get(id); return !!q && q.state === "pending"; }, reveal });
 
   $("prev").addEventListener("click", () => { page = Math.max(0, page - 1); render(); focusFirst(); });
   $("next").addEventListener("click", () => { page += 1; render(); focusFirst(); });

@@ -24,6 +24,29 @@ const Check = (function () {
     return out + '"';
   }
 
+  // goUnquote reads a string goQuote wrote (Go's %q), or returns null.
+  function goUnquote(q) {
+    if (q.length < 2 || q[0] !== '"' || q[q.length - 1] !== '"') return null;
+    const ESC = { n: "\n", r: "\r", t: "\t", a: "\x07", b: "\b", f: "\f", v: "\v", '"': '"', "\\": "\\" };
+    let out = "";
+    for (let i = 1; i < q.length - 1; i++) {
+      const c = q[i];
+      if (c === '"') return null;
+      if (c !== "\\") { out += c; continue; }
+      const e = q[++i];
+      if (i >= q.length - 1) return null; // the closing quote, escaped
+      if (ESC[e] !== undefined) { out += ESC[e]; continue; }
+      const n = { x: 2, u: 4, U: 8 }[e];
+      const hex = n ? q.slice(i + 1, i + 1 + n) : "";
+      if (!n || hex.length !== n || !/^[0-9a-fA-F]+$/.test(hex) || i + n >= q.length - 1) return null;
+      const cp = parseInt(hex, 16);
+      if (cp > 0x10ffff) return null;
+      out += String.fromCodePoint(cp);
+      i += n;
+    }
+    return out;
+  }
+
   // message is InvalidAnswer.Error().
   function message(fieldId, err) { return "field " + goQuote(fieldId) + ": " + err.rule + ": " + err.reason; }
 
@@ -62,6 +85,14 @@ const Check = (function () {
   }
   // numberString is Number.String(): an integer of up to 30 digits in plain
   // digits, anything else as written.
+  function isInt(n) { return n.digits === 0n || n.e10 >= 0; }
+  // multipleOf reports whether x is an integer multiple of m (m > 0).
+  function multipleOf(x, m) {
+    if (m.digits === 0n || x.digits === 0n) return true;
+    const e = Math.min(x.e10, m.e10);
+    const a = x.digits * 10n ** BigInt(x.e10 - e), b = m.digits * 10n ** BigInt(m.e10 - e);
+    return a % b === 0n;
+  }
   function numberString(n) {
     if (n.digits === 0n) return "0";
     if (n.e10 >= 0) {
@@ -71,107 +102,83 @@ const Check = (function () {
     return n.text;
   }
 
-  // Formats (translate.validFormat).
-  const ATEXT = /^[^()<>\[\]:;@\\,".\x00-\x20\x7f]$/u;
-  function dotAtom(s) {
-    if (s === "" || s.startsWith(".") || s.endsWith(".") || s.includes("..")) return false;
-    for (const ch of s) if (ch !== "." && !ATEXT.test(ch)) return false;
-    return true;
-  }
-  function ipv4(s) {
-    const p = s.split(".");
-    return p.length === 4 && p.every((x) => /^(0|[1-9][0-9]{0,2})$/.test(x) && Number(x) <= 255);
-  }
-  function ipv6(s) {
-    if (!/^[0-9A-Fa-f:.]+$/.test(s) || (s.match(/::/g) || []).length > 1) return false;
-    let groups = s.split(":");
-    const last = groups[groups.length - 1];
-    let need = 8;
-    if (last.includes(".")) { if (!ipv4(last)) return false; groups = groups.slice(0, -1); need = 6; }
-    const compressed = s.includes("::");
-    const parts = groups.filter((g, i) => !(g === "" && compressed));
-    if (parts.some((g) => !/^[0-9A-Fa-f]{1,4}$/.test(g))) return false;
-    return compressed ? parts.length < need : parts.length === need;
-  }
-  function email(s) {
-    const at = s.lastIndexOf("@");
-    if (at < 0) return false;
-    const local = s.slice(0, at), domain = s.slice(at + 1);
-    if (local.includes("@") || !dotAtom(local)) return false;
-    if (domain.startsWith("[") && domain.endsWith("]")) { const ip = domain.slice(1, -1); return ipv4(ip) || ipv6(ip); }
-    return dotAtom(domain);
-  }
-  const HEX = /^[0-9A-Fa-f]{2}$/;
-  function escapes(s, host) {
-    for (let i = 0; i < s.length; i++) {
-      if (s[i] === "%") {
-        const h = s.slice(i + 1, i + 3);
-        if (!HEX.test(h)) return false;
-        if (host && parseInt(h[0], 16) < 8 && h !== "25") return false;
-        i += 2;
-      } else if (host && s.charCodeAt(i) < 0x80 && !/[A-Za-z0-9\-._~!$&'()*+,;=:\[\]<>"]/.test(s[i])) return false;
-    }
-    return true;
-  }
-  function hostOK(h) {
-    let host = h, port = "";
-    if (h.startsWith("[")) {
-      const end = h.indexOf("]");
-      if (end < 0) return false;
-      host = h.slice(0, end + 1); port = h.slice(end + 1);
-    } else if (h.includes(":")) { host = h.slice(0, h.lastIndexOf(":")); port = h.slice(h.lastIndexOf(":")); }
-    if (port !== "" && !/^:[0-9]*$/.test(port)) return false;
-    return escapes(host, true);
-  }
-  function uri(s) {
-    if (/[\x00-\x1f\x7f \t\n]/.test(s)) return false;
-    const hash = s.indexOf("#");
-    const rest0 = hash < 0 ? s : s.slice(0, hash);
-    if (hash >= 0 && !escapes(s.slice(hash + 1), false)) return false;
-    const m = /^[A-Za-z][A-Za-z0-9+.\-]*:/.exec(rest0);
-    if (!m) return false;
-    let rest = rest0.slice(m[0].length);
-    const q = rest.indexOf("?");
-    if (q >= 0) rest = rest.slice(0, q);
-    if (!rest.startsWith("/")) return true; // opaque: not checked further
-    if (rest.startsWith("//")) {
-      let auth = rest.slice(2);
-      const slash = auth.indexOf("/");
-      const path = slash < 0 ? "" : auth.slice(slash);
-      if (slash >= 0) auth = auth.slice(0, slash);
-      const at = auth.lastIndexOf("@");
-      if (at >= 0) {
-        if (!/^[A-Za-z0-9\-._:~!$&'()*+,;=%@]*$/.test(auth.slice(0, at)) || !escapes(auth.slice(0, at), false)) return false;
-        auth = auth.slice(at + 1);
-      }
-      return hostOK(auth) && escapes(path, false);
-    }
-    return escapes(rest, false);
-  }
-  const DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+  // Formats (translate/format.go): each is ajv-formats' own check, as the
+  // bridge ports it, so the page takes exactly what the bridge takes. The
+  // patterns spell both cases of each letter range instead of using the i
+  // flag, as the bridge's do; without the u flag, JavaScript's case folding
+  // would agree anyway.
+  const hexDigit = "[0-9a-fA-F]", pctEnc = "%" + hexDigit + "{2}", h16 = hexDigit + "{1,4}";
+  const decOctet = String.raw`(?:25[0-5]|2[0-4]\d|[01]?\d\d?)`;
+  const ipv4 = String.raw`(?:${decOctet}\.){3}${decOctet}`;
+  const subDelims = "!$&'()*+,;=", unreserv = String.raw`a-zA-Z0-9\-._~`;
+  const pchar = `(?:[${unreserv}${subDelims}:@]|${pctEnc})`;
+  const qchar = `(?:[${unreserv}${subDelims}:@/?]|${pctEnc})`;
+  const ipv6 = `(?:(?:(?:${h16}:){6}|::(?:${h16}:){5}|(?:${h16})?::(?:${h16}:){4}|` +
+    `(?:(?:${h16}:){0,1}${h16})?::(?:${h16}:){3}|(?:(?:${h16}:){0,2}${h16})?::(?:${h16}:){2}|` +
+    `(?:(?:${h16}:){0,3}${h16})?::${h16}:|(?:(?:${h16}:){0,4}${h16})?::)` +
+    `(?:${h16}:${h16}|${ipv4})|(?:(?:${h16}:){0,5}${h16})?::${h16}|(?:(?:${h16}:){0,6}${h16})?::)`;
+  const ipvFuture = String.raw`[Vv]` + hexDigit + String.raw`+\.[` + unreserv + subDelims + ":]+";
+  const regName = `(?:[${unreserv}${subDelims}]|${pctEnc})*`;
+  const userinfo = `(?:(?:[${unreserv}${subDelims}:]|${pctEnc})*@)?`;
+  const authority = userinfo + String.raw`(?:\[(?:` + ipv6 + "|" + ipvFuture + String.raw`)\]|` + ipv4 + "|" + regName + String.raw`)(?::\d*)?`;
+  const URI = new RegExp(String.raw`^(?:[a-zA-Z][a-zA-Z0-9+\-.]*:)` +
+    String.raw`(?:\/?\/` + authority + String.raw`(?:\/` + pchar + "*)*" +
+    String.raw`|\/(?:` + pchar + String.raw`+(?:\/` + pchar + "*)*)?" +
+    "|" + pchar + String.raw`+(?:\/` + pchar + "*)*)" +
+    String.raw`(?:\?` + qchar + "*)?(?:#" + qchar + "*)?$");
+  const EMAIL = new RegExp("^[a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]+(?:\\.[a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]+)*" +
+    String.raw`@(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?\.)+[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?$`);
+  const DATE = /^(\d\d\d\d)-(\d\d)-(\d\d)$/;
+  const TIME = /^(\d\d):(\d\d):(\d\d(?:\.\d+)?)([zZ]|([+-])(\d\d)(?::?(\d\d))?)?$/;
+  const DAYS_IN = [0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+  // date is RFC 3339 full-date: a real day, year 0000 to 9999.
   function date(s) {
-    const m = /^([0-9]{4})-([0-9]{2})-([0-9]{2})$/.exec(s);
+    const m = DATE.exec(s);
     if (!m) return false;
-    const y = +m[1], mo = +m[2], d = +m[3];
-    if (mo < 1 || mo > 12) return false;
-    const leap = (y % 4 === 0 && y % 100 !== 0) || y % 400 === 0;
-    return d >= 1 && d <= (mo === 2 && leap ? 29 : DAYS[mo - 1]);
+    const year = +m[1], month = +m[2], day = +m[3];
+    if (month < 1 || month > 12 || day < 1) return false;
+    const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+    return month === 2 && leap ? day <= 29 : day <= DAYS_IN[month];
   }
+  // jsSpace is the set translate names: what JavaScript's \s matches.
+  function jsSpace(c) {
+    return [0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x20, 0xa0, 0x1680, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000, 0xfeff].includes(c) || (c >= 0x2000 && c <= 0x200a);
+  }
+  // dateTime is a date, one separator (t, T or a space) and a time with
+  // its offset.
   function dateTime(s) {
-    const m = /^([0-9]{4}-[0-9]{2}-[0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(\.[0-9]+)?(Z|[+-]([0-9]{2}):([0-9]{2}))$/.exec(s);
-    if (!m || !date(m[1]) || +m[2] > 23 || +m[3] > 59 || +m[4] > 59) return false;
-    return m[6] === "Z" || (+m[7] <= 23 && +m[8] <= 59);
+    const cps = Array.from(s);
+    let sep = -1, n = 0;
+    cps.forEach((ch, i) => { if (ch === "t" || ch === "T" || jsSpace(ch.codePointAt(0))) { if (n === 0) sep = i; n++; } });
+    if (n !== 1) return false;
+    return date(cps.slice(0, sep).join("")) && time(cps.slice(sep + 1).join(""));
   }
-  const NOUN = { email: "email address", uri: "absolute URI", date: "date (YYYY-MM-DD)", "date-time": "RFC 3339 date-time" };
+  // time is RFC 3339 full-time (an offset is required); a leap second is
+  // taken only at 23:59 UTC.
+  function time(s) {
+    const m = TIME.exec(s);
+    if (!m || m[4] === undefined) return false;
+    const hr = +m[1], mn = +m[2], sec = parseFloat(m[3]);
+    if (isNaN(sec)) return false;
+    const sign = m[5] === "-" ? -1 : 1;
+    const tzH = m[6] !== undefined ? +m[6] : 0, tzM = m[7] !== undefined ? +m[7] : 0;
+    if (tzH > 23 || tzM > 59) return false;
+    if (hr <= 23 && mn <= 59 && sec < 60) return true;
+    const utcMin = mn - tzM * sign;
+    let utcHr = hr - tzH * sign;
+    if (utcMin < 0) utcHr--;
+    return (utcHr === 23 || utcHr === -1) && (utcMin === 59 || utcMin === -1) && sec < 61;
+  }
   function validFormat(f, s) {
     switch (f) {
-      case "email": return email(s);
-      case "uri": return uri(s);
+      case "email": return EMAIL.test(s);
+      case "uri": return /[/:]/.test(s) && URI.test(s); // ajv-formats: a ":" or "/" somewhere
       case "date": return date(s);
       case "date-time": return dateTime(s);
     }
     return true;
   }
+  const NOUN = { email: "email address", uri: "absolute URI", date: "date (YYYY-MM-DD)", "date-time": "RFC 3339 date-time" };
   function compile(pattern) {
     try { return new RegExp(pattern, "u"); } catch (e) { return null; } // the bridge checks what the page cannot
   }
@@ -194,8 +201,14 @@ const Check = (function () {
       case "number": {
         const x = parseNumber(String(v));
         if (x.problem) return bad("type", x.problem);
-        if (f.min !== undefined) { const b = parseNumber(String(f.min)); if (!b.problem && cmp(x, b) < 0) return bad("minimum", "must be at least " + numberString(b)); }
-        if (f.max !== undefined) { const b = parseNumber(String(f.max)); if (!b.problem && cmp(x, b) > 0) return bad("maximum", "must be at most " + numberString(b)); }
+        if (f.integer && !isInt(x)) return bad("type", "must be an integer");
+        const bound = (k) => { if (f[k] === undefined) return null; const b = parseNumber(String(f[k])); return b.problem ? null : b; };
+        let b;
+        if ((b = bound("min")) && cmp(x, b) < 0) return bad("minimum", "must be at least " + numberString(b));
+        if ((b = bound("max")) && cmp(x, b) > 0) return bad("maximum", "must be at most " + numberString(b));
+        if ((b = bound("exclusiveMinimum")) && cmp(x, b) <= 0) return bad("exclusiveMinimum", "must be greater than " + numberString(b));
+        if ((b = bound("exclusiveMaximum")) && cmp(x, b) >= 0) return bad("exclusiveMaximum", "must be less than " + numberString(b));
+        if ((b = bound("multipleOf")) && !b.neg && !multipleOf(x, b)) return bad("multipleOf", "must be a multiple of " + numberString(b));
         return null;
       }
       case "select": {
@@ -211,25 +224,35 @@ const Check = (function () {
     return null;
   }
 
-  // hints says a field's constraints in words, for under its input.
+  // hints states a field's whole rule in words, for under its input: a
+  // list of items, each a list of segments, a segment being text or
+  // {code} (a token shown whole: a pattern, a date format).
   function hints(f) {
     const h = [];
     if (f.type === "string") {
-      if (f.minLength !== undefined && f.maxLength !== undefined) h.push(f.minLength + " to " + f.maxLength + " characters");
-      else if (f.minLength !== undefined) h.push("at least " + f.minLength + " characters");
-      else if (f.maxLength !== undefined) h.push("at most " + f.maxLength + " characters");
-      if (f.format && NOUN[f.format]) h.push("a valid " + NOUN[f.format]);
-      if (f.pattern) h.push("matching the pattern " + f.pattern);
+      if (f.minLength !== undefined && f.maxLength !== undefined) h.push([f.minLength + " to " + f.maxLength + " characters"]);
+      else if (f.minLength !== undefined) h.push(["at least " + f.minLength + " characters"]);
+      else if (f.maxLength !== undefined) h.push(["at most " + f.maxLength + " characters"]);
+      if (f.format === "date") h.push(["a date, ", { code: "YYYY-MM-DD" }]);
+      else if (f.format === "date-time") h.push(["a date and time"]);
+      else if (f.format && NOUN[f.format]) h.push(["a valid " + NOUN[f.format]]);
+      if (f.pattern) h.push(["matching the pattern ", { code: f.pattern }]);
     } else if (f.type === "number") {
-      const bound = (b) => { const n = parseNumber(String(b)); return n.problem ? String(b) : numberString(n); };
-      if (f.min !== undefined) h.push("at least " + bound(f.min));
-      if (f.max !== undefined) h.push("at most " + bound(f.max));
+      const bound = (k) => { if (f[k] === undefined) return null; const n = parseNumber(String(f[k])); return n.problem ? String(f[k]) : numberString(n); };
+      h.push([f.integer ? "a whole number" : "a number"]);
+      const min = bound("min"), max = bound("max"), gt = bound("exclusiveMinimum"), lt = bound("exclusiveMaximum"), step = bound("multipleOf");
+      if (min !== null && max !== null) h.push(["from " + min + " to " + max]);
+      else if (min !== null) h.push(["at least " + min]);
+      else if (max !== null) h.push(["at most " + max]);
+      if (gt !== null) h.push(["greater than " + gt]);
+      if (lt !== null) h.push(["less than " + lt]);
+      if (step !== null) h.push(["a multiple of " + step]);
     } else if (f.type === "select" && f.multi) {
-      if (f.minItems !== undefined) h.push("select at least " + f.minItems);
-      if (f.maxItems !== undefined) h.push("select at most " + f.maxItems);
+      if (f.minItems !== undefined) h.push(["select at least " + f.minItems]);
+      if (f.maxItems !== undefined) h.push(["select at most " + f.maxItems]);
     }
-    return h.join(" · ");
+    return h;
   }
 
-  return { value, message, hints, parseNumber, goQuote };
+  return { value, message, hints, parseNumber, goQuote, goUnquote };
 })();

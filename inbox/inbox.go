@@ -8,15 +8,27 @@ import (
 	"strings"
 )
 
-//go:embed page.html style.css check.js fields.js app.js
+//go:embed page.html style.css check.js fields.js notify.js app.js
 var files embed.FS
+
+// scripts are the page's scripts, in the order they run: each one after
+// the ones it uses.
+var scripts = []string{"check.js", "fields.js", "notify.js", "app.js"}
 
 // page is the assembled page and csp its Content-Security-Policy.
 var page, csp = assemble()
 
-// Script is the page's script: check.js, fields.js and app.js in order.
-// Tests and tools load it to reach the page's rules.
-var Script = read("check.js") + "\n" + read("fields.js") + "\n" + read("app.js")
+// Script is the page's script: its scripts joined in order. Tests and
+// tools load it to reach the page's rules.
+var Script = joined()
+
+func joined() string {
+	parts := make([]string, len(scripts))
+	for i, name := range scripts {
+		parts[i] = read(name)
+	}
+	return strings.Join(parts, "\n")
+}
 
 func read(name string) string {
 	b, err := files.ReadFile(name)
@@ -30,7 +42,7 @@ func read(name string) string {
 // by their SHA-256 hashes.
 func assemble() ([]byte, string) {
 	style := read("style.css")
-	script := read("check.js") + "\n" + read("fields.js") + "\n" + read("app.js")
+	script := joined()
 	hash := func(s string) string {
 		sum := sha256.Sum256([]byte(s))
 		return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"

@@ -20,10 +20,13 @@ import (
 type Client struct {
 	// Endpoint is the base URL, e.g. http://127.0.0.1:8787.
 	Endpoint string
-	// Token is the bearer token. It is never sent to an endpoint that has
-	// not proved it knows it, except over TLS (relay.Connect).
+	// Token is the bearer token, or a named operator's credential. Neither
+	// is ever sent to an endpoint that has not proved it knows it, except
+	// over TLS (relay.Connect).
 	Token string
-	// Agent names the sender of commands; "" means "aep-mcp-bridge-cli".
+	// Agent names the sender in its commands' envelope; "" means
+	// "aep-mcp-bridge-cli". It proves nothing: the bridge records who
+	// answered from the credential, never from it.
 	Agent string
 	// PlainRemote allows an endpoint off this machine over plain http
 	// (relay.ConnectOptions).
@@ -206,12 +209,16 @@ func requested(b []byte) (sourced, bool) {
 	var ev struct {
 		ID, Type, Source, Session, Agent, Subject, Time string
 		Data                                            aep.AttentionRequested
+		Integers                                        json.RawMessage `json:"aepmcpbridgeint"` // aep.ExtIntegerFields
 	}
 	if json.Unmarshal(b, &ev) != nil || ev.Type != "attention.requested" || ev.ID == "" || ev.Session == "" {
 		return sourced{}, false
 	}
 	t, _ := time.Parse(time.RFC3339Nano, ev.Time)
 	d := ev.Data
+	// The integer fields are named in the envelope; an ill-formed value
+	// marks none, and the bridge still checks every answer.
+	aep.MarkIntegerFields(ev.Integers, d.Fields)
 	return sourced{Question{ID: ev.ID, Session: ev.Session, Agent: ev.Agent, Server: ev.Subject, Prompt: d.Prompt,
 		Kind: d.Kind, Asked: t, ExpiresAt: d.ExpiresAt, RespondVia: d.RespondVia, Options: d.Options, Fields: d.Fields}, ev.Source}, true
 }

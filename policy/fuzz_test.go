@@ -168,31 +168,3 @@ func FuzzArgs(f *testing.F) {
 		}
 	})
 }
-
-// FuzzGlob checks the glob matcher against the regular-expression reading
-// of the same syntax.
-func FuzzGlob(f *testing.F) {
-	for _, s := range [][2]string{{"a*b?c", "axxbyc"}, {"[!a-c]*", "d"}, {`\*[x-z]`, "*y"}, {"*é*", "café"}, {"[", ""}, {"*[x-x-0]", "0"}} {
-		f.Add(s[0], s[1])
-	}
-	f.Fuzz(func(t *testing.T, pattern, name string) {
-		g, err := compileGlob(pattern)
-		re, ok := globRegexp(pattern)
-		if len(pattern) > MaxGlobLen {
-			ok = false
-		}
-		if (err == nil) != ok {
-			t.Fatalf("pattern %q: compileGlob error %v, the regexp reading ok = %v", pattern, err, ok)
-		}
-		if err != nil || !utf8Valid(name) {
-			return
-		}
-		if got, want := g.match(name), re.MatchString(name); got != want {
-			t.Fatalf("%q on %q: match = %v; the regexp reading says %v", pattern, name, got, want)
-		}
-	})
-}
-
-// utf8Valid: on invalid UTF-8 the regexp package and the matcher read
-// bytes differently; names are checked as valid text.
-func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }

@@ -516,7 +516,7 @@ func ruleHash(r *rule) string {
 		Action string    `json:"action"`
 		Reason string    `json:"reason"`
 		Ask    *canonAsk `json:"ask"`
-	}{ID: r.decision.Rule, Server: r.servers.sources(), Tool: r.tools.sources(), Client: r.clients.sources(),
+	}{ID: r.decision.Rule, Server: r.servers.Strings(), Tool: r.tools.Strings(), Client: r.clients.Strings(),
 		Action: r.decision.Action.String(), Reason: r.decision.Reason}
 	if r.cond != nil {
 		c.When = &r.cond.src

@@ -230,7 +230,7 @@ func (p *Policy) Decide(c Call) Decision {
 	for i := range p.rules {
 		r := &p.rules[i]
 		// The tool first: it tells rules apart most often.
-		if !r.tools.match(c.Tool) || !r.servers.match(c.Server) || !r.clients.match(c.Client) {
+		if !r.tools.Match(c.Tool) || !r.servers.Match(c.Server) || !r.clients.Match(c.Client) {
 			continue
 		}
 		if r.cond != nil {

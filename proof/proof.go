@@ -64,6 +64,11 @@ type Frame struct {
 	// (see Key). A hub that does not know them ignores them.
 	Key string `json:"key,omitempty"`
 	Sig string `json:"sig,omitempty"`
+	// Credential, in a challenge, is the public id of the operator
+	// credential the peer proves instead of the token; Salt, in the
+	// response, the salt its key derives with (credential.go).
+	Credential string `json:"credential,omitempty"`
+	Salt       string `json:"salt,omitempty"`
 	// Code and Detail are set when the peer answered with an AEP error
 	// frame instead (AEP-0003 §6.5).
 	Code   string `json:"code,omitempty"`

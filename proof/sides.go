@@ -19,6 +19,10 @@ type Bridge struct {
 	nonce []byte
 	key   *Key
 	done  bool
+	// credential and derive are set for a credential proof: token is
+	// derived from the salt the hub sends.
+	credential string
+	derive     func(salt []byte) []byte
 }
 
 // Claim makes the bridge's proof also prove key, so the hub lets this
@@ -64,16 +68,25 @@ func (b *Bridge) Verify(response []byte) ([]byte, error) {
 	if hmac.Equal(hubNonce, b.nonce) {
 		return nil, refuse(TypeResponse, "the hub echoed the bridge's nonce")
 	}
-	if !hmac.Equal(got, mac(b.token, hubLabel, b.host, b.nonce, hubNonce)) {
-		reason := "the hub's proof does not verify: it does not know this token"
+	hubDir, bridgeDir, what := hubLabel, bridgeLabel, "this token"
+	if b.derive != nil {
+		salt, err := b64.DecodeString(f.Salt)
+		if err != nil || len(salt) == 0 || len(salt) > 64 {
+			return nil, refuse(TypeResponse, "the hub sent no salt for the credential: it takes the token proof only")
+		}
+		b.token = b.derive(salt)
+		hubDir, bridgeDir, what = credentialDirection(hubLabel, b.credential), credentialDirection(bridgeLabel, b.credential), "this credential (or it was revoked)"
+	}
+	if !hmac.Equal(got, mac(b.token, hubDir, b.host, b.nonce, hubNonce)) {
+		reason := "the hub's proof does not verify: it does not know " + what
 		if f.Host != "" && !strings.EqualFold(f.Host, b.host) {
-			reason = fmt.Sprintf("the hub's proof does not verify: it bound it to host %s, this bridge dialed %s (a proxy that rewrites Host breaks the proof), or it does not know this token",
-				quote(f.Host), quote(b.host))
+			reason = fmt.Sprintf("the hub's proof does not verify: it bound it to host %s, this bridge dialed %s (a proxy that rewrites Host breaks the proof), or it does not know %s",
+				quote(f.Host), quote(b.host), what)
 		}
 		return nil, &Error{Step: TypeResponse, Reason: reason, err: ErrMismatch}
 	}
-	finish := Frame{Type: TypeFinish, V: Version, MAC: b64.EncodeToString(mac(b.token, bridgeLabel, b.host, b.nonce, hubNonce))}
-	if b.key != nil {
+	finish := Frame{Type: TypeFinish, V: Version, MAC: b64.EncodeToString(mac(b.token, bridgeDir, b.host, b.nonce, hubNonce))}
+	if b.key != nil && b.derive == nil {
 		finish.Key = b64.EncodeToString(b.key.public())
 		finish.Sig = b64.EncodeToString(b.key.sign(b.host, b.nonce, hubNonce))
 	}
@@ -89,8 +102,13 @@ type Hub struct {
 	host        string
 	nonce       []byte
 	bridgeNonce []byte
-	state       int    // 0: awaiting the challenge, 1: awaiting the finish, 2: ended
+	state       int    // 0: awaiting the challenge, 1: awaiting the finish, 2: ended, 3: proved
 	key         string // the fingerprint of the key the bridge proved
+	// lookup finds operator credentials (AcceptCredentials); credential
+	// is the id a challenge named, known whether lookup found it.
+	lookup     CredentialLookup
+	credential string
+	known      bool
 }
 
 // NewHub starts an exchange on a connection whose request named host (its
@@ -124,9 +142,18 @@ func (h *Hub) Challenge(challenge []byte) ([]byte, error) {
 	if hmac.Equal(bn, h.nonce) {
 		return nil, refuse(TypeChallenge, "the bridge's nonce repeats the hub's")
 	}
+	response := Frame{Type: TypeResponse, V: Version, Nonce: b64.EncodeToString(h.nonce), Host: h.host}
+	direction := hubLabel
+	if f.Credential != "" {
+		salt, ferr := h.credentialChallenge(f.Credential)
+		if ferr != nil {
+			return nil, ferr
+		}
+		response.Salt, direction = b64.EncodeToString(salt), credentialDirection(hubLabel, f.Credential)
+	}
 	h.bridgeNonce, h.state = bn, 1
-	return encode(Frame{Type: TypeResponse, V: Version, Nonce: b64.EncodeToString(h.nonce), Host: h.host,
-		MAC: b64.EncodeToString(mac(h.token, hubLabel, h.host, bn, h.nonce))}), nil
+	response.MAC = b64.EncodeToString(mac(h.token, direction, h.host, bn, h.nonce))
+	return encode(response), nil
 }
 
 // Finish checks the bridge's proof. A nil error means the bridge knows the
@@ -145,10 +172,18 @@ func (h *Hub) Finish(finish []byte) error {
 	if ferr != nil {
 		return ferr
 	}
+	if h.credential != "" {
+		if ferr := h.verifyCredential(f, got); ferr != nil {
+			return ferr
+		}
+		h.state = 3
+		return nil
+	}
 	if !hmac.Equal(got, mac(h.token, bridgeLabel, h.host, h.bridgeNonce, h.nonce)) {
 		return &Error{Step: TypeFinish, Reason: "the bridge's proof does not verify: it does not know this token", err: ErrMismatch}
 	}
 	if f.Key == "" && f.Sig == "" {
+		h.state = 3
 		return nil
 	}
 	pub, ferr := decodeBytes(TypeFinish, "bridge's session key", f.Key, ed25519.PublicKeySize)
@@ -162,7 +197,7 @@ func (h *Hub) Finish(finish []byte) error {
 	if !ed25519.Verify(pub, transcript(sigLabel, h.host, h.bridgeNonce, h.nonce), sig) {
 		return &Error{Step: TypeFinish, Reason: "the bridge's session key signature does not verify over this exchange", err: ErrMismatch}
 	}
-	h.key = fingerprint(pub)
+	h.key, h.state = fingerprint(pub), 3
 	return nil
 }
 

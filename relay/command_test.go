@@ -8,12 +8,13 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/control"
 )
 
 // submits is a Target that passes on the ids of the commands it is handed.
 type submits chan string
 
-func (s submits) Submit(cmd aep.Event, _ bool) (string, string) {
+func (s submits) Submit(cmd aep.Event, _ control.Sender) (string, string) {
 	s <- cmd.ID
 	return "", ""
 }

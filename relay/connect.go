@@ -11,6 +11,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/agenteventprotocol/aep-mcp-bridge/identity"
 	"github.com/agenteventprotocol/aep-mcp-bridge/proof"
 )
 
@@ -150,6 +151,14 @@ func Connect(ctx context.Context, rawURL, token string, opts ConnectOptions) (*w
 		if !to.bearerOK && !opts.PlainRemote {
 			return nil, &Refusal{Addr: to.host, What: p.what, Why: "it is a plain http:// (ws://) address off this machine: the token proof authenticates only the handshake, " +
 				"and after it the connection is cleartext that anyone on the path can read and inject into; use an https:// endpoint, or pass --allow-plain to connect anyway"}
+		}
+		if c, cerr := identity.ParseCredential(token); cerr == nil {
+			conn, err := proveCredential(ctx, d, to, c)
+			if errors.Is(err, proof.ErrMismatch) {
+				return nil, &Refusal{Addr: to.host, What: p.what, Why: "it does not know this operator credential: it was revoked or expired, " +
+					"or added in another state folder than this bridge's; ask for a new one (operators add)"}
+			}
+			return conn, err
 		}
 		conn, err := prove(ctx, d, to, token, nil)
 		if errors.Is(err, proof.ErrMismatch) {

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -18,16 +19,18 @@ import (
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
+	"github.com/agenteventprotocol/aep-mcp-bridge/control"
 	"github.com/agenteventprotocol/aep-mcp-bridge/proof"
 )
 
 // Target takes the commands that arrive on a link: the bridge routes each
 // to the session it addresses.
 type Target interface {
-	// Submit hands cmd to its session. It returns "" when the session made
-	// its ack decision (the ack travels back as an event), or a
-	// connection-scoped refusal code and detail (AEP-0004 §4.2).
-	Submit(cmd aep.Event, authenticated bool) (code, detail string)
+	// Submit hands cmd, sent by from, to its session. It returns "" when
+	// the session made its ack decision (the ack travels back as an
+	// event), or a connection-scoped refusal code and detail (AEP-0004
+	// §4.2).
+	Submit(cmd aep.Event, from control.Sender) (code, detail string)
 }
 
 // writeWait bounds every frame written to the relay.
@@ -332,7 +335,7 @@ func (l *Link) session(ctx context.Context) error {
 	}
 	l.mu.Unlock()
 	l.log.Info("relay link up", "reannounced", len(resend))
-	w := &linkWriter{conn: conn}
+	w := &linkWriter{conn: conn.Conn}
 	for _, raw := range resend {
 		if err := w.write(raw); err != nil {
 			return fmt.Errorf("%w: %v", errConnected, err)
@@ -355,14 +358,14 @@ type linkReader struct {
 
 // read is the reader goroutine of one connection; it ends when the
 // connection does.
-func (l *Link) read(conn *websocket.Conn, w *linkWriter, r *linkReader) {
+func (l *Link) read(conn *linkConn, w *linkWriter, r *linkReader) {
 	defer close(r.done)
 	r.err = l.readLoop(conn, w.write)
 }
 
 // handshake opens a connection to the relay and exchanges hello frames
 // (AEP-0003 §4).
-func (l *Link) handshake(ctx context.Context) (*websocket.Conn, error) {
+func (l *Link) handshake(ctx context.Context) (*linkConn, error) {
 	conn, err := l.connect(ctx)
 	if err != nil {
 		return nil, err
@@ -372,7 +375,7 @@ func (l *Link) handshake(ctx context.Context) (*websocket.Conn, error) {
 	l.mu.Unlock()
 	hello := aep.EncodeFrame(aep.NewHello(aep.RoleEmitter, aep.Identity{Agent: l.opts.Agent, Instance: l.opts.Instance},
 		&aep.Capabilities{Emits: []string{"session", "attention", "control", "error"}, Control: aep.NewControlCaps(l.opts.Accepts).Raw(),
-			Experimental: resumeCaps(resume)}))
+			Experimental: aep.WithSenders(resumeCaps(resume))}))
 	conn.SetWriteDeadline(time.Now().Add(writeWait))
 	if err := conn.WriteMessage(websocket.TextMessage, hello); err != nil {
 		conn.Close()
@@ -395,7 +398,15 @@ func (l *Link) handshake(ctx context.Context) (*websocket.Conn, error) {
 		l.mu.Unlock()
 	}
 	conn.SetReadDeadline(time.Time{})
-	return conn, nil
+	return &linkConn{Conn: conn, senders: aep.AdvertisesSenders(reply.Capabilities.Experimental)}, nil
+}
+
+// linkConn is a connection to the relay past hello. senders is set when
+// the relay's hello advertised sender frames: it says who sent every
+// command it routes here, and a command it does not attribute is refused.
+type linkConn struct {
+	*websocket.Conn
+	senders bool
 }
 
 // resumeCaps is the experimental capabilities of the link's hello: the
@@ -472,8 +483,13 @@ func (l *Link) pump(ctx context.Context, w *linkWriter, r *linkReader) error {
 	}
 }
 
-// readLoop takes commands and frames from the relay.
-func (l *Link) readLoop(conn *websocket.Conn, write func([]byte) error) error {
+// readLoop takes commands and frames from the relay. On a relay that
+// attributes commands (linkConn.senders), each command comes after the
+// sender frame that names who sent it, keyed by the command's source and
+// id; the session records that name as who answered. Anywhere else, a
+// command's sender is the relay's token holder.
+func (l *Link) readLoop(conn *linkConn, write func([]byte) error) error {
+	senders := newSenders()
 	for {
 		kind, b, err := conn.ReadMessage()
 		if err != nil {
@@ -495,21 +511,71 @@ func (l *Link) readLoop(conn *websocket.Conn, write func([]byte) error) error {
 			// The relay refused something this link sent: say so, or a
 			// refused question would be lost without a word.
 			l.log.Warn("the relay refused an event of this bridge", "event", shorten(f.Cause), "code", shorten(f.Code), "detail", shorten(f.Detail))
+		case f.Type == aep.FrameSender && conn.senders:
+			if s, ok := aep.DecodeSender(b); ok {
+				senders.put(s)
+			}
 		case aep.IsEventType(f.Type):
 			ev, err := aep.Parse(b)
 			if err != nil || !aep.IsCommand(ev.Type) {
 				continue
+			}
+			from := control.Sender{Authenticated: true}
+			if conn.senders {
+				s, ok := senders.take(ev.Source, ev.ID)
+				if !ok {
+					write(aep.EncodeFrame(aep.NewError("", ev.ID, "unauthorized",
+						"the hub did not say who sent this command, so the session cannot record who answered; it was not applied")))
+					continue
+				}
+				from.By, from.ReadOnly = s.By, s.ReadOnly
 			}
 			l.mu.Lock()
 			t := l.target
 			l.mu.Unlock()
 			code, detail := "no-route", "this bridge has no session to take commands"
 			if t != nil {
-				code, detail = t.Submit(*ev, true)
+				code, detail = t.Submit(*ev, from)
 			}
 			if code != "" {
 				write(aep.EncodeFrame(aep.NewError("", ev.ID, code, detail)))
 			}
 		}
 	}
+}
+
+// maxSenders bounds the sender frames a connection holds for commands
+// that have not arrived yet; the hub sends each just before its command.
+const maxSenders = 1024
+
+// senders are the sender frames received on one connection, keyed by the
+// source and id of the command each names, oldest first.
+type senders struct {
+	by    map[[2]string]aep.Sender
+	order [][2]string
+}
+
+func newSenders() *senders { return &senders{by: map[[2]string]aep.Sender{}} }
+
+func (s *senders) put(f aep.Sender) {
+	k := [2]string{f.Source, f.Cause}
+	if _, ok := s.by[k]; !ok {
+		s.order = append(s.order, k)
+	}
+	s.by[k] = f
+	for len(s.order) > maxSenders {
+		delete(s.by, s.order[0])
+		s.order = s.order[1:]
+	}
+}
+
+func (s *senders) take(source, id string) (aep.Sender, bool) {
+	k := [2]string{source, id}
+	f, ok := s.by[k]
+	if ok {
+		delete(s.by, k)
+		i := slices.Index(s.order, k)
+		s.order = slices.Delete(s.order, i, i+1)
+	}
+	return f, ok
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/agenteventprotocol/aep-mcp-bridge/identity"
 	"github.com/agenteventprotocol/aep-mcp-bridge/proof"
 )
 
@@ -22,6 +23,25 @@ const proofWait = 10 * time.Second
 // failure nothing but a random nonce was sent. The connection returned is
 // ready for hello.
 func prove(ctx context.Context, d *websocket.Dialer, t targets, token string, key *proof.Key) (*websocket.Conn, error) {
+	return proveWith(ctx, d, t, func() (*proof.Bridge, []byte, error) {
+		b, challenge, err := proof.NewBridge(token, t.host, rand.Reader)
+		if err == nil {
+			b.Claim(key)
+		}
+		return b, challenge, err
+	})
+}
+
+// proveCredential is prove for an operator's credential (the credential
+// proof, package proof): the credential never leaves the process either.
+func proveCredential(ctx context.Context, d *websocket.Dialer, t targets, c identity.Presented) (*websocket.Conn, error) {
+	return proveWith(ctx, d, t, func() (*proof.Bridge, []byte, error) {
+		return proof.NewCredentialBridge(c.ID, c.Key, t.host, rand.Reader)
+	})
+}
+
+// proveWith runs the dialing side of an exchange that start begins.
+func proveWith(ctx context.Context, d *websocket.Dialer, t targets, start func() (*proof.Bridge, []byte, error)) (*websocket.Conn, error) {
 	conn, err := dialJoin(ctx, d, t.join)
 	if err != nil {
 		return nil, err
@@ -30,12 +50,11 @@ func prove(ctx context.Context, d *websocket.Dialer, t targets, token string, ke
 	deadline := time.Now().Add(proofWait)
 	conn.SetReadDeadline(deadline)
 	conn.SetWriteDeadline(deadline)
-	b, challenge, err := proof.NewBridge(token, t.host, rand.Reader)
+	b, challenge, err := start()
 	if err != nil {
 		conn.Close()
 		return nil, err
 	}
-	b.Claim(key)
 	if err := conn.WriteMessage(websocket.TextMessage, challenge); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("sending the token-proof challenge: %w", err)

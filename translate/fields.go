@@ -15,9 +15,10 @@ import (
 // closed, so Other is never set.
 //
 // Each spec also carries the property's other constraints as extension
-// members (see aep.FieldSpec): bounds exactly as written, format, pattern,
-// lengths, item counts, the description, the default when it fits the
-// field, and Secret. A secret field never carries its default. Labels,
+// members (see aep.FieldSpec): bounds exactly as written (exclusive ones
+// and multipleOf too), integer-ness (Integer, which the event carries in
+// its envelope: aep.ExtIntegerFields), format, pattern, lengths, item
+// counts, the description, the default when it fits the field, and Secret. A secret field never carries its default. Labels,
 // description and default are content here; the attention gating core
 // degrades, redacts or drops them for a capture ceiling.
 func (f *Form) FieldSpecs() []aep.FieldSpec {
@@ -45,6 +46,16 @@ func (f *Form) FieldSpecs() []aep.FieldSpec {
 			}
 			if fld.Maximum != nil {
 				spec.Max = fld.Maximum.Text
+			}
+			spec.Integer = fld.Kind == KindInteger
+			if fld.ExclusiveMinimum != nil {
+				spec.ExclusiveMin = fld.ExclusiveMinimum.Text
+			}
+			if fld.ExclusiveMaximum != nil {
+				spec.ExclusiveMax = fld.ExclusiveMaximum.Text
+			}
+			if fld.MultipleOf != nil {
+				spec.MultipleOf = fld.MultipleOf.Text
 			}
 		case KindBoolean:
 			spec.Type = "boolean"

@@ -23,7 +23,8 @@ func TestFieldSpecsCarryConstraints(t *testing.T) {
 		"checks":{"type":"array","items":{"type":"string","enum":["smoke","load"]},"minItems":1,"maxItems":2,"default":["smoke"]},
 		"when":{"type":"string","format":"date-time"},
 		"env":{"type":"string","enum":["staging","production"],"default":"qa"},
-		"ratio":{"type":"number","default":"half"}
+		"ratio":{"type":"number","default":"half"},
+		"share":{"type":"number","exclusiveMinimum":0,"exclusiveMaximum":1e0,"multipleOf":0.25}
 	},"required":["service"]}`))
 	if err != nil {
 		t.Fatal(err)
@@ -31,7 +32,7 @@ func TestFieldSpecsCarryConstraints(t *testing.T) {
 	want := []aep.FieldSpec{
 		{ID: "service", Type: "string", Label: "Service name", Required: true, Description: "The service to deploy",
 			Default: "checkout", MinLength: intp(2), MaxLength: intp(40), Pattern: "^[a-z-]+$"},
-		{ID: "replicas", Type: "number", Label: "replicas", Min: "1", Max: "10", Default: json.Number("2")},
+		{ID: "replicas", Type: "number", Label: "replicas", Min: "1", Max: "10", Integer: true, Default: json.Number("2")},
 		{ID: "canary", Type: "boolean", Label: "canary", Default: true},
 		{ID: "checks", Type: "select", Label: "checks", Multi: true, MinItems: intp(1), MaxItems: intp(2),
 			Choices: []aep.Choice{{ID: "smoke", Label: "smoke"}, {ID: "load", Label: "load"}}, Default: []any{"smoke"}},
@@ -40,6 +41,8 @@ func TestFieldSpecsCarryConstraints(t *testing.T) {
 		// field's type, is left out.
 		{ID: "env", Type: "select", Label: "env", Choices: []aep.Choice{{ID: "staging", Label: "staging"}, {ID: "production", Label: "production"}}},
 		{ID: "ratio", Type: "number", Label: "ratio"},
+		// Exclusive bounds and multipleOf are carried as written.
+		{ID: "share", Type: "number", Label: "share", ExclusiveMin: "0", ExclusiveMax: "1e0", MultipleOf: "0.25"},
 	}
 	if diff := cmp.Diff(want, f.FieldSpecs()); diff != "" {
 		t.Fatalf("field specs (-want +got):\n%s", diff)

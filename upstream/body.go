@@ -12,9 +12,9 @@ import (
 )
 
 // Messages of any size. A client message the proxy relays as a stream is
-// POSTed with the stream as its body (WriteStream); a JSON response over
+// POSTed with the stream as its body (writeStream); a JSON response over
 // DefaultMaxMessage, or an event of a server's stream whose data is, is
-// handed to the proxy as its head and a stream of the rest (ReadFrame),
+// handed to the proxy as its head and a stream of the rest (Frame.Rest),
 // the body's or the event stream's connection held until the proxy has
 // read it. Neither is held whole, with one exception the protocol makes:
 // a request of the 2026-07-28 era carries headers that mirror values from
@@ -32,14 +32,6 @@ import (
 // DefaultMaxMessage is the size up to which a JSON response is read whole;
 // a larger one is handed over as a stream. It matches the stdio framing's.
 const DefaultMaxMessage = 4 << 20
-
-// ReadFrame returns the next message from the server: whole, or a large
-// JSON response as its head and a stream of the rest, which must be read
-// before the next call (elicit.FrameReader). io.EOF after Close.
-func (c *Conn) ReadFrame() (jsonrpc.Frame, error) {
-	f, _, err := c.ReadRelatedFrame()
-	return f, err
-}
 
 // deliverStream hands a large message to the reader as head and the
 // rest of body, with the id of the request whose response stream carried
@@ -83,12 +75,12 @@ func (d *doneReader) Read(p []byte) (int, error) {
 // whose x-mcp-header annotations break the rules before the client sees
 // any, so it is read whole up to Options.MaxWholeMessage, and a larger one
 // fails its request with an error naming the limit.
-func (c *Conn) readJSONBody(body io.Reader, env envelope, isInit bool) (bool, error) {
+func (c *Conn) readJSONBody(body io.Reader, size int64, env envelope, isInit bool) (bool, error) {
 	limit, list := DefaultMaxMessage, c.modern.awaitsList(env.ID)
 	if list {
 		limit = max(limit, c.opts.MaxWholeMessage)
 	}
-	head, err := io.ReadAll(io.LimitReader(body, int64(limit)+1))
+	head, err := readUpTo(body, size, limit)
 	if err != nil {
 		return true, err
 	}
@@ -101,7 +93,7 @@ func (c *Conn) readJSONBody(body io.Reader, env envelope, isInit bool) (bool, er
 		c.deliverStream(oneLine(head), oneLineReader{body}, nil)
 		return true, nil
 	}
-	if !json.Valid(head) {
+	if !jsonrpc.Valid(head) {
 		return false, nil
 	}
 	if isInit {
@@ -109,6 +101,30 @@ func (c *Conn) readJSONBody(body io.Reader, env envelope, isInit bool) (bool, er
 	}
 	c.deliver(oneLine(bytes.TrimSpace(head)))
 	return true, nil
+}
+
+// readUpTo reads r to its end, or to limit+1 bytes: in one allocation
+// when size, the body's Content-Length (-1 when unknown), is within limit.
+func readUpTo(r io.Reader, size int64, limit int) ([]byte, error) {
+	if size < 0 || size > int64(limit) {
+		return io.ReadAll(io.LimitReader(r, int64(limit)+1))
+	}
+	b := make([]byte, 0, size+1) // room to read the end without growing
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		switch {
+		case err == io.EOF:
+			return b, nil
+		case err != nil:
+			return b, err
+		case len(b) == cap(b):
+			// More than the Content-Length said: read on as if it were
+			// unknown.
+			rest, err := io.ReadAll(io.LimitReader(r, int64(limit)+1-int64(len(b))))
+			return append(b, rest...), err
+		}
+	}
 }
 
 // listTooLarge is the error a modern tools/list gets when its result is
@@ -139,17 +155,17 @@ func (o oneLineReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// WriteStream POSTs one client message whose bytes write writes, as the
-// request body, in the order WriteMessage keeps (elicit.StreamWriter).
+// writeStream POSTs one client message whose bytes write writes, as the
+// request body, in the order writeMessage keeps.
 // What the transport needs of the message (its id, to fail it; its
 // method) is read from the bytes as they pass. In a session that may be
 // of the 2026-07-28 era (no 2025 revision was negotiated with initialize),
 // a request's headers mirror its params (Mcp-Method, Mcp-Name,
 // Mcp-Param-*), and headers go before the body: there the message is
 // read whole first, up to Options.MaxWholeMessage, and posted as
-// WriteMessage posts it; a larger one is not posted, and its request is
+// writeMessage posts it; a larger one is not posted, and its request is
 // answered with an error that names the limit.
-func (c *Conn) WriteStream(write func(w io.Writer) error) error {
+func (c *Conn) writeStream(write func(w io.Writer) error) error {
 	c.mu.Lock()
 	lg, closed, version := c.legacy, c.closed, c.version
 	streamed := !closed && (lg != nil || (version != "" && !isModern(version)))
@@ -170,19 +186,27 @@ func (c *Conn) WriteStream(write func(w io.Writer) error) error {
 		if b.sc != nil {
 			return c.refuseWhole(b.sc.Envelope(), b.n, b.max)
 		}
-		return c.WriteMessage(b.buf.Bytes())
+		return c.writeMessage(b.buf.Bytes())
 	}
 	pr, pw := io.Pipe()
 	tee := &envTee{w: pw, sc: jsonrpc.NewScanner(jsonrpc.ScanOptions{})}
 	c.order.Lock()
 	defer c.order.Unlock()
-	acked := make(chan struct{})
-	go c.sendStream(lg, pr, tee, acked)
+	c.awaitPrev()
+	a := newAck()
+	if lg == nil {
+		c.prevAck = a
+		c.lastAck.Store(a)
+	}
+	go c.sendStream(lg, pr, tee, a)
 	err := write(tee)
 	pw.CloseWithError(err)
-	select {
-	case <-acked:
-	case <-c.ctx.Done():
+	if lg != nil {
+		// HTTP+SSE posts one message at a time, each to its end.
+		select {
+		case <-a.done:
+		case <-c.ctx.Done():
+		}
 	}
 	if errors.Is(err, io.ErrClosedPipe) {
 		return nil // the POST failed and the client was told; nothing to stop
@@ -191,17 +215,17 @@ func (c *Conn) WriteStream(write func(w io.Writer) error) error {
 }
 
 // sendStream is the goroutine of one streamed POST, over the HTTP+SSE
-// transport when lg is set; WriteStream counted it.
-func (c *Conn) sendStream(lg *legacy, body *io.PipeReader, tee *envTee, acked chan struct{}) {
+// transport when lg is set; writeStream counted it.
+func (c *Conn) sendStream(lg *legacy, body *io.PipeReader, tee *envTee, a *ack) {
 	defer c.wg.Done()
 	if lg != nil {
-		lg.send(body, func() envelope { return tee.outbound().envelope }, acked)
+		lg.send(body, func() envelope { return tee.outbound().envelope }, a.done)
 		return
 	}
-	c.send(body, tee.outbound, nil, acked)
+	c.send(c.ctx, body, tee.outbound, nil, a)
 }
 
-// refuseWhole answers a client message over the limit of what WriteStream
+// refuseWhole answers a client message over the limit of what writeStream
 // reads whole, which is not posted. A request gets an error naming the
 // limit; a response to one of the server's requests is replaced, for the
 // server, by an error response with its id, so the server does not wait
@@ -215,7 +239,7 @@ func (c *Conn) refuseWhole(env *jsonrpc.Envelope, n, limit int) error {
 		return nil
 	case jsonrpc.HasID(env.ID):
 		c.log.Warn("the client's response to a server request is over the limit of a message read whole; the server gets an error in its place", "bytes", n, "limit", limit)
-		return c.WriteMessage(jsonrpc.ErrorResponse(env.ID, jsonrpc.CodeInternal, "the client's response "+msg[len("the message "):]))
+		return c.writeMessage(jsonrpc.ErrorResponse(env.ID, jsonrpc.CodeInternal, "the client's response "+msg[len("the message "):]))
 	default:
 		c.log.Warn("dropped a client message over the limit of a message read whole: it is neither a request nor a response", "bytes", n, "limit", limit)
 		return nil

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -55,12 +56,12 @@ func TestWriteStreamRacesClose(t *testing.T) {
 		for range writers {
 			wg.Go(func() {
 				<-start
-				err := c.WriteStream(func(w io.Writer) error {
+				err := c.writeStream(func(w io.Writer) error {
 					_, err := io.WriteString(w, `{"jsonrpc":"2.0","method":"notifications/progress","params":{}}`)
 					return err
 				})
 				if err != nil && err != io.ErrClosedPipe {
-					t.Errorf("WriteStream: %v", err)
+					t.Errorf("writeStream: %v", err)
 				}
 			})
 		}
@@ -106,7 +107,7 @@ func TestLargeModernResponseIsStreamed(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close) // after the Conn's Close, which dial registers later
 	c := dial(t, Options{URL: srv.URL})
-	if err := c.WriteMessage([]byte(modernCall(7, 10))); err != nil {
+	if err := c.writeMessage([]byte(modernCall(7, 10))); err != nil {
 		t.Fatal(err)
 	}
 	type frame struct {
@@ -115,7 +116,7 @@ func TestLargeModernResponseIsStreamed(t *testing.T) {
 	}
 	got := make(chan frame, 1)
 	go func() {
-		f, err := c.ReadFrame()
+		f, err := c.Read(context.Background())
 		got <- frame{f, err}
 	}()
 	var fr frame
@@ -165,7 +166,7 @@ func TestModernMessageOverTheLimit(t *testing.T) {
 	const limit = 64 << 10
 	c := dial(t, Options{URL: srv.URL, MaxWholeMessage: limit})
 	stream := func(msg string) error {
-		return c.WriteStream(func(w io.Writer) error {
+		return c.writeStream(func(w io.Writer) error {
 			for len(msg) > 0 { // in pieces, as the proxy writes
 				n := min(len(msg), 4096)
 				if _, err := io.WriteString(w, msg[:n]); err != nil {
@@ -177,7 +178,7 @@ func TestModernMessageOverTheLimit(t *testing.T) {
 		})
 	}
 	if err := stream(modernCall(8, limit)); err != nil {
-		t.Fatalf("WriteStream of the large message: %v", err)
+		t.Fatalf("writeStream of the large message: %v", err)
 	}
 	m := decode(t, next(t, c))
 	want := fmt.Sprintf("over the %d-byte limit", limit)
@@ -228,8 +229,8 @@ func TestModernResponseOverTheLimit(t *testing.T) {
 	const limit = 64 << 10
 	c := dial(t, Options{URL: srv.URL, MaxWholeMessage: limit})
 	resp := `{"jsonrpc":"2.0","result":{"action":"accept","content":{"note":"` + strings.Repeat("n", limit) + `"}},"id":"srv-7"}`
-	if err := c.WriteStream(func(w io.Writer) error { _, err := io.WriteString(w, resp); return err }); err != nil {
-		t.Fatalf("WriteStream: %v", err)
+	if err := c.writeStream(func(w io.Writer) error { _, err := io.WriteString(w, resp); return err }); err != nil {
+		t.Fatalf("writeStream: %v", err)
 	}
 	var got rpcMessage
 	select {
@@ -246,7 +247,7 @@ func TestModernResponseOverTheLimit(t *testing.T) {
 	if strings.Contains(got.Error.Message, "nnnn") {
 		t.Fatal("the error carries the response's content")
 	}
-	if err := c.WriteMessage([]byte(modernCall(9, 10))); err != nil {
+	if err := c.writeMessage([]byte(modernCall(9, 10))); err != nil {
 		t.Fatal(err)
 	}
 	if m := decode(t, next(t, c)); string(m.ID) != "9" || m.Error != nil {

@@ -8,8 +8,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -42,7 +44,7 @@ type Options struct {
 	// MaxWholeMessage bounds a client message the transport must read
 	// whole before posting it: one of a session that may be of the
 	// 2026-07-28 era, whose request headers mirror values from anywhere
-	// in its body (WriteStream). A larger request is not posted and is
+	// in its body (writeStream). A larger request is not posted and is
 	// answered with an error that names the limit. Zero means
 	// DefaultMaxWholeMessage.
 	MaxWholeMessage int
@@ -72,8 +74,24 @@ type Conn struct {
 	wg   sync.WaitGroup
 
 	// order keeps POSTs in the order the client sent them: each one
-	// goes out once the server acknowledged the one before it.
-	order sync.Mutex
+	// goes out once the server acknowledged the one before it (or
+	// AckWait passed after that one's body was sent), whose
+	// acknowledgement it guards (prevAck). A message waits for the one
+	// before it only when it comes: the caller of Write does not wait for
+	// its own message's acknowledgement.
+	order   sync.Mutex
+	prevAck *ack
+	// lastAck is prevAck, for Close to wait on without order, which a
+	// writer may hold while the server stalls.
+	lastAck atomic.Pointer[ack]
+
+	// url is opts.URL parsed once (nil when it does not parse: each POST
+	// then parses it, and fails as it says).
+	url *url.URL
+	// jobs hands a POST to an idle poster goroutine (see poster).
+	jobs chan postJob
+	// idlePosters counts the posters waiting for a job.
+	idlePosters atomic.Int32
 
 	// modern is what the 2026-07-28 request metadata needs.
 	modern modernState
@@ -90,6 +108,11 @@ type Conn struct {
 	legacy    *legacy // set when the HTTP+SSE transport is in use
 	getStream bool
 	closed    bool
+	// header is the headers of a POST (Content-Type, Accept, opts.Header
+	// and the session's), built for headerFor (session and version);
+	// each POST gets a copy.
+	header    http.Header
+	headerFor [2]string
 }
 
 // Dial prepares a remote upstream. Nothing is sent until the client's
@@ -103,7 +126,10 @@ func Dial(o Options) (*Conn, error) {
 	if !strings.HasPrefix(o.URL, "http://") && !strings.HasPrefix(o.URL, "https://") {
 		return nil, fmt.Errorf("--url %q: want an http:// or https:// URL", o.URL)
 	}
-	c := &Conn{opts: o, hc: o.Client, log: o.Logger, in: make(chan inbound, 256)}
+	c := &Conn{opts: o, hc: o.Client, log: o.Logger, in: make(chan inbound, 256), jobs: make(chan postJob)}
+	if u, err := url.Parse(o.URL); err == nil {
+		c.url = u
+	}
 	if c.hc == nil {
 		c.hc = &http.Client{Transport: &http.Transport{
 			Proxy:               http.ProxyFromEnvironment,
@@ -139,36 +165,52 @@ type inbound struct {
 	rest    io.Reader
 }
 
-// ReadMessage returns the next message from the server, whole, however
-// large; io.EOF after Close. The proxy uses ReadFrame.
-func (c *Conn) ReadMessage() ([]byte, error) {
-	m, _, err := c.ReadRelated()
-	return m, err
-}
-
-// ReadRelated is ReadMessage that also returns, for a message the server
-// sent on the response stream of a client request (MCP basic/transports:
-// such messages relate to that request), the request's id; nil for a
-// message from the GET stream, a JSON response body or the HTTP+SSE
-// stream.
-func (c *Conn) ReadRelated() (msg []byte, related json.RawMessage, err error) {
-	f, related, err := c.ReadRelatedFrame()
-	if err != nil || f.Rest == nil {
-		return f.Head, related, err
-	}
-	rest, err := io.ReadAll(f.Rest)
-	return append(f.Head, rest...), related, err
-}
-
-// ReadRelatedFrame is ReadRelated for a reader that takes a large message
-// as a stream (ReadFrame).
-func (c *Conn) ReadRelatedFrame() (jsonrpc.Frame, json.RawMessage, error) {
+// Read returns the next message from the server: whole, or a large JSON
+// response or event as its head and a stream of the rest (Frame.Rest),
+// which must be read before the next Read. Frame.Related is, for a
+// message the server sent on the response stream of a client request
+// (MCP basic/transports: such messages relate to that request), the
+// request's id; nil for a message from the GET stream, a JSON response
+// body or the HTTP+SSE stream. It returns io.EOF after Close, and ctx's
+// error when ctx ends first. With Write and Close it makes Conn an
+// elicit.Conn.
+func (c *Conn) Read(ctx context.Context) (jsonrpc.Frame, error) {
 	select {
 	case m := <-c.in:
-		return jsonrpc.Frame{Head: m.msg, Rest: m.rest}, m.related, nil
+		return jsonrpc.Frame{Head: m.msg, Rest: m.rest, Related: m.related}, nil
 	case <-c.ctx.Done():
-		return jsonrpc.Frame{}, nil, io.EOF
+		return jsonrpc.Frame{}, io.EOF
+	case <-ctx.Done():
+		return jsonrpc.Frame{}, ctx.Err()
 	}
+}
+
+// Write sends one client message to the server: f.Head, or f.Head and
+// then f.Rest as a streamed body (see body.go). For streamable HTTP it is
+// POSTed once the server acknowledged the message before it (its 202, or
+// the start of its response) or AckWait passed after that one's body was
+// sent, so messages reach the server in the order the client sent them;
+// the response (JSON, or an SSE stream) is read in the background, so a
+// long call never blocks the next message. A Frame with no bytes sends
+// nothing: Write holds nothing back. Write does not start once ctx is
+// done.
+func (c *Conn) Write(ctx context.Context, f jsonrpc.Frame) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	switch {
+	case f.Rest != nil:
+		return c.writeStream(func(w io.Writer) error {
+			if _, err := w.Write(f.Head); err != nil {
+				return err
+			}
+			_, err := io.Copy(w, f.Rest)
+			return err
+		})
+	case len(f.Head) == 0:
+		return nil
+	}
+	return c.writeMessage(f.Head)
 }
 
 // deliver hands a server message to the reader.
@@ -205,20 +247,10 @@ func (c *Conn) fail(id json.RawMessage, msg string) {
 	c.deliver(jsonrpc.ErrorResponse(id, jsonrpc.CodeConnectionClosed, msg))
 }
 
-// WriteMessage sends one client message to the server. For streamable
-// HTTP it is POSTed, and WriteMessage returns once the server acknowledged
-// it (the 202, or the start of the response) or AckWait passed after its
-// body was sent, so messages reach the server in the order the client
-// sent them; the response (JSON, or an SSE stream) is read in the
-// background, so a long call never blocks the next message.
-func (c *Conn) WriteMessage(msg []byte) error {
+// writeMessage posts one whole client message (see Write).
+func (c *Conn) writeMessage(msg []byte) error {
 	c.mu.Lock()
 	lg, closed := c.legacy, c.closed
-	if !closed && lg == nil {
-		// Counted under mu with the closed check, so Close's Wait never
-		// races an Add.
-		c.wg.Add(1)
-	}
 	c.mu.Unlock()
 	if closed {
 		return io.ErrClosedPipe
@@ -227,42 +259,149 @@ func (c *Conn) WriteMessage(msg []byte) error {
 		return lg.post(msg)
 	}
 	out := parseOutbound(msg) // batches have no id: their errors are logged
+	c.order.Lock()
+	defer c.order.Unlock()
+	// What follows a message happens once the server acknowledged it: a
+	// cancellation finds the request posted.
+	c.awaitPrev()
 	c.resumes.cancel(out)
 	if c.modern.cancel(out) {
-		c.wg.Done()
 		return nil // 2026-07-28: the closed response stream is the cancellation
 	}
-	c.order.Lock()
-	acked := make(chan struct{})
-	go c.postCounted(msg, out, acked)
-	select {
-	case <-acked:
-	case <-c.ctx.Done():
+	j := postJob{msg: msg, out: out, ack: newAck()}
+	if isModern(out.version) {
+		// A modern request's own context: closing its response stream is
+		// how the client cancels it (2026-07-28). It is noted before the
+		// message is handed over, so a cancellation behind it finds it.
+		var cancel context.CancelFunc
+		j.ctx, cancel = context.WithCancel(c.ctx)
+		j.cancel = cancel
+		c.modern.note(out, cancel)
 	}
-	c.order.Unlock()
+	c.prevAck = j.ack
+	c.lastAck.Store(j.ack)
+	if !c.startPost(j) {
+		j.stop(c)
+		return io.ErrClosedPipe
+	}
 	return nil
 }
 
-// postCounted is the goroutine of one POST; WriteMessage counted it.
-func (c *Conn) postCounted(msg []byte, out outbound, acked chan struct{}) {
-	defer c.wg.Done()
-	c.post(msg, out, acked)
+// awaitPrev waits until the server acknowledged the message posted
+// before (or AckWait passed after its body was sent), or Close; c.order
+// is held.
+func (c *Conn) awaitPrev() {
+	if c.prevAck != nil {
+		c.prevAck.wait(c.ctx, c.opts.AckWait)
+	}
 }
 
+// postJob is one message for a poster to POST: its own context (with
+// cancel; nil for the session's) and its acknowledgement.
+type postJob struct {
+	msg    []byte
+	out    outbound
+	ctx    context.Context
+	cancel context.CancelFunc
+	ack    *ack
+}
+
+// stop ends the job's own context once its POST is over, and forgets
+// the request that the client's cancellation would close.
+func (j postJob) stop(c *Conn) {
+	if j.cancel != nil {
+		j.cancel()
+		c.modern.done(j.out.ID)
+	}
+}
+
+// maxIdlePosters bounds the poster goroutines kept waiting for work once
+// a burst of concurrent POSTs is over.
+const maxIdlePosters = 4
+
+// startPost hands j to an idle poster, or starts one. A POST's goroutine
+// grows its stack to what the HTTP client needs; a poster keeps its stack
+// for the next POST instead of growing a new goroutine's every time. It
+// reports false, posting nothing, once Close began.
+func (c *Conn) startPost(j postJob) bool {
+	select {
+	case c.jobs <- j:
+		return true
+	default:
+	}
+	c.mu.Lock()
+	closed := c.closed
+	if !closed {
+		// Counted under mu with the closed check, so Close's Wait never
+		// races an Add.
+		c.wg.Add(1)
+	}
+	c.mu.Unlock()
+	if closed {
+		j.ack.acknowledge()
+		return false
+	}
+	go c.poster(j)
+	return true
+}
+
+// poster is the goroutine of one POST at a time: it posts j, then waits
+// for the next job while fewer than maxIdlePosters others wait, until
+// Close.
+func (c *Conn) poster(j postJob) {
+	defer c.wg.Done()
+	for {
+		c.post(j)
+		j.stop(c)
+		if c.idlePosters.Add(1) > maxIdlePosters {
+			c.idlePosters.Add(-1)
+			return
+		}
+		select {
+		case j = <-c.jobs:
+			c.idlePosters.Add(-1)
+		case <-c.ctx.Done():
+			c.idlePosters.Add(-1)
+			return
+		}
+	}
+}
+
+// postHeader returns the headers of a POST: Content-Type, Accept,
+// opts.Header and the session's (its id and protocol version), a copy
+// each POST may change.
+func (c *Conn) postHeader() http.Header {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.header == nil || c.headerFor != [2]string{c.session, c.version} {
+		h := http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"}}
+		c.headersLocked(h)
+		c.header, c.headerFor = h, [2]string{c.session, c.version}
+	}
+	return c.header.Clone()
+}
+
+// headers adds opts.Header and the session's headers (its id and
+// protocol version) to h.
 func (c *Conn) headers(h http.Header) {
+	c.mu.Lock()
+	c.headersLocked(h)
+	c.mu.Unlock()
+}
+
+// headersLocked is headers with c.mu held.
+func (c *Conn) headersLocked(h http.Header) {
 	for k, vs := range c.opts.Header {
 		for _, v := range vs {
 			h.Add(k, v)
 		}
 	}
-	c.mu.Lock()
 	if c.session != "" {
 		h.Set(mcp.HeaderSessionID, c.session)
 	}
 	if c.version != "" {
 		h.Set(mcp.HeaderProtocolVersion, c.version)
 	}
-	c.mu.Unlock()
 }
 
 // Close ends the session: DELETE for streamable HTTP, then stops every
@@ -276,6 +415,14 @@ func (c *Conn) Close() error {
 	c.closed = true
 	session, lg := c.session, c.legacy
 	c.mu.Unlock()
+	// The last message handed over is posted before the session ends: it
+	// waits for its acknowledgement, as the next message would, for as
+	// long as the DELETE may take.
+	if last := c.lastAck.Load(); last != nil {
+		ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+		last.wait(ctx, c.opts.AckWait)
+		cancel()
+	}
 	if session != "" && lg == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		req, err := http.NewRequestWithContext(ctx, "DELETE", c.opts.URL, nil)

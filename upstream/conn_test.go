@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -35,8 +36,8 @@ func next(t *testing.T, c *Conn) string {
 	t.Helper()
 	got := make(chan []byte, 1)
 	go func() {
-		m, _ := c.ReadMessage()
-		got <- m
+		f, _ := c.Read(context.Background())
+		got <- whole(f)
 	}()
 	select {
 	case m := <-got:
@@ -45,6 +46,15 @@ func next(t *testing.T, c *Conn) string {
 		t.Fatal("no message from the server")
 		return ""
 	}
+}
+
+// whole returns a frame's message in one piece.
+func whole(f jsonrpc.Frame) []byte {
+	if f.Rest == nil {
+		return f.Head
+	}
+	rest, _ := io.ReadAll(f.Rest)
+	return append(f.Head, rest...)
 }
 
 // rpcMessage is what the tests read of a JSON-RPC message.
@@ -92,7 +102,7 @@ func TestErrorStatusFailsTheRequest(t *testing.T) {
 			}))
 			t.Cleanup(srv.Close) // after the Conn's Close, which dial registers later
 			c := dial(t, Options{URL: srv.URL, Transport: "streamable"})
-			c.WriteMessage([]byte(`{"jsonrpc":"2.0","id":"a-1","method":"tools/list"}`))
+			c.writeMessage([]byte(`{"jsonrpc":"2.0","id":"a-1","method":"tools/list"}`))
 			m := decode(t, next(t, c))
 			if m.Error == nil {
 				t.Fatalf("got %+v; want an error response", m)
@@ -136,7 +146,7 @@ func TestResponseStreamResumesAfterPriming(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close) // after the Conn's Close, which dial registers later
 	c := dial(t, Options{URL: srv.URL, Transport: "streamable"})
-	c.WriteMessage([]byte(`{"jsonrpc":"2.0","id":"call-1","method":"tools/call","params":{}}`))
+	c.writeMessage([]byte(`{"jsonrpc":"2.0","id":"call-1","method":"tools/call","params":{}}`))
 	if got, want := next(t, c), `{"jsonrpc":"2.0", "id":"call-1","result":{}}`; got != want {
 		t.Fatalf("got %q; want %q", got, want)
 	}
@@ -148,7 +158,7 @@ func TestResponseStreamResumesAfterPriming(t *testing.T) {
 }
 
 // TestResponseStreamLargeEvents: an event over the size read whole
-// reaches the proxy as a stream (ReadFrame), byte for byte, relating to
+// reaches the proxy as a stream (Frame.Rest), byte for byte, relating to
 // its request, and answers it; one whose head is not JSON is skipped, and
 // the request fails when its stream ends unanswered.
 func TestResponseStreamLargeEvents(t *testing.T) {
@@ -172,7 +182,7 @@ func TestResponseStreamLargeEvents(t *testing.T) {
 			}))
 			t.Cleanup(srv.Close) // after the Conn's Close, which dial registers later
 			c := dial(t, Options{URL: srv.URL, Transport: "streamable"})
-			c.WriteMessage([]byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{}}`))
+			c.writeMessage([]byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{}}`))
 			type frame struct {
 				f       jsonrpc.Frame
 				related json.RawMessage
@@ -181,7 +191,8 @@ func TestResponseStreamLargeEvents(t *testing.T) {
 			}
 			got := make(chan frame, 1)
 			go func() {
-				f, related, err := c.ReadRelatedFrame()
+				f, err := c.Read(context.Background())
+				related := f.Related
 				fr := frame{f: f, related: related, err: err}
 				if err == nil && f.Rest != nil {
 					fr.rest, fr.err = io.ReadAll(f.Rest)
@@ -247,7 +258,7 @@ func TestLegacyTransport(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close) // after the Conn's Close, which dial registers later
 	c := dial(t, Options{URL: srv.URL + "/sse", Transport: "sse"})
-	if err := c.WriteMessage([]byte(initialize)); err != nil {
+	if err := c.writeMessage([]byte(initialize)); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := next(t, c), `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2024-11-05"}}`; got != want {
@@ -322,8 +333,8 @@ func TestCloseDuringALargeEvent(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close) // after the Conn's Close, which dial registers later
 	c := dial(t, Options{URL: srv.URL, Transport: "streamable"})
-	c.WriteMessage([]byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{}}`))
-	f, _, err := c.ReadRelatedFrame()
+	c.writeMessage([]byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{}}`))
+	f, err := c.Read(context.Background())
 	if err != nil || f.Rest == nil {
 		t.Fatalf("got a frame with Rest %v, %v; want a streamed event", f.Rest != nil, err)
 	}
@@ -371,8 +382,8 @@ func TestLegacyLargeMessage(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close) // after the Conn's Close, which dial registers later
 	c := dial(t, Options{URL: srv.URL + "/sse", Transport: "sse"})
-	c.WriteMessage([]byte(initialize))
-	f, err := c.ReadFrame()
+	c.writeMessage([]byte(initialize))
+	f, err := c.Read(context.Background())
 	if err != nil || f.Rest == nil {
 		t.Fatalf("got a frame with Rest %v, %v; want the message streamed", f.Rest != nil, err)
 	}
@@ -382,5 +393,40 @@ func TestLegacyLargeMessage(t *testing.T) {
 	}
 	if got := string(f.Head) + string(rest); got != answer {
 		t.Fatalf("got %d bytes that differ from the %d-byte answer", len(got), len(answer))
+	}
+}
+
+// TestWriteFrames: a Frame written whole and one written as a head and a
+// stream of the rest reach the server as the bytes they carry, and a
+// Frame with no bytes posts nothing.
+func TestWriteFrames(t *testing.T) {
+	var mu sync.Mutex
+	var bodies []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, string(b))
+		mu.Unlock()
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	t.Cleanup(srv.Close)
+	c := dial(t, Options{URL: srv.URL, Transport: "streamable"})
+	ctx := t.Context()
+	first := `{"jsonrpc":"2.0","method":"notifications/initialized"}`
+	for _, f := range []jsonrpc.Frame{
+		{Head: []byte(first)},
+		{},
+		{Head: []byte(`{"jsonrpc":"2.0","method":"notifications/`), Rest: strings.NewReader(`roots/list_changed"}`)},
+	} {
+		if err := c.Write(ctx, f); err != nil {
+			t.Fatalf("Write: %v", err)
+		}
+	}
+	c.Close() // waits for every POST
+	want := []string{first, `{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`}
+	mu.Lock()
+	defer mu.Unlock()
+	if diff := cmp.Diff(want, bodies); diff != "" {
+		t.Errorf("the server received (-want +got):\n%s", diff)
 	}
 }

@@ -36,8 +36,8 @@
 //     stream, and a server's own JSON-RPC error in an error status passed
 //     to the client as it is;
 //   - body.go: messages of any size: a client message the proxy streams
-//     is POSTed as a streamed body (WriteStream), a JSON response or an
-//     event over 4 MiB reaches the proxy as a stream (ReadFrame), neither
+//     is POSTed as a streamed body (Frame.Rest), a JSON response or an
+//     event over 4 MiB reaches the proxy as a stream (Frame.Rest), neither
 //     held whole, except a 2026-07-28 request, whose headers mirror its
 //     body: it is read whole up to MaxWholeMessage (16 MiB) and refused
 //     past it; and every message reaches the proxy as one line;
@@ -52,7 +52,7 @@
 // breaks a response.
 //
 // Messages read from a POST's response stream come with the id of the
-// request it answers (ReadRelated), so the proxy knows which request a
+// request it answers (Frame.Related), so the proxy knows which request a
 // server's question belongs to.
 //
 // Spec sections: MCP basic/transports (stdio; streamable HTTP: POST with Accept,

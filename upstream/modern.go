@@ -58,43 +58,45 @@ type outbound struct {
 	cancels json.RawMessage
 }
 
-// parseOutbound reads a client message. A batch or a malformed message
-// yields a zero outbound: it is posted as it is.
+// parseOutbound reads a client message, in the one pass that checks it
+// is JSON (jsonrpc.ReadWhole). A batch or a malformed message yields a
+// zero outbound: it is posted as it is. A message whose method, params,
+// _meta, name or uri has the wrong type yields its envelope alone.
 func parseOutbound(msg []byte) outbound {
-	var m struct {
-		envelope
-		Params struct {
-			Meta      map[string]json.RawMessage `json:"_meta"`
-			Name      *string                    `json:"name"`
-			URI       *string                    `json:"uri"`
-			Arguments json.RawMessage            `json:"arguments"`
-			RequestID json.RawMessage            `json:"requestId"`
-		} `json:"params"`
+	var w jsonrpc.Whole
+	if object, valid := jsonrpc.ReadWhole(msg, &outboundMembers, &w); !object || !valid {
+		return outbound{}
 	}
-	if json.Unmarshal(msg, &m) != nil {
-		var env envelope
-		json.Unmarshal(msg, &env)
-		return outbound{envelope: env}
+	o := outbound{envelope: envelope{ID: w.ID, Method: jsonrpc.DecodeString(w.Method)}}
+	meta, name, uri := w.InParams[0], w.InParams[1], w.InParams[2]
+	if !isKind(w.Method, '"') || !isKind(w.Params, '{') || !isKind(meta, '{') || !isKind(name, '"') || !isKind(uri, '"') {
+		return o
 	}
-	o := outbound{envelope: m.envelope, args: m.Params.Arguments}
-	if v, ok := m.Params.Meta[mcp.MetaKeyProtocolVersion]; ok {
-		json.Unmarshal(v, &o.version)
+	o.args = w.InParams[3]
+	if v := jsonrpc.Member(meta, mcp.MetaKeyProtocolVersion); v != nil {
+		o.version = jsonrpc.DecodeString(v)
 	}
-	switch m.Method {
+	switch o.Method {
 	case string(mcp.MethodToolsCall), string(mcp.MethodPromptsGet):
-		o.hasName = m.Params.Name != nil
-		if o.hasName {
-			o.name = *m.Params.Name
-		}
+		o.hasName = name != nil && name[0] == '"'
+		o.name = jsonrpc.DecodeString(name)
 	case string(mcp.MethodResourcesRead):
-		o.hasName = m.Params.URI != nil
-		if o.hasName {
-			o.name = *m.Params.URI
-		}
+		o.hasName = uri != nil && uri[0] == '"'
+		o.name = jsonrpc.DecodeString(uri)
 	case string(mcp.MethodNotificationCancelled):
-		o.cancels = m.Params.RequestID
+		o.cancels = w.InParams[4]
 	}
 	return o
+}
+
+// outboundMembers are the members of params parseOutbound reads.
+var outboundMembers = jsonrpc.WholeOptions{Params: []string{"_meta", "name", "uri", "arguments", "requestId"}}
+
+// isKind reports whether the JSON value v is absent, null, or of the kind
+// its first byte c says: what encoding/json decodes into a struct, a map
+// or a *string without a type error.
+func isKind(v []byte, c byte) bool {
+	return v == nil || v[0] == c || string(v) == "null"
 }
 
 // modernState is what the transport remembers of the 2026-07-28 era.
@@ -159,7 +161,7 @@ func (s *modernState) awaitsList(id json.RawMessage) bool {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.lists[jsonrpc.IDKey(id)]
+	return len(s.lists) > 0 && s.lists[jsonrpc.IDKey(id)]
 }
 
 // forgetList forgets a tools/list request whose result inbound will never

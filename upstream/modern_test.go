@@ -202,7 +202,7 @@ func TestRPCErrorBodyPassesThrough(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	c := dial(t, Options{URL: srv.URL})
-	c.WriteMessage([]byte(`{"jsonrpc":"2.0","id":"d1","method":"server/discover","params":{` + modernMeta + `}}`))
+	c.writeMessage([]byte(`{"jsonrpc":"2.0","id":"d1","method":"server/discover","params":{` + modernMeta + `}}`))
 	got := next(t, c)
 	want := `{"error":{"code":-32022,"message":"unsupported","data":{"supported":["2025-11-25"],"requested":"2026-07-28"}},"id":"d1","jsonrpc":"2.0"}`
 	if got != want {
@@ -232,8 +232,8 @@ func TestModernCancelClosesTheStream(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	c := dial(t, Options{URL: srv.URL})
-	c.WriteMessage([]byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow",` + modernMeta + `}}`))
-	c.WriteMessage([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`))
+	c.writeMessage([]byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow",` + modernMeta + `}}`))
+	c.writeMessage([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`))
 	<-gone
 	mu.Lock()
 	defer mu.Unlock()
@@ -295,7 +295,7 @@ func toolNames(resp string) []string {
 func sender(t *testing.T, c *Conn) func(msg string) string {
 	return func(msg string) string {
 		t.Helper()
-		c.WriteMessage([]byte(msg))
+		c.writeMessage([]byte(msg))
 		return next(t, c)
 	}
 }

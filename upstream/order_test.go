@@ -148,7 +148,7 @@ func TestPostsGoOutOneAtATime(t *testing.T) {
 		methods := []string{"notifications/initialized", "tools/list", "tools/call", "notifications/roots/list_changed", "tools/call"}
 		go func() {
 			for _, m := range msgs {
-				c.WriteMessage([]byte(m))
+				c.writeMessage([]byte(m))
 			}
 		}()
 		for i := range msgs {
@@ -171,8 +171,8 @@ func TestAckWaitBoundsTheHold(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h, c := startHeld(t, 2*time.Second)
 		go func() {
-			c.WriteMessage([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}}`))
-			c.WriteMessage([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`))
+			c.writeMessage([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}}`))
+			c.writeMessage([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`))
 		}()
 		synctest.Wait()
 		if got := h.seen(); len(got) != 1 {

@@ -13,25 +13,32 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/jsonrpc"
 )
 
-// post sends msg and handles the response. acked is closed once the
-// server acknowledged the message (its 202, or the start of its response),
-// AckWait after its body is on the wire, or when the POST failed, so the
-// next message can follow.
-func (c *Conn) post(msg []byte, out outbound, acked chan struct{}) {
-	c.send(bytes.NewReader(msg), func() outbound { return out }, msg, acked)
+// post sends j's message and handles the response, acknowledging j.ack
+// (see ack) so the next message can follow.
+func (c *Conn) post(j postJob) {
+	ctx := j.ctx
+	if ctx == nil {
+		ctx = c.ctx
+	}
+	c.send(ctx, bytes.NewReader(j.msg), func() outbound { return j.out }, j.msg, j.ack)
 }
 
-// send is post for a body that may be a stream (WriteStream): outf says
+// send is post for a body that may be a stream (writeStream): outf says
 // what the message is, as far as it has been read (all of it once the body
 // is sent), and msg is the whole message when there is one to send again
 // (the fall-back to HTTP+SSE). A streamed body (an *io.PipeReader) is
 // closed when the POST fails, so its writer stops.
-func (c *Conn) send(body io.Reader, outf func() outbound, msg []byte, acked chan struct{}) {
-	var once sync.Once
-	signal := func() { once.Do(func() { close(acked) }) }
-	defer signal()
+//
+// ctx is the request's context: the session's, or a modern request's own,
+// whose cancellation closes its response stream (noted with modern.note
+// before the message was handed over, so the client's cancellation that
+// follows finds it).
+func (c *Conn) send(ctx context.Context, body io.Reader, outf func() outbound, msg []byte, a *ack) {
+	defer a.acknowledge()
 	abandon := func(err error) {
 		if pr, ok := body.(*io.PipeReader); ok {
 			pr.CloseWithError(err)
@@ -39,32 +46,20 @@ func (c *Conn) send(body io.Reader, outf func() outbound, msg []byte, acked chan
 	}
 	out := outf()
 	env := out.envelope
-	// A modern request's own context: closing its response stream is
-	// how the client cancels it (2026-07-28).
-	ctx, cancel := context.WithCancel(c.ctx)
-	defer cancel()
-	c.modern.note(out, cancel)
-	defer c.modern.done(env.ID)
-	req, err := http.NewRequestWithContext(ctx, "POST", c.opts.URL, body)
+	req, err := c.newPost(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) {
+		a.sentBody()
+	}}), body)
 	if err != nil {
 		abandon(err)
 		c.fail(env.ID, "building the request: "+err.Error())
 		return
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	c.headers(req.Header)
 	c.mu.Lock()
 	legacy := c.version
 	c.mu.Unlock()
 	c.modern.setHeaders(req.Header, out, legacy)
-	g := &ackGrace{}
-	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) {
-		g.start(c.opts.AckWait, signal)
-	}}))
 	resp, err := c.hc.Do(req)
-	g.stop()
-	signal()              // acknowledged, or failed
+	a.acknowledge()       // acknowledged, or failed
 	env = outf().envelope // a streamed message's id may come after its params
 	if err != nil {
 		abandon(err)
@@ -84,30 +79,67 @@ func (c *Conn) send(body io.Reader, outf func() outbound, msg []byte, acked chan
 	c.handleBody(ctx, resp, env, isInit)
 }
 
-// ackGrace is the AckWait timer of one POST, started once its body is
-// sent and stopped when the answer starts.
-type ackGrace struct {
-	// mu guards the fields below: the transport sends the body on a
-	// goroutine of its own.
-	mu      sync.Mutex
-	t       *time.Timer
-	stopped bool
-}
-
-func (g *ackGrace) start(d time.Duration, f func()) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if !g.stopped && g.t == nil {
-		g.t = time.AfterFunc(d, f)
+// newPost returns a POST of body to the server's URL, parsed once, with
+// the session's headers (postHeader).
+func (c *Conn) newPost(ctx context.Context, body io.Reader) (*http.Request, error) {
+	if c.url == nil {
+		req, err := http.NewRequestWithContext(ctx, "POST", c.opts.URL, body)
+		if err == nil {
+			req.Header = c.postHeader()
+		}
+		return req, err
 	}
+	req, err := http.NewRequestWithContext(ctx, "POST", "", body)
+	if err != nil {
+		return nil, err
+	}
+	u := *c.url
+	req.URL, req.Host = &u, u.Host
+	req.Header = c.postHeader()
+	return req, nil
 }
 
-func (g *ackGrace) stop() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.stopped = true
-	if g.t != nil {
-		g.t.Stop()
+// ack is the acknowledgement of one POST, which the message after it
+// waits for: done closes once the server acknowledged the message (its
+// 202, or the start of its response) or the POST failed, and sent once
+// its body is on the wire, from when AckWait runs. Its methods are safe
+// for concurrent use: the HTTP client sends the body on a goroutine of its
+// own.
+type ack struct {
+	done, sent         chan struct{}
+	doneOnce, sentOnce sync.Once
+	// at is when the body was sent; written before sent closes.
+	at time.Time
+}
+
+func newAck() *ack { return &ack{done: make(chan struct{}), sent: make(chan struct{})} }
+
+func (a *ack) acknowledge() { a.doneOnce.Do(func() { close(a.done) }) }
+
+func (a *ack) sentBody() {
+	a.sentOnce.Do(func() {
+		a.at = time.Now()
+		close(a.sent)
+	})
+}
+
+// wait returns once the message was acknowledged, once ackWait passed
+// after its body was sent, or when ctx ends. Only a message that waits
+// arms a timer.
+func (a *ack) wait(ctx context.Context, ackWait time.Duration) {
+	select {
+	case <-a.done:
+		return
+	case <-ctx.Done():
+		return
+	case <-a.sent:
+	}
+	t := time.NewTimer(ackWait - time.Since(a.at))
+	defer t.Stop()
+	select {
+	case <-a.done:
+	case <-t.C:
+	case <-ctx.Done():
 	}
 }
 
@@ -193,10 +225,21 @@ func (c *Conn) handleStatus(req *http.Request, resp *http.Response, msg []byte, 
 // handleBody delivers a successful POST's response: one JSON message, or
 // an event stream that ends with the response to the request.
 func (c *Conn) handleBody(ctx context.Context, resp *http.Response, env envelope, isInit bool) {
-	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	mt := mediaType(resp.Header.Get("Content-Type"))
 	switch mt {
 	case "application/json":
-		ok, err := c.readJSONBody(resp.Body, env, isInit)
+		if !env.isRequest() && (env.Method != "" || jsonrpc.HasID(env.ID)) {
+			// A notification's or a response's POST is answered with 202
+			// and no body (MCP basic/transports). A JSON body some servers
+			// send anyway answers nothing the client asked, and relayed it
+			// would reach the client as a response to no request of its
+			// own: it is dropped. (A batch has no envelope of its own and
+			// is answered.)
+			n, _ := io.Copy(io.Discard, io.LimitReader(resp.Body, DefaultMaxMessage))
+			c.log.Debug("dropped the body the server sent in answer to a notification or response", "method", env.Method, "bytes", n)
+			return
+		}
+		ok, err := c.readJSONBody(resp.Body, resp.ContentLength, env, isInit)
 		if err != nil {
 			c.fail(env.ID, "reading the server's response: "+err.Error())
 			return
@@ -206,9 +249,45 @@ func (c *Conn) handleBody(ctx context.Context, resp *http.Response, env envelope
 		}
 	case "text/event-stream":
 		c.readResponseStream(ctx, resp.Body, env, isInit)
+		c.drainStream(resp.Body)
 	default:
 		c.fail(env.ID, fmt.Sprintf("the server answered with Content-Type %q, not JSON or an event stream; is --url the server's MCP endpoint?", resp.Header.Get("Content-Type")))
 	}
+}
+
+// drainWait and drainMax bound what drainStream reads of a response
+// stream after its response: a server ends the stream at once once it
+// answered (MCP basic/transports: it SHOULD close it), so a stream that
+// has not ended by then will not end soon.
+const (
+	drainWait = 100 * time.Millisecond
+	drainMax  = 64 << 10
+)
+
+// drainStream reads what is left of a POST's event stream once its
+// response came, up to drainWait and drainMax: a body closed before its
+// end closes its connection with it, and the next POST would dial a new
+// one. What it reads is no longer delivered, as the stream's events after
+// the response never were; it is logged, without content.
+func (c *Conn) drainStream(body io.ReadCloser) {
+	t := time.AfterFunc(drainWait, func() { body.Close() })
+	n, _ := io.Copy(io.Discard, io.LimitReader(body, drainMax))
+	t.Stop()
+	if n > 0 {
+		c.log.Debug("the server sent more on a response stream after its response; it was not relayed", "bytes", n)
+	}
+}
+
+// mediaType is the media type of a Content-Type value, lower case, as
+// mime.ParseMediaType reads it; the two an MCP server answers with, as
+// servers write them, are read without it.
+func mediaType(v string) string {
+	switch v {
+	case "application/json", "text/event-stream":
+		return v
+	}
+	mt, _, _ := mime.ParseMediaType(v)
+	return mt
 }
 
 func (c *Conn) hasSession() bool {

@@ -119,10 +119,10 @@ func TestRetryPacesResumesAndReopens(t *testing.T) {
 	t.Parallel()
 	p, url := newPollingServer(t)
 	c := dial(t, Options{URL: url, Transport: "streamable"})
-	c.WriteMessage([]byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}`))
+	c.writeMessage([]byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}`))
 	next(t, c)
-	c.WriteMessage([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
-	c.WriteMessage([]byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow"}}`))
+	c.writeMessage([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+	c.writeMessage([]byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow"}}`))
 	for _, kind := range []string{"post", "standing"} {
 		select {
 		case <-p.first[kind]:
@@ -189,9 +189,9 @@ func TestCloseEndsTheWaits(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close) // after the Conn's Close, which dial registers later
 	c := dial(t, Options{URL: srv.URL, Transport: "streamable"})
-	c.WriteMessage([]byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}`))
+	c.writeMessage([]byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}`))
 	next(t, c)
-	c.WriteMessage([]byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow"}}`))
+	c.writeMessage([]byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow"}}`))
 	for range 2 {
 		select {
 		case <-waiting:
@@ -236,13 +236,13 @@ func TestCancelStopsResuming(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close) // after the Conn's Close, which dial registers later
 	c := dial(t, Options{URL: srv.URL, Transport: "streamable"})
-	c.WriteMessage([]byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow"}}`))
+	c.writeMessage([]byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow"}}`))
 	for _, step := range []struct {
 		ch   chan struct{}
 		what string
 	}{{resumed, "the response stream was not resumed"}, {nil, ""}, {dropped, "the resumed stream stayed open after the client cancelled the request"}} {
 		if step.ch == nil {
-			c.WriteMessage([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2,"reason":"user"}}`))
+			c.writeMessage([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2,"reason":"user"}}`))
 			continue
 		}
 		select {
@@ -251,7 +251,7 @@ func TestCancelStopsResuming(t *testing.T) {
 			t.Fatal(step.what)
 		}
 	}
-	c.WriteMessage([]byte(`{"jsonrpc":"2.0","id":3,"method":"ping"}`))
+	c.writeMessage([]byte(`{"jsonrpc":"2.0","id":3,"method":"ping"}`))
 	if got, want := next(t, c), `{"jsonrpc":"2.0","id":3,"result":{}}`; got != want {
 		t.Fatalf("got %s; want the ping's answer, and nothing for the cancelled request", got)
 	}

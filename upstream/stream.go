@@ -74,12 +74,13 @@ func (c *Conn) relayEvent(ev sse.Event, related json.RawMessage, env *envelope) 
 		if len(msg) == 0 {
 			return false
 		}
-		if !json.Valid(msg) {
+		var w jsonrpc.Whole
+		if _, valid := jsonrpc.ReadWhole(msg, &jsonrpc.WholeOptions{}, &w); !valid {
 			c.log.Warn("the server sent an event that is not JSON; skipped")
 			return false
 		}
 		if env != nil {
-			json.Unmarshal(msg, env)
+			*env = envelope{ID: w.ID, Method: jsonrpc.DecodeString(w.Method)}
 		}
 		c.deliverRelated(oneLine(msg), related)
 		return true

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
+	"github.com/agenteventprotocol/aep-mcp-bridge/control"
 	"github.com/agenteventprotocol/aep-mcp-bridge/endpoint"
 	"github.com/agenteventprotocol/aep-mcp-bridge/internal/testenv"
 )
@@ -40,13 +41,13 @@ var questionRe = regexp.MustCompile(`respond ([0-9A-Z]{26}) --values`)
 // startDemo runs the demo in-process and returns its output and question.
 func startDemo(t *testing.T, extra ...string) (stdout *lockedBuffer, addr, state, id string, done <-chan error) {
 	t.Helper()
-	addr = freeAddr(t)
 	state = t.TempDir()
 	stdout = &lockedBuffer{}
 	ch := make(chan error, 1)
-	args := append([]string{"demo", "--listen", addr, "--state-dir", state, "--log-dir", "off"}, extra...)
+	args := append([]string{"demo", "--listen", "127.0.0.1:0", "--state-dir", state, "--log-dir", "off"}, extra...)
 	go func() { ch <- run(context.Background(), args, strings.NewReader(""), stdout, io.Discard) }()
 	stdout.waitFor(t, "--values")
+	addr = stdout.boundAddr(t, "--endpoint http://")
 	m := questionRe.FindStringSubmatch(stdout.String())
 	if m == nil {
 		t.Fatalf("no respond command in the demo's output:\n%s", stdout.String())
@@ -124,7 +125,7 @@ func TestDemoInterruptedIsACleanExit(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
-	args := []string{"demo", "--listen", freeAddr(t), "--state-dir", t.TempDir(), "--log-dir", "off"}
+	args := []string{"demo", "--listen", "127.0.0.1:0", "--state-dir", t.TempDir(), "--log-dir", "off"}
 	go func() { done <- run(ctx, args, strings.NewReader(""), stdout, stderr) }()
 	stdout.waitFor(t, "--values")
 	cancel() // what SIGINT does through mainCode's signal context
@@ -173,7 +174,7 @@ func TestRespondExitCodes(t *testing.T) {
 // silent takes commands and never acks them.
 type silent struct{}
 
-func (silent) Submit(aep.Event, bool) (string, string) { return "", "" }
+func (silent) Submit(aep.Event, control.Sender) (string, string) { return "", "" }
 
 func TestTailPrintsEvents(t *testing.T) {
 	hub := bus.NewHub()

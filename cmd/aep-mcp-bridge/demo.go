@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"strings"
@@ -71,6 +72,7 @@ type demoConfig struct {
 	timeout                      time.Duration
 	listen, token, state, logDir string
 	insecureToken                bool
+	notify                       notifyFlags
 }
 
 func parseDemoFlags(args []string, s stdio) (demoConfig, error) {
@@ -86,6 +88,7 @@ func parseDemoFlags(args []string, s stdio) (demoConfig, error) {
 	fs.StringVar(&c.state, "state-dir", "", "where the token is stored")
 	fs.StringVar(&c.logDir, "log-dir", "~/.aep/logs", "JSONL session logs; off disables them")
 	fs.BoolVar(&c.insecureToken, "insecure-token", false, "accept a --token or AEP_TOKEN shorter than 32 characters")
+	c.notify.define(fs)
 	if err := parseArgs(fs, args, s); err != nil {
 		return demoConfig{}, err
 	}
@@ -130,7 +133,14 @@ func runDemo(ctx context.Context, args []string, s stdio) error {
 	if err != nil {
 		return fmt.Errorf("listening for the demo's endpoint: %w", err)
 	}
-	h, err := bridge.NewHost(bridge.HostOptions{Listener: ln, Token: token, Root: inbox.Handler(), Instance: "demo"})
+	notifyLog := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	no, err := c.notify.options(c.state, redactOptions(""), notifyLog)
+	if err != nil {
+		ln.Close()
+		fmt.Fprintln(stderr, "aep-mcp-bridge demo:", err)
+		return errUsage
+	}
+	h, err := bridge.NewHost(bridge.HostOptions{Listener: ln, Token: token, Root: inbox.Handler(), Instance: "demo", Notify: no})
 	if err != nil {
 		ln.Close()
 		return err

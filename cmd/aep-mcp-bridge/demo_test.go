@@ -22,8 +22,8 @@ func TestDemoSaysHowTheQuestionEnded(t *testing.T) {
 		name, flag, prints, says string
 		action                   string
 	}{
-		{"decline", "--decline", "declined", "An operator (aep-mcp-bridge-cli) declined, so the server got decline.", `"action":"decline"`},
-		{"cancel", "--cancel", "cancelled", "An operator (aep-mcp-bridge-cli) cancelled the question, so the server got cancel.", `"action":"cancel"`},
+		{"decline", "--decline", "declined", "An operator (token holder) declined, so the server got decline.", `"action":"decline"`},
+		{"cancel", "--cancel", "cancelled", "An operator (token holder) cancelled the question, so the server got cancel.", `"action":"cancel"`},
 		{"decline as text", "--text= Decline ", "declined", "declined, so the server got decline.", `"action":"decline"`},
 		{"values", `--values={"service":"checkout"}`, "accepted", "", `"action":"accept"`},
 	}

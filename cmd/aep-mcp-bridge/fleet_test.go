@@ -30,7 +30,16 @@ type process struct {
 // it with SIGINT as a user would.
 func startProcess(t *testing.T, bin string, args ...string) *process {
 	t.Helper()
+	return startProcessEnv(t, nil, bin, args...)
+}
+
+// startProcessEnv is startProcess with env added to the environment.
+func startProcessEnv(t *testing.T, env []string, bin string, args ...string) *process {
+	t.Helper()
 	p := &process{cmd: exec.Command(bin, args...), stderr: &lockedBuffer{}}
+	if env != nil {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	p.cmd.Stderr = p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -62,20 +71,18 @@ func TestGatewayFleet(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("building the binary: %v\n%s", err, out)
 	}
-	hubAddr := freeAddr(t)
 	common := []string{"--token", "fleet-token-0123456789abcdefghijklmnop", "--mcp-token", "fleet-mcp-token-0123456789abcdefghijklm", "--state-dir", dir, "--log-dir", "off", "--route", "remote"}
 	upstream := []string{"--", bin, "demo-server"}
-	hub := startProcess(t, bin, append(append([]string{"serve", "--listen", hubAddr, "--mcp-listen", freeAddr(t), "--agent", "hub"}, common...), upstream...)...)
-	hub.stderr.waitFor(t, "AEP endpoint on http://"+hubAddr)
+	hub := startProcess(t, bin, append(append([]string{"serve", "--listen", "127.0.0.1:0", "--mcp-listen", "127.0.0.1:0", "--agent", "hub"}, common...), upstream...)...)
+	hubAddr := hub.stderr.boundAddr(t, "AEP endpoint on http://")
 	gateways := map[string]string{} // client name → MCP URL
 	for name, link := range map[string][]string{
 		"fleet-joined":  {"--listen", hubAddr},
 		"fleet-relayed": {"--listen", "off", "--relay", "ws://" + hubAddr + "/socket"},
 	} {
-		mcpAddr := freeAddr(t)
-		args := append(append(append([]string{"serve", "--mcp-listen", mcpAddr, "--agent", name}, link...), common...), upstream...)
+		args := append(append(append([]string{"serve", "--mcp-listen", "127.0.0.1:0", "--agent", name}, link...), common...), upstream...)
 		p := startProcess(t, bin, args...)
-		p.stderr.waitFor(t, "MCP gateway on http://"+mcpAddr)
+		mcpAddr := p.stderr.boundAddr(t, "MCP gateway on http://")
 		gateways[name] = "http://" + mcpAddr + "/mcp"
 	}
 
@@ -89,7 +96,7 @@ func TestGatewayFleet(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			got, err := deployThrough(ctx, u, name)
+			got, err := deployThrough(ctx, u, "fleet-mcp-token-0123456789abcdefghijklm", name)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -139,9 +146,10 @@ func TestGatewayFleet(t *testing.T) {
 }
 
 // deployThrough calls the demo server's deploy tool through the gateway
-// at mcpURL as client name, and returns what the server received.
-func deployThrough(ctx context.Context, mcpURL, name string) (string, error) {
-	tr, err := transport.NewStreamableHTTP(mcpURL, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer fleet-mcp-token-0123456789abcdefghijklm"}))
+// at mcpURL, with its client token, as client name, and returns what the
+// server received.
+func deployThrough(ctx context.Context, mcpURL, token, name string) (string, error) {
+	tr, err := transport.NewStreamableHTTP(mcpURL, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
 	if err != nil {
 		return "", err
 	}

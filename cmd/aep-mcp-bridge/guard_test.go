@@ -11,11 +11,10 @@ import (
 // TestAllowFlagsReachTheEndpoint runs the bridge with --allow-host and
 // --allow-origin: the named host and origin are served, others refused.
 func TestAllowFlagsReachTheEndpoint(t *testing.T) {
-	addr := freeAddr(t)
 	const token = "guard-token-0123456789abcdefghijklmnopqrstuvwxyz"
-	_, stderr, _ := runInProcess(t, "--listen", addr, "--token", token, "--state-dir", t.TempDir(), "--log-dir", "off",
+	_, stderr, _ := runInProcess(t, "--listen", "127.0.0.1:0", "--token", token, "--state-dir", t.TempDir(), "--log-dir", "off",
 		"--allow-host", "bridge.example", "--allow-origin", "http://dash.example:3000", "--allow-origin", "https://ops.example", "--", "cat")
-	stderr.waitFor(t, "AEP endpoint on http://"+addr)
+	addr := stderr.boundAddr(t, "AEP endpoint on http://")
 	port := addr[strings.LastIndex(addr, ":")+1:]
 	for _, tc := range []struct {
 		name, host, origin string
@@ -50,7 +49,7 @@ func TestAllowFlagsReachTheEndpoint(t *testing.T) {
 
 func TestBadAllowOrigin(t *testing.T) {
 	var stderr lockedBuffer
-	err := run(context.Background(), []string{"--listen", freeAddr(t), "--token", "guard-token-0123456789abcdefghijklmnopqrstuvwxyz", "--state-dir", t.TempDir(), "--log-dir", "off",
+	err := run(context.Background(), []string{"--listen", "127.0.0.1:0", "--token", "guard-token-0123456789abcdefghijklmnopqrstuvwxyz", "--state-dir", t.TempDir(), "--log-dir", "off",
 		"--allow-origin", "dash.example", "--", "cat"}, strings.NewReader(""), io.Discard, &stderr)
 	if err == nil || !strings.Contains(err.Error(), "--allow-origin") || !strings.Contains(err.Error(), "scheme://host") {
 		t.Fatalf("got %v; want an error naming --allow-origin and the expected form", err)

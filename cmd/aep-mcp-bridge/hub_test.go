@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -15,14 +16,24 @@ import (
 	"github.com/agenteventprotocol/aep-mcp-bridge/internal/squatter"
 )
 
-func freeAddr(t *testing.T) string {
+// boundAddr waits until the bridge says where a listener it bound on
+// port 0 is, after prefix ("AEP endpoint on http://", "MCP gateway on
+// http://"), and returns that host:port.
+func (l *lockedBuffer) boundAddr(t *testing.T, prefix string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	re := regexp.MustCompile(regexp.QuoteMeta(prefix) + `([^\s/]+)[\s/]`)
+	l.waitFor(t, prefix)
+	for {
+		ch := l.Changed()
+		if m := re.FindStringSubmatch(l.String()); m != nil {
+			return m[1]
+		}
+		select {
+		case <-ch:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("the bridge never finished saying %q:\n%s", prefix, l.String())
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // runInProcess runs the command line in-process with a pipe for stdin.
@@ -46,11 +57,11 @@ func runInProcess(t *testing.T, args ...string) (stdin io.WriteCloser, stderr *l
 // TestSecondBridgeJoinsTheFirstsEndpoint starts bridge B on the port bridge
 // A serves: B joins A as an emitter, and B's events appear on A's stream.
 func TestSecondBridgeJoinsTheFirstsEndpoint(t *testing.T) {
-	addr := freeAddr(t)
 	state := t.TempDir()
-	common := []string{"--listen", addr, "--token", "shared-token-0123456789abcdefghijklmnop", "--state-dir", state, "--log-dir", "off"}
-	_, errA, _ := runInProcess(t, append(common, "--agent", "bridge-a", "--", "cat")...)
-	errA.waitFor(t, "AEP endpoint on http://"+addr)
+	common := []string{"--token", "shared-token-0123456789abcdefghijklmnop", "--state-dir", state, "--log-dir", "off"}
+	_, errA, _ := runInProcess(t, append(common, "--listen", "127.0.0.1:0", "--agent", "bridge-a", "--", "cat")...)
+	addr := errA.boundAddr(t, "AEP endpoint on http://")
+	common = append(common, "--listen", addr) // B, on the port A serves
 
 	req, _ := http.NewRequest("GET", "http://"+addr+`/stream?filter={"agent":"bridge-b"}`, nil)
 	req.Header.Set("Authorization", "Bearer shared-token-0123456789abcdefghijklmnop")

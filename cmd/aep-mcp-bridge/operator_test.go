@@ -56,7 +56,7 @@ func operatorEndpoint(t *testing.T, prompt string) (base string, form, url aep.E
 func TestOperatorExitCodesAndMessages(t *testing.T) {
 	base, form, url := operatorEndpoint(t, "p")
 	at := []string{"--endpoint", base, "--token", "tok"}
-	gone := []string{"--endpoint", "http://" + freeAddr(t), "--token", "tok"}
+	gone := []string{"--endpoint", "http://" + testenv.RefusedAddr(t), "--token", "tok"}
 	tests := []struct {
 		name string
 		args []string
@@ -196,9 +196,10 @@ func TestTokenHygiene(t *testing.T) {
 // TestBridgeNeverPrintsItsToken starts a bridge: stderr says where the
 // token is and how to open the inbox, and never the token.
 func TestBridgeNeverPrintsItsToken(t *testing.T) {
-	addr, state := freeAddr(t), t.TempDir()
-	_, stderr, _ := runInProcess(t, "--listen", addr, "--state-dir", state, "--log-dir", "off", "--", "cat")
+	state := t.TempDir()
+	_, stderr, _ := runInProcess(t, "--listen", "127.0.0.1:0", "--state-dir", state, "--log-dir", "off", "--", "cat")
 	stderr.waitFor(t, "open it with:")
+	addr := stderr.boundAddr(t, "AEP endpoint on http://")
 	tok, err := os.ReadFile(filepath.Join(state, "token"))
 	if err != nil {
 		t.Fatal(err)
@@ -261,7 +262,7 @@ func TestInboxCommand(t *testing.T) {
 	if _, errOut, code := cli(t, "inbox", "--endpoint", srv.URL, "--state-dir", state); code != 0 || !strings.Contains(errOut, "no desktop") {
 		t.Errorf("without a desktop: exit %d, %q", code, errOut)
 	}
-	if _, errOut, code := cli(t, "inbox", "--endpoint", "http://"+freeAddr(t), "--state-dir", state); code != exitUnreachable {
+	if _, errOut, code := cli(t, "inbox", "--endpoint", "http://"+testenv.RefusedAddr(t), "--state-dir", state); code != exitUnreachable {
 		t.Errorf("no bridge: exit %d, %q", code, errOut)
 	}
 	if _, errOut, code := cli(t, "inbox", "--endpoint", srv.URL, "--token", "wrong-token-wrong-token-wrong-token"); code != exitFailure || !strings.Contains(errOut, "does not know this token") {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"os"
 	"strings"
 
@@ -11,6 +12,8 @@ import (
 	"github.com/agenteventprotocol/aep-mcp-bridge/bridge"
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
 	"github.com/agenteventprotocol/aep-mcp-bridge/elicit"
+	"github.com/agenteventprotocol/aep-mcp-bridge/endpoint"
+	"github.com/agenteventprotocol/aep-mcp-bridge/identity/store"
 	"github.com/agenteventprotocol/aep-mcp-bridge/inbox"
 	"github.com/agenteventprotocol/aep-mcp-bridge/script"
 )
@@ -55,6 +58,15 @@ func (c *config) options(stderr io.Writer) (bridge.HostOptions, bridge.Options, 
 	if c.answersOnly && c.answers == "" {
 		return bad("--answers-only needs --answers FILE")
 	}
+	if (c.operatorHeader == "") != (c.trustedProxies == "") {
+		return bad("--operator-header and --trusted-proxy go together: the header is believed only from the proxies' addresses")
+	}
+	var proxies []netip.Prefix
+	if c.trustedProxies != "" {
+		if proxies, err = endpoint.ParseProxies(c.trustedProxies); err != nil {
+			return bad("%v", err)
+		}
+	}
 	var rules *script.Rules
 	if c.answers != "" {
 		if rules, err = loadAnswers(c.answers); err != nil {
@@ -63,9 +75,12 @@ func (c *config) options(stderr io.Writer) (bridge.HostOptions, bridge.Options, 
 		logger.Info("scripted answers loaded", "file", c.answers, "rules", rules.Len(), "answers_only", c.answersOnly)
 	}
 	ho := bridge.HostOptions{Agent: c.agent, Root: inbox.Handler(), Logger: logger,
-		AllowHosts: c.allowHosts, AllowOrigins: c.allowOrigins}
+		AllowHosts: c.allowHosts, AllowOrigins: c.allowOrigins, OperatorHeader: c.operatorHeader, TrustedProxies: proxies}
 	if c.listen != "off" {
 		ho.Listen = c.listen
+	}
+	if ho.Notify, err = c.notify.options(c.stateDir, redactOptions(c.redactEnv), logger); err != nil {
+		return bad("%v", err)
 	}
 	if c.relay != "" {
 		ho.Relays, ho.PlainRelay = []string{c.relay}, c.relayAllowPlain
@@ -78,6 +93,9 @@ func (c *config) options(stderr io.Writer) (bridge.HostOptions, bridge.Options, 
 		}
 		if ho.Token, c.tokenWhere, err = loadToken(c.token, dir, c.insecureToken); err != nil {
 			return bridge.HostOptions{}, bridge.Options{}, err
+		}
+		if ho.Listen != "" {
+			ho.Identities = store.Path(dir)
 		}
 	}
 	o := bridge.Options{

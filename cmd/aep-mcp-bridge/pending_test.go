@@ -10,13 +10,14 @@ import (
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
+	"github.com/agenteventprotocol/aep-mcp-bridge/control"
 	"github.com/agenteventprotocol/aep-mcp-bridge/endpoint"
 )
 
 // acking takes commands and acks them, as a session's intake does.
 type acking struct{ em *bus.Emitter }
 
-func (a acking) Submit(cmd aep.Event, _ bool) (string, string) {
+func (a acking) Submit(cmd aep.Event, _ control.Sender) (string, string) {
 	a.em.Emit(aep.Draft{Type: "control.accepted", Cause: cmd.ID, Capture: aep.CaptureMetadata})
 	return "", ""
 }

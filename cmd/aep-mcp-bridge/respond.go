@@ -70,9 +70,9 @@ func runRespond(ctx context.Context, args []string, s stdio) error {
 			fmt.Fprintln(stdout, outcomeWord(r.answer))
 			return nil
 		}
-		// Asked field by field, a refusal for a rule the field spec does
-		// not carry (integer-ness, exclusive bounds, multipleOf) asks that
-		// field again and sends again, the other answers kept.
+		// Asked field by field, a refusal for a rule the terminal could not
+		// check (a pattern only the bridge reads) asks that field again and
+		// sends again, the other answers kept.
 		i := refusedField(ack.Detail, q.Fields)
 		if !r.interactive || ack.Reason != aep.ReasonInvalid || r.answer.Values == nil || i < 0 {
 			return &exitError{exitRejected, fmt.Sprintf("rejected (%s): %s", printable(ack.Reason, false), printable(ack.Detail, false))}

@@ -56,6 +56,10 @@ type config struct {
 	allowHosts         listFlag
 	allowOrigins       listFlag
 	stateDir           string
+	operatorHeader     string
+	trustedProxies     string
+	cpuProfile         string
+	notify             notifyFlags
 	command            []string
 	version            bool
 
@@ -133,7 +137,11 @@ func (c *config) flagSet(name string, usage func(io.Writer)) *flag.FlagSet {
 	fs.StringVar(&c.answers, "answers", "", "a JSON file of rules that answer questions without a human (see the README)")
 	fs.BoolVar(&c.answersOnly, "answers-only", false, "with --answers: cancel every question no rule answers, instead of waiting for operators")
 	fs.StringVar(&c.stateDir, "state-dir", "", "folder for the token and other state; default $XDG_STATE_HOME/aep-mcp-bridge or ~/.local/state/aep-mcp-bridge")
+	fs.StringVar(&c.operatorHeader, "operator-header", "", "take a named operator's name from this request header (e.g. X-Forwarded-User), set by an authenticating reverse proxy at a --trusted-proxy address; the name needs an operators add NAME --proxy record")
+	fs.StringVar(&c.trustedProxies, "trusted-proxy", "", "the addresses (CIDRs or IPs, comma-separated) of the reverse proxies whose --operator-header is believed: the TCP peer, never X-Forwarded-For")
 	fs.StringVar(&c.redactEnv, "redact-env", "", "comma-separated environment variable names whose values are secrets to redact")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of this process to FILE until it exits (read it with go tool pprof)")
+	c.notify.define(fs)
 	return fs
 }
 
@@ -198,6 +206,11 @@ func runBridge(ctx context.Context, c *config, stdin io.Reader, stdout, stderr i
 	if err != nil {
 		return err
 	}
+	stopProfile, err := startCPUProfile(c.cpuProfile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	in, restore := clientStdin(stdin)
 	defer restore()
 	o.Client, o.ClientOut, o.ServerStderr = in, stdout, stderr

@@ -35,7 +35,7 @@ func parseServeFlags(args []string, s stdio) (*config, *serveConfig, error) {
 	fs.StringVar(&sc.mcpListen, "mcp-listen", "127.0.0.1:8788", "where MCP clients connect; streamable HTTP at /mcp")
 	fs.StringVar(&sc.mcpToken, "mcp-token", "", "bearer token MCP clients must send (or env AEP_MCP_TOKEN); default: generated once and stored 0600 beside the AEP token")
 	fs.StringVar(&sc.mcpAuth, "mcp-auth", "token", "token, or none: no client token (allowed only on a loopback --mcp-listen)")
-	fs.IntVar(&sc.maxSessions, "max-sessions", 64, "concurrent client sessions; past it, 503 with Retry-After")
+	fs.IntVar(&sc.maxSessions, "max-sessions", 64, "concurrent client sessions; at the bound the least recently used idle one ends to make room; 503 with Retry-After only when every one is busy")
 	fs.DurationVar(&sc.sessionIdle, "session-idle", 30*time.Minute, "a session with no traffic for this long ends")
 	if err := c.parse(fs, args, s); err != nil {
 		return nil, nil, err
@@ -84,6 +84,11 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 	if err != nil {
 		return err
 	}
+	stopProfile, err := startCPUProfile(c.cpuProfile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	o.ServerStderr = stderr
 	token, where, err := sc.clientToken(c)
 	if err != nil {
@@ -101,7 +106,7 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 	if addr := h.Addr(); addr != "" {
 		announce(stderr, addr, c)
 	}
-	g, err := gateway.New(gateway.Options{Host: h, Session: o, Token: token, AllowHosts: c.allowHosts,
+	g, err := gateway.New(gateway.Options{Host: h, Session: o, Token: token, FleetSecret: ho.Token, AllowHosts: c.allowHosts,
 		AllowOrigins: c.allowOrigins, MaxSessions: sc.maxSessions, SessionIdle: sc.sessionIdle, Logger: o.Logger})
 	if err != nil {
 		ln.Close()

@@ -46,7 +46,7 @@ func TestServeStoresItsClientTokenAndNeverPrintsIt(t *testing.T) {
 	stderr := &lockedBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	args := []string{"serve", "--state-dir", state, "--log-dir", "off", "--listen", freeAddr(t), "--mcp-listen", freeAddr(t), "--", "cat"}
+	args := []string{"serve", "--state-dir", state, "--log-dir", "off", "--listen", "127.0.0.1:0", "--mcp-listen", "127.0.0.1:0", "--", "cat"}
 	go func() { done <- run(ctx, args, strings.NewReader(""), os.Stdout, stderr) }()
 	stderr.waitFor(t, "MCP gateway on http://")
 	path := filepath.Join(state, "mcp-token")

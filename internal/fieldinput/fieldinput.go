@@ -13,8 +13,9 @@ import (
 // Rules checks answers to one field with the bridge's own rules and
 // wording: it rebuilds the one-property schema the field spec describes
 // and validates with translate, so what the terminal says about an answer
-// is what the bridge would say. Rules a field spec does not carry
-// (integer-ness, exclusive bounds, multipleOf) are left to the bridge.
+// is what the bridge would say. Integer-ness comes from the event's
+// envelope (aep.ExtIntegerFields, set on the spec by the operator client);
+// a pattern translate cannot compile is left to the bridge.
 type Rules struct {
 	spec aep.FieldSpec
 	form *translate.Form // nil when the spec names something translate cannot rebuild
@@ -58,11 +59,14 @@ func specSchema(s aep.FieldSpec) map[string]any {
 		}
 	case "number":
 		p["type"] = "number"
-		if s.Min != "" {
-			p["minimum"] = s.Min
+		if s.Integer {
+			p["type"] = "integer"
 		}
-		if s.Max != "" {
-			p["maximum"] = s.Max
+		for k, v := range map[string]json.Number{"minimum": s.Min, "maximum": s.Max,
+			"exclusiveMinimum": s.ExclusiveMin, "exclusiveMaximum": s.ExclusiveMax, "multipleOf": s.MultipleOf} {
+			if v != "" {
+				p[k] = v
+			}
 		}
 	case "boolean":
 		p["type"] = "boolean"
@@ -128,12 +132,25 @@ func Describe(s aep.FieldSpec) []string {
 			c = append(c, "matching the pattern "+s.Pattern)
 		}
 	case "number":
-		c = append(c, "a number")
+		if s.Integer {
+			c = append(c, "a whole number")
+		} else {
+			c = append(c, "a number")
+		}
 		if s.Min != "" {
 			c = append(c, "at least "+string(s.Min))
 		}
 		if s.Max != "" {
 			c = append(c, "at most "+string(s.Max))
+		}
+		if s.ExclusiveMin != "" {
+			c = append(c, "greater than "+string(s.ExclusiveMin))
+		}
+		if s.ExclusiveMax != "" {
+			c = append(c, "less than "+string(s.ExclusiveMax))
+		}
+		if s.MultipleOf != "" {
+			c = append(c, "a multiple of "+string(s.MultipleOf))
 		}
 	case "boolean":
 		c = append(c, "yes or no")

@@ -20,6 +20,9 @@ var (
 		Choices: []aep.Choice{{ID: "smoke", Label: "Smoke"}, {ID: "load", Label: "Load"}, {ID: "sec", Label: "Security"}}}
 	password = aep.FieldSpec{ID: "password", Type: "string", Label: "Password", Secret: true, Default: "hunter2"}
 	contact  = aep.FieldSpec{ID: "contact", Type: "string", Label: "Contact", Format: "email", Default: "[REDACTED:pii]"}
+	// whole is an integer field (named in the event's envelope) with an
+	// exclusive bound and a step.
+	whole = aep.FieldSpec{ID: "whole", Type: "number", Label: "Whole", Integer: true, ExclusiveMin: "0", MultipleOf: "2"}
 )
 
 func TestParse(t *testing.T) {
@@ -77,6 +80,10 @@ func TestRulesSpeakForTheBridge(t *testing.T) {
 		{"too many", checks, []any{"smoke", "load", "sec"}, true, `field "checks": maxItems: select at most 2`},
 		{"not an email", contact, "nobody", true, `field "contact": format: must be a valid email address`},
 		{"optional and missing", region, nil, false, ""},
+		{"not a whole number", whole, json.Number("2.5"), true, `field "whole": type: must be an integer`},
+		{"at the exclusive bound", whole, json.Number("0"), true, `field "whole": exclusiveMinimum: must be greater than 0`},
+		{"off the step", whole, json.Number("3"), true, `field "whole": multipleOf: must be a multiple of 2`},
+		{"a fine whole number", whole, json.Number("4"), true, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -97,6 +104,7 @@ func TestDescribe(t *testing.T) {
 		{canary, []string{"yes or no", "default: yes (press Enter to take it)"}},
 		{checks, []string{"choose any: numbers or ids, separated by commas, at most 2", "  1) Smoke [smoke]", "  2) Load [load]", "  3) Security [sec]"}},
 		{contact, []string{"text, format email", "default: hidden by redaction on the bus; type the value"}},
+		{whole, []string{"a whole number, greater than 0, a multiple of 2"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.field.ID, func(t *testing.T) {

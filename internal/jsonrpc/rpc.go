@@ -82,11 +82,32 @@ func ErrorResponse(id json.RawMessage, code int, msg string) []byte {
 	return append(b, "}}"...)
 }
 
-// Frame is one message read from a stream. Head holds its first bytes:
-// all of them when Rest is nil. Otherwise Rest reads the remainder, to
-// io.EOF at the message's end; it must be read to the end (or the stream
-// closed) before the next message is read.
+// Frame is one JSON-RPC message (or batch) as it crosses a connection,
+// without its framing (the newline of stdio, the body of an HTTP POST).
 type Frame struct {
+	// Head is the message: all of it when Rest is nil, otherwise its
+	// first bytes.
 	Head []byte
+	// Rest, when set, is the remainder of a message too large to hold
+	// whole, relayed as a stream, to io.EOF at the message's end. A Frame
+	// read must have its Rest read to its end (or the connection closed)
+	// before the next is read; a Frame written has its Rest read to its
+	// end by the write.
 	Rest io.Reader
+	// Related, on a Frame read from a server, is the id of the client
+	// request on whose response stream the message came (MCP
+	// basic/transports: such a message relates to that request), or nil
+	// when it came on none.
+	Related json.RawMessage
+	// More, on a Frame read, reports that the next message is already
+	// buffered: the read returns it without waiting. On a Frame written,
+	// it lets the connection hold the message back to send it with the
+	// ones that follow, as MSG_MORE does: the next write without More
+	// sends all it holds. A written Frame with no bytes (no Head, no Rest)
+	// writes nothing of its own and sends what the connection holds.
+	More bool
+	// Limit, on a Frame read with Rest set, is the size up to which the
+	// connection reads a message whole, for the error a refused message
+	// gets; 0 means the stdio framing's 4 MiB.
+	Limit int
 }

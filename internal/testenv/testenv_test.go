@@ -36,33 +36,27 @@ func TestMain(m *testing.M) {
 	Main(m)
 }
 
-// TestChildWritesTempFiles is the child's test: it writes where tests
-// write temporary files, and says where.
-func TestChildWritesTempFiles(t *testing.T) {
-	if os.Getenv(childEnv) == "" {
-		t.Skip("the child of TestMainRemovesTheRoot")
-	}
-	f, err := os.CreateTemp("", "left-behind")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	fmt.Printf("file=%s\ntempdir=%s\n", f.Name(), t.TempDir())
-}
-
 // TestMainRemovesTheRoot runs this binary as a child whose TestMain
-// makes a folder before Main and whose test leaves a temporary file, and
-// checks that all of it was inside the child's root, that the root is
-// gone once the child exits, and that the child's deferred call ran.
+// makes a folder before Main and whose test (this one, in the child)
+// leaves a temporary file, and checks that all of it was inside the
+// child's root, that the root is gone once the child exits, and that the
+// child's deferred call ran.
 func TestMainRemovesTheRoot(t *testing.T) {
 	if os.Getenv(childEnv) != "" {
-		t.Skip("the parent's test")
+		// The child: write where tests write temporary files, and say where.
+		f, err := os.CreateTemp("", "left-behind")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		fmt.Printf("file=%s\ntempdir=%s\n", f.Name(), t.TempDir())
+		return
 	}
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(exe, "-test.run=^TestChildWritesTempFiles$", "-test.count=1")
+	cmd := exec.Command(exe, "-test.run=^TestMainRemovesTheRoot$", "-test.count=1")
 	cmd.Env = append(os.Environ(), childEnv+"=1")
 	out, err := cmd.Output()
 	if err != nil {

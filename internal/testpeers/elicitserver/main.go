@@ -17,6 +17,10 @@
 //     elicitation/create instead), one round or two, and returns the last
 //     answer as JSON. schema, a JSON schema, replaces the first round's.
 //   - mrtr-forever: answers input_required on every attempt.
+//   - flood {bytes, size}: sends notifications/message of about size
+//     bytes each (default 64 KiB), numbered from 0 in data.seq, until
+//     bytes were sent, then returns how many it sent; nothing relates
+//     them to the call, so a gateway puts them on its GET stream.
 //   - crash {code}: exits the process with code.
 //
 // With -http ADDR it serves streamable HTTP instead of stdio and prints
@@ -28,6 +32,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -36,6 +41,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -134,6 +140,7 @@ func main() {
 		return server.NewInputRequestBuilder("again").Elicit("more", mcp.ElicitationParams{Message: "More?",
 			RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"ok": map[string]any{"type": "boolean"}}}}).ToolResult(), nil
 	})
+	s.AddTool(mcp.NewTool("flood", mcp.WithNumber("bytes"), mcp.WithNumber("size")), flood(s))
 	s.AddTool(mcp.NewTool("crash", mcp.WithNumber("code")), func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		os.Exit(int(r.GetFloat("code", 3)))
 		return nil, nil
@@ -219,5 +226,32 @@ func cancelAsk(s *server.MCPServer) server.ToolHandlerFunc {
 		}
 		p.cancel()
 		return mcp.NewToolResultText(fmt.Sprintf("cancelled request %d", p.id)), nil
+	}
+}
+
+// flood sends notifications/message until the bytes asked for were sent.
+// mcp-go refuses a notification while its queue to the client is full;
+// the tool then waits for room, so every notification is sent in order.
+func flood(s *server.MCPServer) server.ToolHandlerFunc {
+	return func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		total, size := r.GetInt("bytes", 1<<20), max(r.GetInt("size", 64<<10), 1)
+		pad := strings.Repeat("x", size)
+		sent, n := 0, 0
+		for sent < total {
+			err := s.SendNotificationToClient(ctx, "notifications/message", map[string]any{"level": "info", "logger": "flood",
+				"data": map[string]any{"seq": n, "pad": pad}})
+			switch {
+			case err == nil:
+				sent, n = sent+size, n+1
+			case errors.Is(err, server.ErrNotificationChannelBlocked):
+				time.Sleep(100 * time.Microsecond) // the queue drains as stdout takes it
+			default:
+				return mcp.NewToolResultError(fmt.Sprintf("flood stopped after %d notifications: %v", n, err)), nil
+			}
+			if ctx.Err() != nil {
+				return mcp.NewToolResultError(fmt.Sprintf("flood cancelled after %d notifications", n)), nil
+			}
+		}
+		return mcp.NewToolResultText(fmt.Sprintf("flooded %d notifications, %d bytes", n, sent)), nil
 	}
 }

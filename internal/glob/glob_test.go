@@ -1,4 +1,4 @@
-package policy
+package glob
 
 import (
 	"regexp"
@@ -38,23 +38,23 @@ func TestGlob(t *testing.T) {
 	}
 	for _, tt := range tests {
 		if tt.pattern == "[]a]" {
-			if _, err := compileGlob(tt.pattern); err == nil {
-				t.Errorf("compileGlob(%q): no error; want an empty [] refused", tt.pattern)
+			if _, err := Compile(tt.pattern); err == nil {
+				t.Errorf("Compile(%q): no error; want an empty [] refused", tt.pattern)
 			}
 			continue
 		}
-		g, err := compileGlob(tt.pattern)
+		g, err := Compile(tt.pattern)
 		if err != nil {
-			t.Errorf("compileGlob(%q): %v", tt.pattern, err)
+			t.Errorf("Compile(%q): %v", tt.pattern, err)
 			continue
 		}
 		for _, n := range tt.match {
-			if !g.match(n) {
+			if !g.Match(n) {
 				t.Errorf("%q does not match %q; want a match", tt.pattern, n)
 			}
 		}
 		for _, n := range tt.miss {
-			if g.match(n) {
+			if g.Match(n) {
 				t.Errorf("%q matches %q; want no match", tt.pattern, n)
 			}
 		}
@@ -154,15 +154,43 @@ func TestGlobAgainstRegexp(t *testing.T) {
 	patterns := []string{"*", "a*", "*a", "*a*", "a?b*c", "[a-c]*[!x]", `\[*\]`, "*[0-9]?", "é?*ü", "a**b", "*.*.*"}
 	names := []string{"", "a", "ab", "abc", "a.b.c", "[x]", "a1z", "éxü", "éü", "xab", "aXXb", "a-b", "b"}
 	for _, p := range patterns {
-		g, err := compileGlob(p)
+		g, err := Compile(p)
 		re, ok := globRegexp(p)
 		if err != nil || !ok {
-			t.Fatalf("pattern %q: compileGlob error %v, regexp ok %v", p, err, ok)
+			t.Fatalf("pattern %q: Compile error %v, regexp ok %v", p, err, ok)
 		}
 		for _, n := range names {
-			if got, want := g.match(n), re.MatchString(n); got != want {
+			if got, want := g.Match(n), re.MatchString(n); got != want {
 				t.Errorf("%q on %q: match = %v; the regexp reading says %v", p, n, got, want)
 			}
 		}
 	}
 }
+
+// FuzzGlob checks the glob matcher against the regular-expression reading
+// of the same syntax.
+func FuzzGlob(f *testing.F) {
+	for _, s := range [][2]string{{"a*b?c", "axxbyc"}, {"[!a-c]*", "d"}, {`\*[x-z]`, "*y"}, {"*é*", "café"}, {"[", ""}, {"*[x-x-0]", "0"}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, pattern, name string) {
+		g, err := Compile(pattern)
+		re, ok := globRegexp(pattern)
+		if len(pattern) > MaxLen {
+			ok = false
+		}
+		if (err == nil) != ok {
+			t.Fatalf("pattern %q: Compile error %v, the regexp reading ok = %v", pattern, err, ok)
+		}
+		if err != nil || !utf8Valid(name) {
+			return
+		}
+		if got, want := g.Match(name), re.MatchString(name); got != want {
+			t.Fatalf("%q on %q: match = %v; the regexp reading says %v", pattern, name, got, want)
+		}
+	})
+}
+
+// utf8Valid: on invalid UTF-8 the regexp package and the matcher read
+// bytes differently; names are checked as valid text.
+func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }

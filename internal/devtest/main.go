@@ -1,0 +1,71 @@
+// Command devtest is the repository's test command:
+//
+//	go run ./internal/devtest ./...
+//
+// It runs go test with the arguments it is given (any go test flags and
+// packages), prints what go test prints (a line per package, and the
+// output of the tests that failed; everything with -v), and ends with one
+// line saying how many tests skipped, for want of what, and the one
+// command that runs them. Plain go test hides that: in package-list mode
+// it prints nothing of a package that passed, so a run where fifty tests
+// skipped for want of the npm test peers or Chromium reads as all "ok".
+//
+// It exits with go test's status. It reads go test's -json stream (the
+// test2json events), so -json itself is taken as a request to print that
+// stream unchanged, with the summary line on stderr.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+)
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// run runs go test with args and reports to stdout; it returns the exit
+// status.
+func run(args []string, stdout, stderr io.Writer) int {
+	rawJSON := slices.Contains(args, "-json")
+	goArgs := append([]string{"test", "-json"}, slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "-json" })...)
+	cmd := exec.Command("go", goArgs...)
+	cmd.Stderr = stderr
+	events, err := cmd.StdoutPipe()
+	if err != nil {
+		fmt.Fprintln(stderr, "devtest:", err)
+		return 1
+	}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(stderr, "devtest: running go test:", err)
+		return 1
+	}
+	out := stdout
+	if rawJSON {
+		out = io.Discard
+	}
+	r := newReport(out, slices.Contains(args, "-v") || slices.Contains(args, "-test.v"))
+	var raw io.Writer
+	if rawJSON {
+		raw = stdout
+	}
+	readErr := r.read(events, raw)
+	code := 0
+	if err := cmd.Wait(); err != nil {
+		code = 1
+		if exit, ok := err.(*exec.ExitError); ok {
+			code = exit.ExitCode()
+		}
+	}
+	if readErr != nil {
+		fmt.Fprintln(stderr, "devtest: reading go test's events:", readErr)
+		code = max(code, 1)
+	}
+	summary := stdout
+	if rawJSON {
+		summary = stderr
+	}
+	fmt.Fprintln(summary, r.summary(args))
+	return code
+}

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// durations are the times go test prints, which vary run to run.
+var durations = regexp.MustCompile(`\d+\.\d+s`)
+
+const skipsPkg = "github.com/agenteventprotocol/aep-mcp-bridge/internal/devtest/testdata/skips"
+
+// TestRunPrintsWhatGoTestPrintsAndWhatSkipped runs the command on a real
+// package (testdata/skips) whose tests pass, skip for want of the npm
+// peers, Chromium and the AEP corpora, and fail when asked, and checks
+// what it prints and its exit status.
+func TestRunPrintsWhatGoTestPrintsAndWhatSkipped(t *testing.T) {
+	summary := "devtest: 3 of 6 tests skipped (1 for want of the npm test peers; 1 for want of Chromium; 1 for want of the AEP corpora); " +
+		"to run them: .ci/setup && AEP_CONFORMANCE_DIR=/path/to/agent-event-protocol go run ./internal/devtest "
+	tests := []struct {
+		name     string
+		fail     bool
+		args     []string
+		want     []string // lines, in order
+		wantNot  []string
+		wantCode int
+	}{
+		{
+			name: "a package that passes prints its ok line, then the summary",
+			args: []string{"-count=1", "./testdata/skips"},
+			want: []string{"ok  \t" + skipsPkg + "\tXs", summary + "-count=1 ./testdata/skips"},
+		},
+		{
+			name: "a package that fails prints its failed test's output",
+			fail: true,
+			args: []string{"-count=1", "./testdata/skips"},
+			want: []string{
+				"    skips_test.go:32: what the failing test said",
+				"    skips_test.go:33: failed as asked",
+				"--- FAIL: TestFailsWhenAsked (Xs)",
+				"FAIL",
+				"FAIL\t" + skipsPkg + "\tXs",
+				summary + "-count=1 ./testdata/skips",
+			},
+			wantNot:  []string{"a passing test's log", "=== RUN", "--- PASS"},
+			wantCode: 1,
+		},
+		{
+			name: "-v prints everything",
+			args: []string{"-count=1", "-v", "./testdata/skips"},
+			want: []string{
+				"=== RUN   TestPasses",
+				"    skips_test.go:10: a passing test's log",
+				"--- PASS: TestPasses (Xs)",
+				"ok  \t" + skipsPkg + "\tXs",
+				summary + "-count=1 -v ./testdata/skips",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.fail {
+				t.Setenv("DEVTEST_FAIL", "1")
+			}
+			var out, errOut bytes.Buffer
+			code := run(tt.args, &out, &errOut)
+			got := durations.ReplaceAllString(out.String(), "Xs")
+			if code != tt.wantCode {
+				t.Errorf("exit status %d; want %d\nstdout:\n%s\nstderr:\n%s", code, tt.wantCode, got, errOut.String())
+			}
+			lines := strings.Split(got, "\n")
+			at := 0
+			for _, w := range tt.want {
+				i := indexFrom(lines, at, w)
+				if i < 0 {
+					t.Errorf("the output lacks %q after line %d:\n%s", w, at, got)
+					continue
+				}
+				at = i + 1
+			}
+			for _, w := range tt.wantNot {
+				if strings.Contains(got, w) {
+					t.Errorf("the output has %q, which go test prints only with -v:\n%s", w, got)
+				}
+			}
+		})
+	}
+}
+
+func indexFrom(lines []string, from int, want string) int {
+	for i := from; i < len(lines); i++ {
+		if lines[i] == want {
+			return i
+		}
+	}
+	return -1
+}
+
+// TestSummary words the last line for the skips the run saw.
+func TestSummary(t *testing.T) {
+	tests := []struct {
+		name    string
+		reasons []string
+		want    string
+	}{
+		{name: "nothing skipped", want: "devtest: 4 tests ran; none skipped"},
+		{
+			name:    "the npm peers and the suite: setup installs both",
+			reasons: []string{"x is missing: run npm ci --prefix internal/testpeers/npm (.ci/run does)", "Node.js 22 or later is missing: run npm ci --prefix internal/testpeers/conformance (.ci/run does)"},
+			want:    "devtest: 2 of 4 tests skipped (1 for want of the MCP conformance suite; 1 for want of the npm test peers); to run them: .ci/setup && go run ./internal/devtest ./...",
+		},
+		{
+			name:    "the corpora alone need no setup",
+			reasons: []string{"the AEP conformance corpora are not at ../x: set AEP_CONFORMANCE_DIR to an AEP checkout"},
+			want:    "devtest: 1 of 4 tests skipped (1 for want of the AEP corpora); to run them: AEP_CONFORMANCE_DIR=/path/to/agent-event-protocol go run ./internal/devtest ./...",
+		},
+		{
+			name:    "a reason devtest does not know is quoted, counted once per test",
+			reasons: []string{"takes 35 s; CI runs it", "takes 35 s; CI runs it", "Debian's Chromium is missing: apt-get install chromium"},
+			want:    "devtest: 3 of 4 tests skipped (1 for want of Chromium; 2: takes 35 s; CI runs it); to run them: .ci/setup && go run ./internal/devtest ./...",
+		},
+		{
+			name:    "only unknown reasons: no command to offer",
+			reasons: []string{"no pseudo-terminal on this machine: open /dev/ptmx: no such file"},
+			want:    "devtest: 1 of 4 tests skipped (1: no pseudo-terminal on this machine: open /dev/ptmx: no such file); see why with -v",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newReport(&bytes.Buffer{}, false)
+			r.tests = 4
+			for _, why := range tt.reasons {
+				r.skips = append(r.skips, skip{pkg: "p", test: "T", reason: why})
+			}
+			if diff := cmp.Diff(tt.want, r.summary([]string{"./..."})); diff != "" {
+				t.Errorf("summary (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestReasonIsTheSkipMessage reads a skip's reason from a test's output
+// as test2json reports it, whether it comes before or after the SKIP
+// line, and for a subtest.
+func TestReasonIsTheSkipMessage(t *testing.T) {
+	events := []event{
+		{Action: "output", Test: "TestA", Output: "=== RUN   TestA\n"},
+		{Action: "output", Test: "TestA", Output: "    a_test.go:5: first a log\n"},
+		{Action: "output", Test: "TestA", Output: "    a_test.go:6: then the reason: with a colon\n"},
+		{Action: "output", Test: "TestA", Output: "--- SKIP: TestA (0.00s)\n"},
+		{Action: "output", Test: "TestB/sub", Output: "    --- SKIP: TestB/sub (0.00s)\n"},
+		{Action: "output", Test: "TestB/sub", Output: "        b_test.go:9: the subtest's reason\n"},
+	}
+	for test, want := range map[string]string{"TestA": "then the reason: with a colon", "TestB/sub": "the subtest's reason", "TestC": "no reason given"} {
+		if got := reason(events, test); got != want {
+			t.Errorf("reason of %s: got %q; want %q", test, got, want)
+		}
+	}
+}
