@@ -41,6 +41,11 @@ const (
 type FileConfig struct {
 	Escalate time.Duration
 	Targets  []Target
+	// SecretEnv names the environment variables the file's url_env and
+	// secret_env read, each once: their values are secrets (a chat
+	// webhook's URL carries its token), which the caller keeps from the
+	// processes it spawns.
+	SecretEnv []string
 	// inline reports a secret written in the file itself.
 	inline bool
 }
@@ -283,6 +288,9 @@ func (p *fileParser) oneOf(at *yaml.Node, m map[string]*yaml.Node, where, key st
 		if p.src.Env == nil {
 			p.fail(m[k], where+"."+k, "no environment to read")
 			return "", false
+		}
+		if !slices.Contains(p.cfg.SecretEnv, v) {
+			p.cfg.SecretEnv = append(p.cfg.SecretEnv, v)
 		}
 		val, ok := p.src.Env(v)
 		if !ok || strings.TrimSpace(val) == "" {

@@ -51,14 +51,19 @@ targets:
 			Events: []Type{Opened, Expiring}, EscalateTo: []string{"oncall"}},
 		{Name: "oncall", URL: "https://oncall.example/aep", Format: JSON, Secret: testSecret, Capture: aep.CaptureMetadata, Events: []Type{Expiring}},
 		{URL: "https://ntfy.sh/aep-questions", Format: Ntfy, Capture: aep.CaptureMetadata},
-	}}
+	}, SecretEnv: []string{"OPS_URL"}}
 	if d := cmp.Diff(want, cfg, cmp.AllowUnexported(FileConfig{})); d != "" {
 		t.Errorf("(-want +got):\n%s", d)
 	}
 	// The same as JSON.
-	js := `{"targets":[{"url":"https://x.example/h","secret_env":"ONCALL_SECRET","format":"json"}]}`
-	if _, err := ParseFile([]byte(js), testSources); err != nil {
+	js := `{"targets":[{"url":"https://x.example/h","secret_env":"ONCALL_SECRET","format":"json"},{"url_env":"OPS_URL","secret_env":"ONCALL_SECRET"}]}`
+	cfg, err = ParseFile([]byte(js), testSources)
+	if err != nil {
 		t.Errorf("JSON: %v", err)
+	}
+	// Each variable the file read a secret from, once.
+	if d := cmp.Diff([]string{"ONCALL_SECRET", "OPS_URL"}, cfg.SecretEnv); d != "" {
+		t.Errorf("SecretEnv (-want +got):\n%s", d)
 	}
 }
 

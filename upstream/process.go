@@ -6,11 +6,12 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/scrub"
 )
 
 // Process is a spawned stdio MCP server (the upstream of `aep-mcp-bridge --
@@ -30,13 +31,16 @@ type Process struct {
 // Credentials are the environment variables that hold the bridge's own
 // credentials. A spawned server never gets them, whatever environment it
 // is given (the threat model: a server gets its questions' answers, never
-// a token).
-var Credentials = []string{"AEP_TOKEN", "AEP_MCP_TOKEN"}
+// a token), nor any other variable the bridge read a secret from
+// (scrub.Hide: the notification secret, a notify file's url_env and
+// secret_env, --header-env).
+var Credentials = []string{"AEP_TOKEN", "AEP_MCP_TOKEN", "AEP_NOTIFY_SECRET"}
 
 // Start starts argv with its stdio connected to pipes and its stderr to
 // stderr, in its own process group so the whole tree can be signalled (npx,
 // shells and wrappers spawn grandchildren). env nil means this process's
-// environment; either way, without Credentials.
+// environment; either way, without Credentials and the variables
+// scrub.Hide was given.
 func Start(argv []string, env []string, stderr io.Writer) (*Process, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("no upstream server command: pass it after --, e.g. aep-mcp-bridge -- npx -y @modelcontextprotocol/server-everything")
@@ -66,18 +70,9 @@ func Start(argv []string, env []string, stderr io.Writer) (*Process, error) {
 }
 
 // childEnv is env, or this process's environment when env is nil,
-// without Credentials.
+// without Credentials and the variables scrub.Hide was given.
 func childEnv(env []string) []string {
-	if env == nil {
-		env = os.Environ()
-	}
-	out := make([]string, 0, len(env))
-	for _, kv := range env {
-		if name, _, _ := strings.Cut(kv, "="); !slices.Contains(Credentials, name) {
-			out = append(out, kv)
-		}
-	}
-	return out
+	return scrub.ChildEnv(env, Credentials...)
 }
 
 // Stdin is the server's standard input: the bridge writes client messages

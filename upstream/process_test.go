@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/scrub"
 )
 
 // waitLimit bounds every wait in these tests; it is a failure guard, not a
@@ -69,19 +71,27 @@ func TestStartErrorSaysWhatToDo(t *testing.T) {
 }
 
 // TestAServerNeverGetsTheCredentials: a spawned server's environment has
-// neither token, whether it inherits this process's environment or is
-// given one, and keeps everything else.
+// neither token, nor the notification secret, nor a variable the bridge
+// read a secret from (scrub.Hide), whether it inherits this process's
+// environment or is given one, and keeps everything else.
 func TestAServerNeverGetsTheCredentials(t *testing.T) {
 	t.Setenv("AEP_TOKEN", "inherited-aep-token")
 	t.Setenv("AEP_MCP_TOKEN", "inherited-mcp-token")
+	t.Setenv("AEP_NOTIFY_SECRET", "inherited-notify-secret")
+	t.Setenv("AEP_TEST_NAMED_SECRET", "inherited-named-secret")
 	t.Setenv("AEP_TEST_KEPT", "kept")
+	// What the command line does for a notify file's url_env.
+	if err := scrub.Hide([]string{"AEP_TEST_NAMED_SECRET"}, nil); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		env  []string
 		want string
 	}{
 		{name: "inherited", env: nil, want: "AEP_TEST_KEPT=kept"},
-		{name: "given", env: []string{"AEP_TOKEN=given-aep-token", "AEP_MCP_TOKEN=given-mcp-token", "OTHER=1"}, want: "OTHER=1"},
+		{name: "given", env: []string{"AEP_TOKEN=given-aep-token", "AEP_MCP_TOKEN=given-mcp-token", "AEP_NOTIFY_SECRET=given-notify-secret",
+			"AEP_TEST_NAMED_SECRET=given-named-secret", "OTHER=1"}, want: "OTHER=1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := Start([]string{"env"}, tc.env, io.Discard)
@@ -91,8 +101,13 @@ func TestAServerNeverGetsTheCredentials(t *testing.T) {
 			out, _ := io.ReadAll(c.Stdout())
 			c.Stop(waitLimit, waitLimit)
 			got := string(out)
-			if strings.Contains(got, "AEP_TOKEN") || strings.Contains(got, "AEP_MCP_TOKEN") || !strings.Contains(got, tc.want) {
-				t.Fatalf("the server's environment:\n%s\nwant %s and no token", got, tc.want)
+			if !strings.Contains(got, tc.want) {
+				t.Fatalf("the server's environment:\n%s\nwant %s", got, tc.want)
+			}
+			for _, name := range []string{"AEP_TOKEN", "AEP_MCP_TOKEN", "AEP_NOTIFY_SECRET", "AEP_TEST_NAMED_SECRET"} {
+				if strings.Contains(got, name+"=") {
+					t.Errorf("the server got %s:\n%s", name, got)
+				}
 			}
 		})
 	}

@@ -24,6 +24,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -32,12 +33,33 @@ import (
 )
 
 func main() {
-	// The tokens' values leave /proc/self/environ and /proc/self/cmdline
-	// before anything else runs; the program still reads them.
-	if err := scrub.Hide([]string{"AEP_TOKEN", "AEP_MCP_TOKEN"}, []string{"token", "mcp-token"}); err != nil {
+	// The secrets' values leave /proc/self/environ and /proc/self/cmdline
+	// before anything else runs; the program still reads them. The
+	// variables that flags and a notify file name are hidden once read
+	// (hideSecretEnv).
+	if err := scrub.Hide(secretEnv, secretFlags); err != nil {
 		fmt.Fprintln(os.Stderr, "aep-mcp-bridge: warning:", err)
 	}
 	os.Exit(mainCode(os.Args[1:]))
+}
+
+// secretEnv are the environment variables that hold the bridge's own
+// secrets: the tokens and the notification signing secret.
+var secretEnv = []string{"AEP_TOKEN", "AEP_MCP_TOKEN", notifySecretEnv}
+
+// secretFlags are the flags whose values may be secrets: the tokens, a
+// header for a remote server (Authorization) and a webhook URL (a chat
+// webhook's URL carries its token).
+var secretFlags = []string{"token", "mcp-token", "header", "notify", "notify-escalate-to"}
+
+// hideSecretEnv hides the values of the environment variables names, read
+// for a secret, and keeps them from every process the bridge spawns
+// (scrub.Hide); the program still reads them. Hiding is best effort: a
+// failure is a warning.
+func hideSecretEnv(names []string, logger *slog.Logger) {
+	if err := scrub.Hide(names, nil); err != nil {
+		logger.Warn("the environment variables holding secrets stay readable in /proc", "err", err)
+	}
 }
 
 // mainCode runs the command line args on the process's stdio and returns

@@ -105,6 +105,7 @@ func (nf *notifyFlags) options(stateFlag string, redact aep.RedactOptions, logge
 		if err != nil {
 			return nil, err
 		}
+		hideSecretEnv(cfg.SecretEnv, logger)
 		o.Targets = append(o.Targets, cfg.Targets...)
 		if o.Escalate == 0 {
 			o.Escalate = cfg.Escalate

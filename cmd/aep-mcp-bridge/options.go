@@ -52,6 +52,7 @@ func (c *config) options(stderr io.Writer) (bridge.HostOptions, bridge.Options, 
 	if err := c.headers.fromEnv(c.headerEnv); err != nil {
 		return bad("%v", err)
 	}
+	hideSecretEnv(c.headerEnv, logger)
 	if c.relayAllowPlain && c.relay == "" {
 		return bad("--relay-allow-plain goes with --relay URL")
 	}

@@ -90,14 +90,16 @@ func rewriteConfig(args []string, s stdio, undo bool) error {
 }
 
 // bridgeCommand is the command wrap writes: --bridge, else this program's
-// own path (MCP clients started from a desktop may not have the shell's
-// PATH), else its name when it runs from go run's temporary build.
+// own path, whatever its file is called (MCP clients started from a
+// desktop may not have the shell's PATH, and a renamed or versioned
+// binary is what was installed), else the bridge's name when it runs
+// from go run's temporary build or as a test binary.
 func bridgeCommand(flagValue string) string {
 	if flagValue != "" {
 		return flagValue
 	}
 	self, err := os.Executable()
-	if err != nil || strings.Contains(self, "go-build") || !clientconfig.IsBridge(self) {
+	if err != nil || strings.Contains(self, "go-build") || strings.HasSuffix(self, ".test") {
 		return clientconfig.BridgeName
 	}
 	return self

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -53,5 +54,63 @@ func TestWrapCommand(t *testing.T) {
 	os.WriteFile(path, []byte(`{"mcpServers": {"a": {"command": "x",}`), 0o600)
 	if _, errOut, code := cli(t, "wrap", path); code != 1 || !strings.Contains(errOut, "line 1") {
 		t.Errorf("a broken file: exit %d, %s", code, errOut)
+	}
+}
+
+// TestWrapWithARenamedBinary runs a renamed copy of the binary, as a
+// versioned install is: wrap --write without --bridge writes the
+// binary's own path, a second wrap (by it, or by a binary of the usual
+// name) finds nothing to change, and unwrap --write gives each client's
+// config back byte for byte.
+func TestWrapWithARenamedBinary(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(bridgeBinary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	renamed := filepath.Join(dir, "aep-mcp-bridge-v9.9.9")
+	if err := os.WriteFile(renamed, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run := func(bin string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(bin, args...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s %q: %v\n%s", filepath.Base(bin), args, err, out)
+		}
+		return string(out)
+	}
+	samples, err := filepath.Glob(filepath.Join("..", "..", "internal", "clientconfig", "testdata", "*.json"))
+	if err != nil || len(samples) == 0 {
+		t.Fatalf("no sample configs: %v", err)
+	}
+	for _, sample := range samples {
+		src, err := os.ReadFile(sample)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, filepath.Base(sample))
+		if err := os.WriteFile(path, src, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		run(renamed, "wrap", "--write", path)
+		wrapped, _ := os.ReadFile(path)
+		if !strings.Contains(string(wrapped), `"`+renamed+`"`) {
+			t.Fatalf("%s: wrap did not write the renamed binary's path:\n%s", sample, wrapped)
+		}
+		for _, bin := range []string{renamed, bridgeBinary(t)} {
+			if out := run(bin, "wrap", "--write", path); !strings.Contains(out, "nothing to change") || !strings.Contains(out, "already runs through the bridge") {
+				t.Errorf("%s: wrapping again with %s: %s", sample, filepath.Base(bin), out)
+			}
+		}
+		if again, _ := os.ReadFile(path); !bytes.Equal(again, wrapped) {
+			t.Fatalf("%s: wrapping again changed the file:\n%s", sample, textdiff.Unified("once", "twice", string(wrapped), string(again)))
+		}
+		run(renamed, "unwrap", "--write", path)
+		if back, _ := os.ReadFile(path); !bytes.Equal(back, src) {
+			t.Errorf("%s: unwrap did not restore the file:\n%s", sample, textdiff.Unified("original", "unwrapped", string(src), string(back)))
+		}
 	}
 }

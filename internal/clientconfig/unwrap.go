@@ -13,10 +13,10 @@ import (
 // entry is rebuilt from the bridge's arguments: a stdio entry exactly as
 // wrap left it, a URL entry with its url, type and headers.
 func unwrapEntry(src []byte, e serverEntry, backup []byte) (text, skip string) {
-	cmd := e.obj.Member("command")
-	if cmd == nil || cmd.Val.Kind != '"' || !IsBridge(cmd.Val.Str) {
+	if !wrapped(e) {
 		return "", "does not run through the bridge"
 	}
+	cmd := e.obj.Member("command")
 	if t, ok := fromBackup(src, e, backup, cmd.Val.Str); ok {
 		return t, ""
 	}
@@ -29,8 +29,10 @@ func unwrapEntry(src []byte, e serverEntry, backup []byte) (text, skip string) {
 			return "", "its args are not all strings"
 		}
 	}
-	for i, a := range args.Val.Elems {
-		switch a.Str {
+	for i := 0; i < len(args.Val.Elems); i++ {
+		switch args.Val.Elems[i].Str {
+		case "--name":
+			i++ // its value is the entry's key, which may be "--"
 		case "--":
 			return unwrapStdio(src, e, i)
 		case "--url":

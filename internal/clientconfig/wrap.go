@@ -75,15 +75,43 @@ func findServers(root *jsonc.Node, src []byte) ([]serverEntry, error) {
 	return out, nil
 }
 
-// BridgeName is the binary's name; a command with this base name is a
-// wrapped server.
+// BridgeName is the binary's name; a command with this base name runs
+// the bridge.
 const BridgeName = "aep-mcp-bridge"
 
 // IsBridge reports whether the command cmd (a path or a name, Unix or
-// Windows) runs the bridge.
+// Windows) is the bridge by its name.
 func IsBridge(cmd string) bool {
 	base := strings.TrimSuffix(filepath.Base(strings.ReplaceAll(cmd, `\`, "/")), ".exe")
 	return base == BridgeName
+}
+
+// wrapped reports whether a server entry runs through the bridge. wrap
+// may write any command for the bridge (--bridge: a renamed or versioned
+// binary, a wrapper script), so an entry is known by what wrap writes
+// after it: args that start with --name and the entry's own key, then
+// -- and a command, or --url and a URL. A stdio entry whose command is
+// the bridge by name (IsBridge) counts too: one wrapped by hand, or whose
+// key was renamed since.
+func wrapped(e serverEntry) bool {
+	c := e.obj.Member("command")
+	if c == nil || c.Val.Kind != '"' {
+		return false
+	}
+	if IsBridge(c.Val.Str) {
+		return true
+	}
+	a := e.obj.Member("args")
+	if a == nil || a.Val.Kind != '[' || len(a.Val.Elems) < 4 {
+		return false
+	}
+	el := a.Val.Elems
+	for _, x := range el[:4] {
+		if x.Kind != '"' {
+			return false
+		}
+	}
+	return el[0].Str == "--name" && el[1].Str == e.name && (el[2].Str == "--" || el[2].Str == "--url")
 }
 
 // headerEnvPrefix names the environment variables that carry a wrapped
@@ -221,7 +249,7 @@ func wrapEntry(src []byte, e serverEntry, bridge string) (text, skip string) {
 		if c.Val.Kind != '"' {
 			return "", "its command is not a string"
 		}
-		if IsBridge(c.Val.Str) {
+		if wrapped(e) {
 			return "", "already runs through the bridge"
 		}
 		return wrapStdio(src, e, bridge)

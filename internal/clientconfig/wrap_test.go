@@ -98,6 +98,101 @@ func TestWrapRoundTrips(t *testing.T) {
 	}
 }
 
+// TestWrapWithARenamedBridge: wrap --bridge may write any command for the
+// bridge (a versioned binary, a Windows path, another name). For every
+// sample, a wrapped entry is still known as wrapped: wrapping again, with
+// the same command or another, changes nothing and says so, and unwrap,
+// with the backup, gives the file back byte for byte (without it, the
+// same values).
+func TestWrapWithARenamedBridge(t *testing.T) {
+	bridges := []string{"/opt/tools/aep-mcp-bridge-1.4.2", `C:\Tools\mcp-guard.exe`, "ops-bridge"}
+	for _, tc := range wrapSamples {
+		for _, bridge := range bridges {
+			t.Run(tc.name+"/"+bridge, func(t *testing.T) {
+				src, err := os.ReadFile(filepath.Join("testdata", tc.file))
+				if err != nil {
+					t.Fatal(err)
+				}
+				wrapped, _, err := Wrap(src, bridge)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := map[string][]string{}
+				for k, argv := range tc.want {
+					want[k] = append([]string{bridge}, argv[1:]...)
+				}
+				if diff := cmp.Diff(want, commands(t, wrapped)); diff != "" {
+					t.Fatalf("wrapped servers (-want +got):\n%s", diff)
+				}
+				for _, again := range append([]string{bridge, "/opt/bin/aep-mcp-bridge"}, bridges...) {
+					twice, report, err := Wrap(wrapped, again)
+					if err != nil || !bytes.Equal(twice, wrapped) {
+						t.Fatalf("wrapping again with %s changed the file (err %v):\n%s", again, err, textdiff.Unified("once", "twice", string(wrapped), string(twice)))
+					}
+					if len(report) != len(tc.want) {
+						t.Fatalf("wrapping again with %s reported %d servers; want %d", again, len(report), len(tc.want))
+					}
+					for _, l := range report {
+						if !strings.HasSuffix(l, "left as it is: already runs through the bridge") {
+							t.Errorf("wrapping again with %s: %q", again, l)
+						}
+					}
+				}
+				back, report, err := Unwrap(wrapped, src)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(back, src) {
+					t.Fatalf("unwrap did not restore the file (%q):\n%s", report, textdiff.Unified("original", "unwrapped", string(src), string(back)))
+				}
+				rebuilt, _, err := Unwrap(wrapped, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(dropEmptyArgs(value(t, src)), dropEmptyArgs(value(t, rebuilt))); diff != "" {
+					t.Errorf("unwrap without the backup changed a value (-original +unwrapped):\n%s", diff)
+				}
+			})
+		}
+	}
+}
+
+// TestWrappedIsKnownByItsShape: what counts as an entry that runs
+// through the bridge, whatever its command.
+func TestWrappedIsKnownByItsShape(t *testing.T) {
+	for _, tc := range []struct {
+		name, entry string
+		want        bool
+	}{
+		{"stdio, renamed bridge", `{"command": "/opt/b-1.2", "args": ["--name", "k", "--", "npx", "-y", "x"]}`, true},
+		{"url, renamed bridge", `{"command": "b", "args": ["--name", "k", "--url", "https://h/mcp"]}`, true},
+		{"the bridge by name, other arguments", `{"command": "/usr/bin/aep-mcp-bridge", "args": ["--agent", "a", "--", "x"]}`, true},
+		{"the bridge by name, Windows", `{"command": "C:\\b\\aep-mcp-bridge.exe"}`, true},
+		{"another entry's key", `{"command": "b", "args": ["--name", "other", "--", "x"]}`, false},
+		{"no command after --", `{"command": "b", "args": ["--name", "k", "--"]}`, false},
+		{"--name not first", `{"command": "b", "args": ["-v", "--name", "k", "--", "x"]}`, false},
+		{"a server's own --name", `{"command": "srv", "args": ["--name", "k", "--port", "1"]}`, false},
+		{"not strings", `{"command": "b", "args": ["--name", "k", "--", 1]}`, false},
+		{"a url entry", `{"url": "https://h/mcp"}`, false},
+		{"a command that is not a string", `{"command": ["b"], "args": ["--name", "k", "--", "x"]}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := []byte(`{"mcpServers": {"k": ` + tc.entry + `}}`)
+			root, err := jsonc.Parse(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			entries, err := findServers(root, src)
+			if err != nil || len(entries) != 1 {
+				t.Fatalf("%v, %d entries", err, len(entries))
+			}
+			if got := wrapped(entries[0]); got != tc.want {
+				t.Errorf("wrapped = %v; want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 // dropEmptyArgs removes every "args": [] member.
 func dropEmptyArgs(v any) any {
 	switch t := v.(type) {
@@ -236,6 +331,9 @@ func TestWrapKeepsTheFilesLayout(t *testing.T) {
 			`{"mcpServers": {"a": {"command": "x"}, "u": {"url": "https://h/mcp", "headers": {"A": "1"}}}}`,
 			`{"mcpServers": {"a": {"command": "/opt/aep-mcp-bridge", "args": ["--name", "a", "--", "x"]}, ` +
 				`"u": {"command": "/opt/aep-mcp-bridge", "args": ["--name", "u", "--url", "https://h/mcp", "--header-env", "AEP_MCP_HEADER_1"], "env": {"AEP_MCP_HEADER_1": "A: 1"}}}}`},
+		{"a server named --",
+			`{"mcpServers": {"--": {"command": "x", "args": ["y"]}}}`,
+			`{"mcpServers": {"--": {"command": "/opt/aep-mcp-bridge", "args": ["--name", "--", "--", "x", "y"]}}}`},
 		{"a minified file, with ': ' inside a string",
 			`{"mcpServers":{"a":{"command":"x"},"u":{"url":"https://h/mcp","headers":{"Authorization":"Bearer: x"}}}}`,
 			`{"mcpServers":{"a":{"command":"/opt/aep-mcp-bridge","args":["--name","a","--","x"]},` +
@@ -264,7 +362,10 @@ func TestWrapKeepsTheFilesLayout(t *testing.T) {
 }
 
 // FuzzWrap feeds any document to wrap and unwrap: neither may panic, what
-// wrap writes parses, and unwrap with the backup gives the input back.
+// wrap writes parses, wrapping again (with the bridge under another name)
+// changes nothing, and unwrap with the backup gives the input back; when
+// the input already had entries that run through the bridge, unwrap
+// unwraps those as it would in the input itself.
 func FuzzWrap(f *testing.F) {
 	for _, s := range wrapSamples {
 		b, _ := os.ReadFile(filepath.Join("testdata", s.file))
@@ -273,20 +374,31 @@ func FuzzWrap(f *testing.F) {
 	f.Add([]byte(`{"servers":{"a":{"command":"x","args":[/* c */"y",]}}}`))
 	f.Add([]byte("\ufeff{\"mcpServers\": {\"a\": {\"command\": \"x\"}}}"))
 	f.Add([]byte("{\r\n \"mcpServers\": {\r\n  \"u\": {\r\n   \"url\": \"https://h\",\r\n   \"headers\": {\"A\": \"1\", \"B\": \"2\"}\r\n  }\r\n }\r\n}"))
+	f.Add([]byte(`{"mcpServers":{"a":{"command":"x","args":["--name","a","--","y"]},"b":{"command":"z"}}}`))
+	f.Add([]byte(`{"mcpServers":{"--":{"command":"x"},"u":{"command":"aep-mcp-bridge","args":["--url","https://h"]}}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		wrapped, _, err := Wrap(b, "aep-mcp-bridge")
+		wrapped, _, err := Wrap(b, "/opt/aep-mcp-bridge-1.0")
 		if err != nil {
 			return
 		}
 		if _, err := jsonc.Parse(wrapped); err != nil {
 			t.Fatalf("wrap wrote a file that does not parse: %v\n%s", err, wrapped)
 		}
+		if again, _, err := Wrap(wrapped, "aep-mcp-bridge"); err != nil || !bytes.Equal(again, wrapped) {
+			t.Fatalf("wrapping again changed the file (err %v):\n%s", err, textdiff.Unified("once", "twice", string(wrapped), string(again)))
+		}
 		back, _, err := Unwrap(wrapped, b)
 		if err != nil {
 			t.Fatalf("unwrap: %v", err)
 		}
-		if !bytes.Equal(back, b) {
-			t.Fatalf("unwrap with the backup did not restore the file:\n%s", textdiff.Unified("in", "out", string(b), string(back)))
+		want := b
+		if anyWrapped(t, b) {
+			if want, _, err = Unwrap(b, b); err != nil {
+				t.Fatalf("unwrapping the input: %v", err)
+			}
+		}
+		if !bytes.Equal(back, want) {
+			t.Fatalf("unwrap with the backup did not restore the file:\n%s", textdiff.Unified("in", "out", string(want), string(back)))
 		}
 		rebuilt, _, err := Unwrap(wrapped, nil)
 		if err != nil {
@@ -299,6 +411,25 @@ func FuzzWrap(f *testing.F) {
 			t.Fatalf("a CRLF file got a bare line feed:\n%q\n%q", wrapped, rebuilt)
 		}
 	})
+}
+
+// anyWrapped reports whether a config file has a server that already
+// runs through the bridge.
+func anyWrapped(t *testing.T, b []byte) bool {
+	root, err := jsonc.Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := findServers(root, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if wrapped(e) {
+			return true
+		}
+	}
+	return false
 }
 
 // crlfOnly reports whether every line feed of b ends a CRLF.

@@ -1,7 +1,9 @@
 // Package scrub hides the bridge's credentials from what other processes
 // of the same user can read about it without reading its memory: its
 // environment as /proc/PID/environ shows it, and its command line as
-// /proc/PID/cmdline (and ps) show it.
+// /proc/PID/cmdline (and ps) show it. It also keeps the set of variables
+// the bridge read a secret from, so that no process the bridge spawns
+// inherits them (ChildEnv).
 //
 // Linux keeps a process's original environment and arguments in its own
 // memory, between the env_start/env_end and arg_start/arg_end addresses of

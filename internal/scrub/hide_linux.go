@@ -11,12 +11,16 @@ import (
 // Hide overwrites, in this process's original environment block and
 // command line, the values of the environment variables named env and of
 // the command-line flags named flags (without dashes), up to an argument
-// "--". What the program reads (os.Getenv, os.Args) is unchanged: os.Args
-// is replaced by copies first, since the runtime's point into the block.
-// Call it first in main, before anything keeps a string of os.Args. It
-// returns an error when something was to be hidden and could not be;
-// when nothing was, it does nothing.
+// "--", and adds env to the variables ChildEnv withholds from children
+// (even when it returns an error). What the program reads (os.Getenv,
+// os.Args) is unchanged: os.Args is replaced by copies first, since the
+// runtime's point into the block. Call it with flags first in main,
+// before anything keeps a string of os.Args; it may be called again later
+// with the names of more variables (flags nil), as the program learns
+// which it read a secret from. It returns an error when something was to
+// be hidden and could not be; when nothing was, it does nothing more.
 func Hide(env, flags []string) error {
+	remember(env)
 	type block struct {
 		file  string // the block as the kernel serves it
 		r     [2]uint64
@@ -48,9 +52,13 @@ func Hide(env, flags []string) error {
 		return nil
 	}
 	// The runtime's os.Args point into the argument block itself (its
-	// environment is a copy): give the program copies first.
-	for i := range os.Args {
-		os.Args[i] = strings.Clone(os.Args[i])
+	// environment is a copy): give the program copies first. Only when
+	// the block changes, so that a later call, which hides variables
+	// only, never writes os.Args while other goroutines may read it.
+	if len(todo[1].spans) > 0 {
+		for i := range os.Args {
+			os.Args[i] = strings.Clone(os.Args[i])
+		}
 	}
 	mem, err := os.OpenFile("/proc/self/mem", os.O_RDWR, 0)
 	if err != nil {

@@ -2,5 +2,9 @@
 
 package scrub
 
-// Hide does nothing on this system: see the package documentation.
-func Hide(env, flags []string) error { return nil }
+// Hide adds env to the variables ChildEnv withholds from children, and
+// hides nothing else on this system: see the package documentation.
+func Hide(env, flags []string) error {
+	remember(env)
+	return nil
+}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -130,5 +131,27 @@ func TestHide(t *testing.T) {
 	environ, cmdline, _ := strings.Cut(got, "\ncmdline ")
 	if strings.Contains(environ, "env-secret-2") || strings.Contains(strings.SplitN(cmdline, "\n", 2)[0], "flag-secret-1") {
 		t.Errorf("/proc still shows a secret:\n%s", got)
+	}
+}
+
+// TestChildEnv: a variable Hide was given, or ChildEnv is told of, leaves
+// a child's environment, given or inherited, and everything else stays
+// in order.
+func TestChildEnv(t *testing.T) {
+	if err := Hide([]string{"AEP_TEST_CHILD_SECRET"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	given := []string{"A=1", "AEP_TEST_CHILD_SECRET=s", "AEP_TEST_CHILD_SECRET_FILE=/f", "ALSO=x", "B=a=b", "NOEQUALS"}
+	if diff := cmp.Diff([]string{"A=1", "AEP_TEST_CHILD_SECRET_FILE=/f", "B=a=b", "NOEQUALS"}, ChildEnv(given, "ALSO")); diff != "" {
+		t.Errorf("given (-want +got):\n%s", diff)
+	}
+	t.Setenv("AEP_TEST_CHILD_SECRET", "inherited")
+	t.Setenv("AEP_TEST_CHILD_KEPT", "kept")
+	inherited := strings.Join(ChildEnv(nil), "\n")
+	if strings.Contains(inherited, "AEP_TEST_CHILD_SECRET=") || !strings.Contains(inherited, "AEP_TEST_CHILD_KEPT=kept") {
+		t.Errorf("inherited:\n%s", inherited)
+	}
+	if got := Secrets(); !slices.Contains(got, "AEP_TEST_CHILD_SECRET") {
+		t.Errorf("Secrets() = %q", got)
 	}
 }
