@@ -2,6 +2,7 @@ package authority
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/identity"
@@ -42,6 +43,9 @@ type Principal struct {
 	// Scope is the MCP servers it reaches, by the name a session shows;
 	// the zero Scope reaches every server.
 	Scope identity.Scope
+	// Groups are a named operator's groups (identity.Operator.Groups),
+	// which a policy's approvers may name; nil for everyone else.
+	Groups []string
 }
 
 // TokenHolderName is the name on what the shared token's holder does: by
@@ -65,7 +69,7 @@ func Operator(o identity.Operator) Principal {
 	if o.Can == identity.Answer {
 		r |= Command
 	}
-	return Principal{Rights: r, Name: o.Name, Operator: true, Scope: o.Servers}
+	return Principal{Rights: r, Name: o.Name, Operator: true, Scope: o.Servers, Groups: slices.Clone(o.Groups)}
 }
 
 // Servers says which MCP server a session fronts: the name its questions

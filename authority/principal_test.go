@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/identity"
 )
@@ -145,3 +147,22 @@ func (nopQuestions) OpenFrom(string) int                    { return 0 }
 func (nopQuestions) DropOpen(string, func(string) bool) int { return 0 }
 func (nopQuestions) Left(string, bool)                      {}
 func (nopQuestions) Back(string)                            {}
+
+// TestOperatorGroups: a named operator's principal carries its record's
+// groups, as its own copy; the shared token's holder and bridges have
+// none.
+func TestOperatorGroups(t *testing.T) {
+	t.Parallel()
+	rec := identity.Operator{Name: "alice", Can: identity.Answer, Groups: []string{"oncall", "sre"}}
+	p := Operator(rec)
+	if diff := cmp.Diff([]string{"oncall", "sre"}, p.Groups); diff != "" {
+		t.Errorf("groups (-want +got):\n%s", diff)
+	}
+	p.Groups[0] = "changed"
+	if rec.Groups[0] != "oncall" {
+		t.Errorf("changing the principal's groups changed the record's")
+	}
+	if TokenHolder().Groups != nil || Bridge("").Groups != nil {
+		t.Errorf("the token holder or a bridge is in a group")
+	}
+}

@@ -193,7 +193,7 @@ func (d *Directory) ProofKey(id string, now time.Time) (o Operator, salt, key []
 func (d *Directory) Operator(name string) (Operator, bool) { return d.doc.Operator(name) }
 
 // Current reports whether o is still what the directory says of o.Name at
-// now: the same record (right, scope, expiry, credential or proxy), not
+// now: the same record (right, scope, groups, expiry, credential or proxy), not
 // revoked and not expired. A connection whose operator is no longer
 // current is closed.
 func (d *Directory) Current(o Operator, now time.Time) bool {
@@ -202,9 +202,9 @@ func (d *Directory) Current(o Operator, now time.Time) bool {
 }
 
 // Equal reports whether o and p are the same record: name, right, scope,
-// expiry, proxy or not, and credential.
+// groups, expiry, proxy or not, and credential.
 func (o Operator) Equal(p Operator) bool {
-	if o.Name != p.Name || o.Can != p.Can || o.Proxy != p.Proxy || !o.Expires.Equal(p.Expires) ||
+	if o.Name != p.Name || o.Can != p.Can || o.Proxy != p.Proxy || !o.Expires.Equal(p.Expires) || !slices.Equal(o.Groups, p.Groups) ||
 		!slices.Equal(o.Servers.Patterns(), p.Servers.Patterns()) || (o.Credential == nil) != (p.Credential == nil) {
 		return false
 	}

@@ -20,6 +20,9 @@ type Operator struct {
 	Can Right
 	// Servers is its scope.
 	Servers Scope
+	// Groups are the groups it is in (a policy's approvers name them as
+	// group:NAME): valid (ValidGroup), sorted and each once (ParseGroups).
+	Groups []string
 	// Created is when it was added; Expires when its access ends (zero:
 	// never).
 	Created, Expires time.Time
@@ -79,6 +82,7 @@ type recordJSON struct {
 	Name       string        `json:"name"`
 	Can        string        `json:"can,omitempty"`
 	Servers    []string      `json:"servers"`
+	Groups     []string      `json:"groups,omitempty"`
 	Created    time.Time     `json:"created"`
 	Expires    *time.Time    `json:"expires,omitempty"`
 	Proxy      bool          `json:"proxy,omitempty"`
@@ -98,7 +102,7 @@ var b64 = base64.RawURLEncoding
 func (d *Document) Encode() []byte {
 	out := docJSON{Version: Version, Operators: []recordJSON{}, Clients: []recordJSON{}}
 	for _, o := range d.Operators {
-		r := recordJSON{Name: o.Name, Can: o.Can.String(), Servers: o.Servers.Patterns(), Created: o.Created.UTC(), Proxy: o.Proxy,
+		r := recordJSON{Name: o.Name, Can: o.Can.String(), Servers: o.Servers.Patterns(), Groups: o.Groups, Created: o.Created.UTC(), Proxy: o.Proxy,
 			Expires: timePtr(o.Expires), Credential: verifierOut(o.Credential)}
 		out.Operators = append(out.Operators, r)
 	}
@@ -238,7 +242,11 @@ func (r recordJSON) operator() (Operator, error) {
 	if err != nil {
 		return Operator{}, err
 	}
-	o := Operator{Name: r.Name, Can: can, Servers: s, Created: created, Expires: exp, Proxy: r.Proxy}
+	groups, err := ParseGroups(r.Groups)
+	if err != nil {
+		return Operator{}, err
+	}
+	o := Operator{Name: r.Name, Can: can, Servers: s, Groups: groups, Created: created, Expires: exp, Proxy: r.Proxy}
 	switch {
 	case r.Proxy && r.Credential != nil:
 		return Operator{}, errors.New("a proxy operator has no credential: its name comes from the trusted proxy's header")
@@ -260,8 +268,8 @@ func (r recordJSON) client() (Client, error) {
 		return Client{}, err
 	}
 	switch {
-	case r.Can != "" || r.Proxy:
-		return Client{}, errors.New("a client has no right and is never a proxy one; can and proxy are operators' members")
+	case r.Can != "" || r.Proxy || r.Groups != nil:
+		return Client{}, errors.New("a client has no right, no groups and is never a proxy one; can, groups and proxy are operators' members")
 	case r.Credential == nil:
 		return Client{}, errors.New("it has no credential")
 	}
@@ -320,6 +328,11 @@ func (d *Document) AddOperator(o Operator) error {
 	if o.Can != Read && o.Can != Answer {
 		return errors.New("an operator's right is read or answer")
 	}
+	groups, err := ParseGroups(o.Groups)
+	if err != nil {
+		return err
+	}
+	o.Groups = groups
 	d.Operators = append(d.Operators, o)
 	return nil
 }

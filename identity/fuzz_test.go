@@ -41,10 +41,11 @@ func FuzzParseCredential(f *testing.F) {
 func FuzzDecode(f *testing.F) {
 	text, v, _ := NewCredential(KindOperator, rand.Reader)
 	_ = text
-	d := &Document{Operators: []Operator{{Name: "alice", Can: Answer, Credential: &v, Expires: time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)},
+	d := &Document{Operators: []Operator{{Name: "alice", Can: Answer, Groups: []string{"oncall", "sre"}, Credential: &v, Expires: time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)},
 		{Name: "sso", Can: Read, Proxy: true}}, Clients: []Client{{Name: "ci", Credential: v}}}
 	f.Add(d.Encode())
 	f.Add([]byte(`{"version":1}`))
+	f.Add([]byte(`{"version":1,"operators":[{"name":"a","can":"read","groups":["z","a","z"],"servers":["*"],"created":"2026-01-01T00:00:00Z","proxy":true}]}`))
 	f.Add([]byte(`{"version":1,"operators":null,"clients":[]}`))
 	f.Add([]byte(`{"version":1,"operators":[{"name":"a","can":"read","servers":["[a-"],"created":"x"}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -265,7 +265,7 @@ func TestDecodeRefuses(t *testing.T) {
 		{"a proxy with a credential", strings.Replace(good, `"can"`, `"proxy": true, "can"`, 1), "a proxy operator has no credential"},
 		{"a short hash", `{"version":1,"operators":[{"name":"a","can":"read","servers":["*"],"created":"2026-01-01T00:00:00Z","credential":{"id":"aaaaaaaaaaaaaaaa","salt":"AAAAAAAAAAAAAAAAAAAAAA","hash":"AA"}}]}`, "a 16-byte salt and a 32-byte hash"},
 		{"a duplicate", strings.Replace(good, `"operators": [`, `"operators": [`+operatorJSON(good)+",", 1), "another operator has this name"},
-		{"a client with a right", `{"version":1,"clients":[{"name":"c","can":"read","servers":["*"],"created":"2026-01-01T00:00:00Z"}]}`, "can and proxy are operators' members"},
+		{"a client with a right", `{"version":1,"clients":[{"name":"c","can":"read","servers":["*"],"created":"2026-01-01T00:00:00Z"}]}`, "can, groups and proxy are operators' members"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,7 +1,6 @@
 package identity
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -20,18 +19,23 @@ const MaxName = 128
 // a single sign-on user name is, and never anything a log line or a
 // terminal could read as structure. (So no name is ever "token holder" or
 // "policy:…", which the record uses for the shared token and for rules.)
-func ValidName(name string) error {
+func ValidName(name string) error { return validWord("name", name, MaxName, "._@+-") }
+
+// validWord says why s cannot be a word of kind what: 1 to max bytes of
+// ASCII letters, digits and the bytes of extra, starting with a letter or
+// a digit.
+func validWord(what, s string, max int, extra string) error {
 	switch {
-	case name == "":
-		return errors.New("the name is empty")
-	case len(name) > MaxName:
-		return fmt.Errorf("the name is %d bytes; at most %d are allowed", len(name), MaxName)
-	case !alnum(name[0]):
-		return fmt.Errorf("the name starts with %s; start it with a letter or a digit", quoteByte(name[0]))
+	case s == "":
+		return fmt.Errorf("the %s is empty", what)
+	case len(s) > max:
+		return fmt.Errorf("the %s is %d bytes; at most %d are allowed", what, len(s), max)
+	case !alnum(s[0]):
+		return fmt.Errorf("the %s starts with %s; start it with a letter or a digit", what, quoteByte(s[0]))
 	}
-	for i := 0; i < len(name); i++ {
-		if c := name[i]; !alnum(c) && !strings.ContainsRune("._@+-", rune(c)) {
-			return fmt.Errorf("the name holds %s at byte %d; use letters, digits and . _ @ + -", quoteByte(c), i)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !alnum(c) && strings.IndexByte(extra, c) < 0 {
+			return fmt.Errorf("the %s holds %s at byte %d; use letters, digits and %s", what, quoteByte(c), i, strings.Join(strings.Split(extra, ""), " "))
 		}
 	}
 	return nil

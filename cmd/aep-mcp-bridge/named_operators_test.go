@@ -462,15 +462,19 @@ func TestOperatorsCommand(t *testing.T) {
 	if _, err := identity.ParseCredential(cred); err != nil {
 		t.Fatalf("operators add printed %q; want one credential line", cred)
 	}
-	addOp(t, state, "sso@corp.example", "--proxy")
+	addOp(t, state, "sso@corp.example", "--proxy", "--group", "sre", "--group", "oncall,sre")
 	out, _, code := cli(t, "operators", "list", "--state-dir", state)
-	if code != 0 || !regexp.MustCompile(`alice\s+read\s+deploy-\*,billing\s+credential\s+\S+ \S+\s+-\s+\S+ \S+`).MatchString(out) ||
-		!regexp.MustCompile(`sso@corp\.example\s+answer\s+\*\s+proxy`).MatchString(out) || strings.Contains(out, cred) {
+	if code != 0 || !regexp.MustCompile(`alice\s+read\s+deploy-\*,billing\s+-\s+credential\s+\S+ \S+\s+-\s+\S+ \S+`).MatchString(out) ||
+		!regexp.MustCompile(`sso@corp\.example\s+answer\s+\*\s+oncall,sre\s+proxy`).MatchString(out) || strings.Contains(out, cred) {
 		t.Fatalf("operators list (exit %d):\n%s", code, out)
 	}
 	out, _, _ = cli(t, "operators", "list", "--json", "--state-dir", state)
-	var list []map[string]any
-	if json.Unmarshal([]byte(out), &list) != nil || len(list) != 2 || list[0]["expires"] == nil || list[1]["auth"] != "proxy" || strings.Contains(out, "hash") {
+	var list []struct {
+		Auth   string   `json:"auth"`
+		Groups []string `json:"groups"`
+	}
+	if json.Unmarshal([]byte(out), &list) != nil || len(list) != 2 || !strings.Contains(out, `"expires"`) || list[1].Auth != "proxy" || strings.Contains(out, "hash") ||
+		list[0].Groups == nil || len(list[0].Groups) != 0 || strings.Join(list[1].Groups, " ") != "oncall sre" {
 		t.Fatalf("operators list --json:\n%s", out)
 	}
 	tests := []struct {
@@ -485,6 +489,7 @@ func TestOperatorsCommand(t *testing.T) {
 		{"a bad name", []string{"operators", "add", "a:b"}, exitUsage, "use letters, digits"},
 		{"a bad right", []string{"operators", "add", "x", "--can", "admin"}, exitUsage, `--can: "admin" is not a right`},
 		{"a bad glob", []string{"operators", "add", "x", "--servers", "[a"}, exitUsage, "--servers: server pattern"},
+		{"a bad group", []string{"operators", "add", "x", "--group", "group:sre"}, exitUsage, `--group: group "group:sre": the group name holds ':'`},
 		{"a past expiry", []string{"operators", "add", "x", "--expires", "2001-01-01"}, exitUsage, "not in the future"},
 		{"a name taken", []string{"operators", "add", "alice"}, exitFailure, `an operator named "alice" exists`},
 		{"revoking nobody", []string{"operators", "revoke", "nobody"}, exitFailure, `no operator is named "nobody"`},

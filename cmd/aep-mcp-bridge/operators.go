@@ -30,7 +30,7 @@ inbox, /socket and /stream with a credential printed once by add (or, with
 --operator-header). The shared token keeps working as before.
 
 Subcommands:
-  add NAME [--can answer|read] [--servers GLOB,...] [--expires D] [--proxy]
+  add NAME [--can answer|read] [--servers GLOB,...] [--group G]... [--expires D] [--proxy]
   list [--json]
   revoke NAME
 
@@ -99,7 +99,7 @@ func identitiesPath(state string) (string, error) {
 }
 
 func operatorsAdd(args []string, s stdio) error {
-	fs := newFlagSet("operators add", "operators add NAME [--can answer|read] [--servers GLOB,...] [--expires D] [--proxy]",
+	fs := newFlagSet("operators add", "operators add NAME [--can answer|read] [--servers GLOB,...] [--group G]... [--expires D] [--proxy]",
 		"Adds a named operator. Without --proxy it prints the operator's credential once, on stdout: give it to the\n"+
 			"operator (the inbox opens with #token=CREDENTIAL; the CLI takes it as AEP_TOKEN), it is not stored in clear\n"+
 			"and cannot be shown again. With --proxy the operator has no credential: its name comes from the header an\n"+
@@ -107,6 +107,8 @@ func operatorsAdd(args []string, s stdio) error {
 	can := fs.String("can", "answer", "answer (read and answer) or read (see questions and history, answer nothing)")
 	var servers listFlag
 	fs.Var(&servers, "servers", "the MCP servers it reaches, by the name the session shows: globs, comma-separated or repeated (deploy-*,billing); default every server")
+	var groups listFlag
+	fs.Var(&groups, "group", "a group it is in, which a policy's approvers name as group:G: repeated or comma-separated (oncall,sre); default none")
 	expires := fs.String("expires", "", "when its access ends: a duration (12h), days (30d) or a date (2026-12-31); default never")
 	proxy := fs.Bool("proxy", false, "no credential: the name comes from a trusted proxy's --operator-header")
 	state := fs.String("state-dir", "", "the state folder of the bridges it opens; default the bridge's")
@@ -122,17 +124,13 @@ func operatorsAdd(args []string, s stdio) error {
 	if err != nil {
 		return bad("--can: %v", err)
 	}
-	var patterns []string
-	for _, v := range servers {
-		for _, p := range strings.Split(v, ",") {
-			if p = strings.TrimSpace(p); p != "" {
-				patterns = append(patterns, p)
-			}
-		}
-	}
-	scope, err := identity.ParseScope(patterns)
+	scope, err := identity.ParseScope(servers.items())
 	if err != nil {
 		return bad("--servers: %v", err)
+	}
+	member, err := identity.ParseGroups(groups.items())
+	if err != nil {
+		return bad("--group: %v", err)
 	}
 	now := time.Now().UTC().Truncate(time.Second)
 	var until time.Time
@@ -145,7 +143,7 @@ func operatorsAdd(args []string, s stdio) error {
 	if err != nil {
 		return err
 	}
-	o := identity.Operator{Name: name, Can: right, Servers: scope, Created: now, Expires: until, Proxy: *proxy}
+	o := identity.Operator{Name: name, Can: right, Servers: scope, Groups: member, Created: now, Expires: until, Proxy: *proxy}
 	var credential string
 	if !*proxy {
 		var v identity.Verifier
@@ -157,7 +155,7 @@ func operatorsAdd(args []string, s stdio) error {
 	if err := store.Update(path, func(d *identity.Document) error { return d.AddOperator(o) }); err != nil {
 		return fmt.Errorf("operators add: %w", err)
 	}
-	fmt.Fprintf(s.err, "Added operator %s: can %s, servers %s, %s (%s).\n", name, right, scope, expiryText(until), path)
+	fmt.Fprintf(s.err, "Added operator %s: can %s, servers %s, %s, %s (%s).\n", name, right, scope, groupsText(member), expiryText(until), path)
 	if *proxy {
 		fmt.Fprintf(s.err, "It signs in through the reverse proxy that sends its name in --operator-header; it has no credential.\n")
 		return nil
@@ -166,6 +164,13 @@ func operatorsAdd(args []string, s stdio) error {
 		"http://HOST:PORT/#token=CREDENTIAL and the CLI with AEP_TOKEN=CREDENTIAL.\n", name)
 	fmt.Fprintln(s.out, credential)
 	return nil
+}
+
+func groupsText(groups []string) string {
+	if len(groups) == 0 {
+		return "in no group"
+	}
+	return "groups " + strings.Join(groups, ",")
 }
 
 func expiryText(t time.Time) string {
@@ -181,6 +186,7 @@ type operatorJSON struct {
 	Name    string     `json:"name"`
 	Can     string     `json:"can"`
 	Servers []string   `json:"servers"`
+	Groups  []string   `json:"groups"`
 	Auth    string     `json:"auth"`
 	Created time.Time  `json:"created"`
 	LastUse *time.Time `json:"last_use,omitempty"`
@@ -190,7 +196,7 @@ type operatorJSON struct {
 
 func operatorsList(args []string, s stdio) error {
 	fs := newFlagSet("operators list", "operators list [--json]",
-		"Lists the named operators: name, right, servers, how it signs in (credential or proxy), when it was added,\n"+
+		"Lists the named operators: name, right, servers, groups, how it signs in (credential or proxy), when it was added,\n"+
 			"last used (by a bridge serving the endpoint from this state folder) and expires. Never a credential.")
 	asJSON := fs.Bool("json", false, "print the operators as JSON")
 	state := fs.String("state-dir", "", "the state folder of the bridges; default the bridge's")
@@ -212,7 +218,8 @@ func operatorsList(args []string, s stdio) error {
 	now := time.Now()
 	out := make([]operatorJSON, 0, len(d.Operators))
 	for _, o := range d.Operators {
-		j := operatorJSON{Name: o.Name, Can: o.Can.String(), Servers: o.Servers.Patterns(), Auth: "credential", Created: o.Created, Expired: o.Expired(now)}
+		j := operatorJSON{Name: o.Name, Can: o.Can.String(), Servers: o.Servers.Patterns(), Groups: append([]string{}, o.Groups...),
+			Auth: "credential", Created: o.Created, Expired: o.Expired(now)}
 		if o.Proxy {
 			j.Auth = "proxy"
 		}
@@ -234,7 +241,7 @@ func operatorsList(args []string, s stdio) error {
 		return nil
 	}
 	w := tabwriter.NewWriter(s.out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NAME\tCAN\tSERVERS\tAUTH\tCREATED\tLAST USE\tEXPIRES")
+	fmt.Fprintln(w, "NAME\tCAN\tSERVERS\tGROUPS\tAUTH\tCREATED\tLAST USE\tEXPIRES")
 	day := func(t *time.Time) string {
 		if t == nil {
 			return "-"
@@ -247,7 +254,11 @@ func operatorsList(args []string, s stdio) error {
 			exp += " (expired)"
 		}
 		created := j.Created
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.Name, j.Can, strings.Join(j.Servers, ","), j.Auth, day(&created), day(j.LastUse), exp)
+		groups := strings.Join(j.Groups, ",")
+		if groups == "" {
+			groups = "-"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.Name, j.Can, strings.Join(j.Servers, ","), groups, j.Auth, day(&created), day(j.LastUse), exp)
 	}
 	return w.Flush()
 }

@@ -132,3 +132,17 @@ func (l *listFlag) Set(v string) error {
 	*l = append(*l, v)
 	return nil
 }
+
+// items splits each value at commas: what a flag that is both repeated
+// and comma-separated gave, trimmed, without empty items.
+func (l listFlag) items() []string {
+	var out []string
+	for _, v := range l {
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
