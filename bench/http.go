@@ -18,13 +18,15 @@ import (
 )
 
 // runHTTP measures tools/call to a streamable-HTTP server that runs in a
-// process of its own, in paired rounds, four ways: a direct mcp-go
-// streamable-HTTP client; the same echo over stdio, direct and through the
-// raw pump, whose difference is what the stdio hop costs; and an mcp-go
-// stdio client through the bridge fronting the server with --url. The
-// floor of the bridge is the direct HTTP client plus the stdio hop: the
-// table reports the bridge's p50 above it, the median over rounds of each
-// round's difference.
+// process of its own, in paired rounds, five ways: a direct mcp-go
+// streamable-HTTP client; the same client through a raw TCP byte pump, a
+// process between the same two peers that copies bytes without reading
+// them; the same echo over stdio, direct and through the raw stdio pump,
+// whose difference is what the stdio hop costs; and an mcp-go stdio client
+// through the bridge fronting the server with --url. The bridge is
+// reported above three floors, each the median over rounds of each round's
+// difference (and ratio): the direct client, the TCP pump, and the direct
+// client plus the stdio hop, the bridge's own topology done by pumps.
 func runHTTP(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("http", flag.ContinueOnError)
 	n := fs.Int("n", 2000, "calls per configuration and round")
@@ -43,15 +45,17 @@ func runHTTP(ctx context.Context, args []string) error {
 		return err
 	}
 	defer stop()
+	pumpURL, stopPump, err := startTCPPump(self, url)
+	if err != nil {
+		return err
+	}
+	defer stopPump()
 	logs, _ := os.MkdirTemp("", "aep-bench-logs")
 	defer os.RemoveAll(logs)
 
 	runs := 0
-	configs := []struct {
-		name string
-		run  func() ([]time.Duration, error)
-	}{
-		{pathHTTPDirect, func() ([]time.Duration, error) {
+	httpClient := func(url string) func() ([]time.Duration, error) {
+		return func() ([]time.Duration, error) {
 			tr, err := transport.NewStreamableHTTP(url)
 			if err != nil {
 				return nil, err
@@ -59,7 +63,14 @@ func runHTTP(ctx context.Context, args []string) error {
 			c := client.NewClient(tr, client.WithProtocolVersion("2025-11-25"))
 			defer c.Close()
 			return timeCalls(ctx, c, *n)
-		}},
+		}
+	}
+	configs := []struct {
+		name string
+		run  func() ([]time.Duration, error)
+	}{
+		{pathHTTPDirect, httpClient(url)},
+		{pathHTTPPump, httpClient(pumpURL)},
 		{pathStdioDirect, func() ([]time.Duration, error) {
 			return measureGo(ctx, []string{serverBin}, 1, *n)
 		}},
@@ -101,39 +112,65 @@ func runHTTP(ctx context.Context, args []string) error {
 // The paths runHTTP measures.
 const (
 	pathHTTPDirect  = "direct (mcp-go streamable-HTTP client)"
+	pathHTTPPump    = "HTTP through the raw TCP pump (same client and server)"
 	pathStdioDirect = "stdio, direct (mcp-go client and server)"
 	pathStdioPump   = "stdio, through the raw pump"
 	pathBridgeURL   = "bridge (--url, mcp-go stdio client)"
+	pathFloor       = "floor: direct + the stdio hop (pump − stdio direct)"
 )
 
-// printHTTPTable prints runHTTP's table: each path's median p50 and p99,
-// the stdio hop's cost and the floor it makes with the direct client, and
-// the bridge above that floor, each from paired rounds.
+// printHTTPTable prints runHTTP's tables: each path's median p50 and p99;
+// then the bridge above each floor, by the median over rounds of each
+// round's difference and ratio.
 func printHTTPTable(w io.Writer, n, rounds int, p50, p99 map[string][]time.Duration) {
-	// Per round: the stdio hop's cost, the floor, and the bridge above it.
-	var hop, floor, above []time.Duration
+	// Per round: the stdio hop's cost, and the floor it makes with the
+	// direct client.
+	var hop, floor []time.Duration
 	for r := range p50[pathBridgeURL] {
 		h := p50[pathStdioPump][r] - p50[pathStdioDirect][r]
-		f := p50[pathHTTPDirect][r] + h
-		hop, floor, above = append(hop, h), append(floor, f), append(above, p50[pathBridgeURL][r]-f)
+		hop, floor = append(hop, h), append(floor, p50[pathHTTPDirect][r]+h)
 	}
 	direct := median(p50[pathHTTPDirect])
 	fmt.Fprintf(w, "tools/call round trip to a streamable-HTTP Go server in its own process; %d calls per row and round, %d paired rounds; medians of the rounds\n\n", n, rounds)
 	fmt.Fprintln(w, "| path | p50 µs | p99 µs | p50 vs direct |")
 	fmt.Fprintln(w, "|---|---|---|---|")
-	row := func(name string, a, b time.Duration) {
-		p99 := "—"
-		if b > 0 {
-			p99 = us(b)
-		}
-		fmt.Fprintf(w, "| %s | %s | %s | %.2f× |\n", name, us(a), p99, float64(a)/float64(direct))
+	for _, name := range []string{pathHTTPDirect, pathHTTPPump, pathStdioDirect, pathStdioPump, pathBridgeURL} {
+		a := median(p50[name])
+		fmt.Fprintf(w, "| %s | %s | %s | %.2f× |\n", name, us(a), us(median(p99[name])), float64(a)/float64(direct))
 	}
-	for _, name := range []string{pathHTTPDirect, pathStdioDirect, pathStdioPump} {
-		row(name, median(p50[name]), median(p99[name]))
+	fmt.Fprintf(w, "\nthe bridge's p50 above each floor; the stdio hop costs %s µs, the TCP pump's hop %s µs (medians of paired rounds)\n\n",
+		us(median(hop)), us(medianDiff(p50[pathHTTPPump], p50[pathHTTPDirect])))
+	fmt.Fprintln(w, "| floor | floor p50 µs | bridge above it, µs | bridge ÷ floor |")
+	fmt.Fprintln(w, "|---|---|---|---|")
+	bridge := p50[pathBridgeURL]
+	for _, f := range []struct {
+		name string
+		p50  []time.Duration
+	}{
+		{pathHTTPDirect, p50[pathHTTPDirect]},
+		{pathHTTPPump, p50[pathHTTPPump]},
+		{pathFloor + " (target: at most 50 µs above)", floor},
+	} {
+		fmt.Fprintf(w, "| %s | %s | %s | %.2f× |\n", f.name, us(median(f.p50)), us(medianDiff(bridge, f.p50)), medianRatio(bridge, f.p50))
 	}
-	row("floor: direct + the stdio hop (pump − stdio direct)", median(floor), 0)
-	row(pathBridgeURL, median(p50[pathBridgeURL]), median(p99[pathBridgeURL]))
-	fmt.Fprintf(w, "\nthe stdio hop costs %s µs; the bridge's p50 is %s µs above the floor (median of paired rounds; the target is at most 50)\n", us(median(hop)), us(median(above)))
+}
+
+// medianDiff is the median over paired rounds of a[r] − b[r].
+func medianDiff(a, b []time.Duration) time.Duration {
+	d := make([]time.Duration, len(a))
+	for r := range a {
+		d[r] = a[r] - b[r]
+	}
+	return median(d)
+}
+
+// medianRatio is the median over paired rounds of a[r] ÷ b[r].
+func medianRatio(a, b []time.Duration) float64 {
+	v := make([]float64, len(a))
+	for r := range a {
+		v[r] = float64(a[r]) / float64(b[r])
+	}
+	return medianFloat(v)
 }
 
 // startHTTPServer runs the mcp-go test server over streamable HTTP in a
@@ -141,6 +178,18 @@ func printHTTPTable(w io.Writer, n, rounds int, p50, p99 map[string][]time.Durat
 // the function that stops it.
 func startHTTPServer(serverBin string) (string, func(), error) {
 	cmd := exec.Command(serverBin, "-http", "127.0.0.1:0")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	return startListener(cmd, stderr, os.Stderr)
+}
+
+// startTCPPump runs this program's raw TCP pump in front of the server at
+// url, in a process of its own, and returns the URL to reach the server
+// through it and the function that stops it.
+func startTCPPump(self, url string) (string, func(), error) {
+	cmd := exec.Command(self, "tcp-pump", url)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return "", nil, err

@@ -4,14 +4,14 @@
 //	go run ./bench proxy    # tools/call round trip: direct, raw pump, bridge
 //	go run ./bench pending  # 1,000 questions pending at once over sessions of 200, a late operator, then answered
 //	go run ./bench fanout   # one session fanned out to 100 WS + 100 SSE subscribers
-//	go run ./bench http     # tools/call to a streamable-HTTP server: direct vs bridge
+//	go run ./bench http     # tools/call to a streamable-HTTP server: direct, raw TCP pump, bridge --url
 //	go run ./bench ingest   # 400 × ~1 MiB ingested, 64 from:"all" subscribers: the endpoint's RSS
 //	go run ./bench gateway  # 50 sessions × 200 calls: stdio, serve, supergateway
 //	go run ./bench sse      # a 64 MB SSE event each way, TypeScript SDK server: direct vs bridge --url, with its RSS
 //	go run ./bench policy   # decision time per call for policies of 10, 100 and 1,000 rules
 //	go run ./bench notify   # 1,000 questions' raise time without and with --notify to a 200 ms webhook
 //
-// The helper modes "pump", "flood-server" and "fanout-server" are the
+// The helper modes "pump", "tcp-pump", "flood-server" and "fanout-server" are the
 // baselines' and targets' processes.
 package main
 
@@ -35,6 +35,8 @@ func main() {
 		err = runPending(ctx, os.Args[2:])
 	case "pump":
 		err = pump(os.Args[2:])
+	case "tcp-pump":
+		err = tcpPump(os.Args[2:])
 	case "flood-server":
 		err = floodServer()
 	case "http":

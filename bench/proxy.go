@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,15 +14,17 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // peerPair is a client and a server that talk MCP over stdio: measure
-// times calls from the client to the server argv it spawns.
+// times calls from the client to the server argv it spawns, and reads
+// what the spawned process cost per timed call.
 type peerPair struct {
 	name    string
 	server  []string
-	measure func(ctx context.Context, argv []string, conc, n int) ([]time.Duration, error)
+	measure func(ctx context.Context, argv []string, conc, n int) ([]time.Duration, callCost, error)
 }
 
 // runProxy measures tools/call round trips for two peer pairs, each three
@@ -36,8 +40,12 @@ func runProxy(ctx context.Context, args []string) error {
 	large := fs.Int("large", 64_000_000, "bytes of the large result (0 skips that table)")
 	largeRounds := fs.Int("large-rounds", 5, "rounds of the large result")
 	profile := fs.String("profile", "", "write a CPU profile of every bridge process to this folder (--cpuprofile), one file per run; merge them with go tool pprof")
+	peers := fs.String("peers", "all", "the peer pairs: go (mcp-go), node (the TypeScript SDK) or all")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *peers != "all" && *peers != "go" && *peers != "node" {
+		return fmt.Errorf("-peers %q: want go, node or all", *peers)
 	}
 	bridgeBin, serverBin, self, cleanup, err := buildAll()
 	if err != nil {
@@ -46,10 +54,13 @@ func runProxy(ctx context.Context, args []string) error {
 	defer cleanup()
 	logs, _ := os.MkdirTemp("", "aep-bench-logs")
 	defer os.RemoveAll(logs)
-	pairs := []peerPair{{name: "mcp-go client → mcp-go server", server: []string{serverBin}, measure: measureGo}}
-	if node, ok := nodePeers(); ok {
+	var pairs []peerPair
+	if *peers != "node" {
+		pairs = append(pairs, peerPair{name: "mcp-go client → mcp-go server", server: []string{serverBin}, measure: measureGoCost})
+	}
+	if node, ok := nodePeers(); ok && *peers != "go" {
 		pairs = append(pairs, peerPair{name: "TS SDK client → TS SDK server (Node)", server: []string{"node", node.server}, measure: node.measure})
-	} else {
+	} else if !ok && *peers != "go" {
 		fmt.Fprintln(os.Stderr, "bench: the TypeScript SDK pair is skipped: run npm ci --prefix internal/testpeers/npm")
 	}
 	runs := 0
@@ -73,11 +84,12 @@ func runProxy(ctx context.Context, args []string) error {
 		conc       int
 	}
 	p50s, p99s := map[key][]time.Duration{}, map[key][]time.Duration{}
+	cpus, wakes := map[key][]time.Duration{}, map[key][]float64{}
 	for r := 0; r < *rounds; r++ {
 		for _, conc := range []int{1, 16} {
 			for _, pp := range pairs {
 				for _, path := range paths {
-					lat, err := pp.measure(ctx, via(path, pp.server), conc, *n)
+					lat, cost, err := pp.measure(ctx, via(path, pp.server), conc, *n)
 					if err != nil {
 						return fmt.Errorf("%s, %s: %w", pp.name, path, err)
 					}
@@ -85,13 +97,16 @@ func runProxy(ctx context.Context, args []string) error {
 					k := key{pp.name, path, conc}
 					p50s[k] = append(p50s[k], percentile(lat, 50))
 					p99s[k] = append(p99s[k], percentile(lat, 99))
+					cpus[k] = append(cpus[k], cost.cpu)
+					wakes[k] = append(wakes[k], cost.runs)
 				}
 			}
 		}
 	}
-	fmt.Printf("tools/call round trip over stdio; %d calls per row and round, %d paired rounds; medians of the rounds\n\n", *n, *rounds)
-	fmt.Println("| peers | callers | path | p50 µs | p99 µs | p50 vs direct | p50 above raw pump (median of paired rounds) |")
-	fmt.Println("|---|---|---|---|---|---|---|")
+	fmt.Printf("tools/call round trip over stdio; %d calls per row and round, %d paired rounds; medians of the rounds\n", *n, *rounds)
+	fmt.Printf("CPU and runs: the spawned process's (the server, the pump or the bridge) per call, from the kernel's scheduler statistics\n\n")
+	fmt.Println("| peers | callers | path | p50 µs | p99 µs | p50 vs direct | p50 above raw pump (median of paired rounds) | CPU µs per call | runs on a CPU per call |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|")
 	for _, pp := range pairs {
 		for _, conc := range []int{1, 16} {
 			direct := median(p50s[key{pp.name, "direct", conc}])
@@ -107,7 +122,7 @@ func runProxy(ctx context.Context, args []string) error {
 					above = us(median(diffs)) + " µs"
 				}
 				p50 := median(p50s[k])
-				fmt.Printf("| %s | %d | %s | %s | %s | %.2f× | %s |\n", pp.name, conc, path, us(p50), us(median(p99s[k])), float64(p50)/float64(direct), above)
+				fmt.Printf("| %s | %d | %s | %s | %s | %.2f× | %s | %s | %.2f |\n", pp.name, conc, path, us(p50), us(median(p99s[k])), float64(p50)/float64(direct), above, us(median(cpus[k])), medianFloat(wakes[k]))
 			}
 		}
 	}
@@ -128,20 +143,33 @@ func median(d []time.Duration) time.Duration {
 // measureGo spawns argv as an MCP server, initializes an mcp-go client and
 // times n echo calls from conc concurrent callers.
 func measureGo(ctx context.Context, argv []string, conc, n int) ([]time.Duration, error) {
-	c, err := client.NewStdioMCPClientWithOptions(argv[0], nil, argv[1:])
+	lat, _, err := measureGoCost(ctx, argv, conc, n)
+	return lat, err
+}
+
+// measureGoCost is measureGo that also reads what the spawned process
+// cost per timed call.
+func measureGoCost(ctx context.Context, argv []string, conc, n int) ([]time.Duration, callCost, error) {
+	var cmd *exec.Cmd
+	spawn := transport.WithCommandFunc(func(ctx context.Context, command string, env, args []string) (*exec.Cmd, error) {
+		cmd = exec.CommandContext(ctx, command, args...)
+		cmd.Env = append(os.Environ(), env...)
+		return cmd, nil
+	})
+	c, err := client.NewStdioMCPClientWithOptions(argv[0], nil, argv[1:], spawn)
 	if err != nil {
-		return nil, err
+		return nil, callCost{}, err
 	}
 	defer c.Close()
 	c = client.NewClient(c.GetTransport(), client.WithProtocolVersion("2025-11-25"))
 	if err := c.Start(ctx); err != nil {
-		return nil, err
+		return nil, callCost{}, err
 	}
 	init := mcp.InitializeRequest{}
 	init.Params.ProtocolVersion = "2025-11-25"
 	init.Params.ClientInfo = mcp.Implementation{Name: "bench", Version: "1"}
 	if _, err := c.Initialize(ctx, init); err != nil {
-		return nil, err
+		return nil, callCost{}, err
 	}
 	call := func() (time.Duration, error) {
 		req := mcp.CallToolRequest{}
@@ -153,8 +181,12 @@ func measureGo(ctx context.Context, argv []string, conc, n int) ([]time.Duration
 	}
 	for i := 0; i < 200; i++ { // warm up
 		if _, err := call(); err != nil {
-			return nil, err
+			return nil, callCost{}, err
 		}
+	}
+	before, err := readSchedStat(cmd.Process.Pid)
+	if err != nil {
+		return nil, callCost{}, err
 	}
 	out := make([]time.Duration, 0, n)
 	var mu sync.Mutex
@@ -182,7 +214,15 @@ func measureGo(ctx context.Context, argv []string, conc, n int) ([]time.Duration
 		}()
 	}
 	wg.Wait()
-	return out, firstErr
+	if firstErr != nil {
+		return nil, callCost{}, firstErr
+	}
+	after, err := readSchedStat(cmd.Process.Pid)
+	if err != nil {
+		return nil, callCost{}, err
+	}
+	cost := after.perCall(before, len(out))
+	return out, cost, nil
 }
 
 // nodeScripts are the TypeScript SDK peers of internal/testpeers/npm.
@@ -204,21 +244,64 @@ func nodePeers() (nodeScripts, bool) {
 }
 
 // measure runs the TypeScript SDK client against argv and reads its
-// round trips.
-func (s nodeScripts) measure(ctx context.Context, argv []string, conc, n int) ([]time.Duration, error) {
+// round trips, and what the process it spawned cost per timed call: the
+// client names that process before it times the calls and waits for a
+// line on its stdin before it starts and before it closes.
+func (s nodeScripts) measure(ctx context.Context, argv []string, conc, n int) ([]time.Duration, callCost, error) {
 	cmd := exec.CommandContext(ctx, "node", append([]string{s.client, fmt.Sprint(n), fmt.Sprint(conc)}, argv...)...)
 	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
+	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return nil, fmt.Errorf("the TypeScript SDK client: %w", err)
+		return nil, callCost{}, err
 	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, callCost{}, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, callCost{}, fmt.Errorf("the TypeScript SDK client: %w", err)
+	}
+	lat, cost, err := s.timed(bufio.NewReaderSize(stdout, 1<<20), stdin)
+	stdin.Close()
+	if werr := cmd.Wait(); err == nil && werr != nil {
+		err = fmt.Errorf("the TypeScript SDK client: %w", werr)
+	}
+	return lat, cost, err
+}
+
+// timed reads, from the TypeScript SDK client's out, the spawned
+// process's id and the round trips, releasing the client through in
+// before and after its timed calls.
+func (nodeScripts) timed(out *bufio.Reader, in io.Writer) ([]time.Duration, callCost, error) {
+	line, err := out.ReadBytes('\n')
+	var hello struct{ PID int }
+	if err != nil || json.Unmarshal(line, &hello) != nil || hello.PID == 0 {
+		return nil, callCost{}, fmt.Errorf("the TypeScript SDK client printed %.200q, not the spawned process's id: %v", line, err)
+	}
+	before, err := readSchedStat(hello.PID)
+	if err != nil {
+		return nil, callCost{}, err
+	}
+	if _, err := io.WriteString(in, "go\n"); err != nil {
+		return nil, callCost{}, err
+	}
+	line, err = out.ReadBytes('\n')
+	if err != nil {
+		return nil, callCost{}, fmt.Errorf("the TypeScript SDK client printed %.200q: %w", line, err)
+	}
+	after, err := readSchedStat(hello.PID)
+	if err != nil {
+		return nil, callCost{}, err
+	}
+	io.WriteString(in, "done\n")
 	var ns []int64
-	if err := json.Unmarshal(out, &ns); err != nil {
-		return nil, fmt.Errorf("the TypeScript SDK client printed %.200q: %w", out, err)
+	if err := json.Unmarshal(line, &ns); err != nil {
+		return nil, callCost{}, fmt.Errorf("the TypeScript SDK client printed %.200q: %w", line, err)
 	}
 	d := make([]time.Duration, len(ns))
 	for i, v := range ns {
 		d[i] = time.Duration(v)
 	}
-	return d, nil
+	cost := after.perCall(before, len(d))
+	return d, cost, nil
 }

@@ -20,16 +20,18 @@ func TestMedianKeepsRoundsPaired(t *testing.T) {
 	}
 }
 
-// TestHTTPTableFloor: the floor is the direct client plus the stdio hop,
-// per round, and the bridge is reported above it by the median of the
-// rounds' differences.
+// TestHTTPTableFloor: the floors are the direct client, the TCP pump,
+// and the direct client plus the stdio hop, per round, and the bridge is
+// reported above each by the median of the rounds' differences and
+// ratios.
 func TestHTTPTableFloor(t *testing.T) {
 	us := time.Microsecond
 	p50 := map[string][]time.Duration{
 		pathHTTPDirect:  {200 * us, 100 * us, 300 * us},
+		pathHTTPPump:    {240 * us, 180 * us, 310 * us}, // hops 40, 80, 10
 		pathStdioDirect: {100 * us, 100 * us, 100 * us},
 		pathStdioPump:   {150 * us, 160 * us, 170 * us}, // hops 50, 60, 70
-		pathBridgeURL:   {280 * us, 200 * us, 390 * us}, // above 30, 40, 20
+		pathBridgeURL:   {280 * us, 200 * us, 390 * us}, // above the floor 30, 40, 20
 	}
 	p99 := map[string][]time.Duration{}
 	for k, v := range p50 {
@@ -38,11 +40,19 @@ func TestHTTPTableFloor(t *testing.T) {
 	var out bytes.Buffer
 	printHTTPTable(&out, 10, 3, p50, p99)
 	for _, want := range []string{
-		"| floor: direct + the stdio hop (pump − stdio direct) | 250.0 | — |",
-		"the stdio hop costs 60.0 µs; the bridge's p50 is 30.0 µs above the floor",
+		// Above 80, 100, 90; ratios 1.40, 2.00, 1.30.
+		"| " + pathHTTPDirect + " | 200.0 | 90.0 | 1.40× |",
+		// Above 40, 20, 80; ratios 1.17, 1.11, 1.26.
+		"| " + pathHTTPPump + " | 240.0 | 40.0 | 1.17× |",
+		// Floors 250, 160, 370; ratios 1.12, 1.25, 1.05.
+		"| " + pathFloor + " (target: at most 50 µs above) | 250.0 | 30.0 | 1.12× |",
+		"the stdio hop costs 60.0 µs, the TCP pump's hop 40.0 µs",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the table lacks %q:\n%s", want, out.String())
 		}
+	}
+	if len(p50) != 5 {
+		t.Errorf("printing changed the rounds it was given: %d paths", len(p50))
 	}
 }
