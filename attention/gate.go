@@ -188,8 +188,10 @@ func GateValues(fields []aep.FieldSpec, values map[string]any, ceiling aep.Captu
 }
 
 // answerOptions are the options of every question the bridge asks: a
-// form's implicit ones and a URL question's (AEP-0008).
-var answerOptions = map[string]bool{"accept": true, "decline": true, "cancel": true}
+// form's implicit ones and a URL question's (AEP-0008), and a permission
+// request's verdicts.
+var answerOptions = map[string]bool{"accept": true, "decline": true, "cancel": true,
+	"allow": true, "allow-session": true, "deny": true}
 
 // GateAnswer gates a whole answer object for the ceiling: an option of
 // the question (accept, decline, cancel) is structural and any other is

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/policy"
 	"github.com/agenteventprotocol/aep-mcp-bridge/script"
 	"github.com/agenteventprotocol/aep-mcp-bridge/translate"
 )
@@ -79,6 +80,9 @@ const (
 type Resolution struct {
 	Outcome  Outcome
 	Decision translate.Decision
+	// Permission is the held call's outcome, for a permission request
+	// (Spec.Permission) that was answered or timed out.
+	Permission policy.Outcome
 }
 
 // Spec describes a question to raise.
@@ -101,6 +105,10 @@ type Spec struct {
 	// or cancels; the bridge never fetches it.
 	URL           string
 	ElicitationID string
+	// Permission, when set, makes this a permission request: a tool call
+	// held for approval (permission.go). Form, Message and URL are then
+	// unused, and the request waits until its hold's deadline.
+	Permission *Permission
 }
 
 // urlOptions are the answers to a URL-mode question.
@@ -220,7 +228,13 @@ func (m *Manager) Raise(s Spec) (string, error) {
 		capture aep.Capture
 		ext     map[string]any
 	)
-	if s.URL != "" {
+	var draft *aep.Draft
+	wait := m.timeout
+	if s.Permission != nil {
+		d, w := m.permissionRequest(s, now)
+		draft, wait = &d, w
+		q.expires = s.Permission.Hold.Deadline()
+	} else if s.URL != "" {
 		d := &aep.AttentionRequested{Kind: "auth", ExpiresAt: aep.FormatTime(q.expires), RespondVia: s.RespondVia,
 			Options: append([]aep.Choice(nil), urlOptions...)}
 		capture = m.ceiling
@@ -265,14 +279,17 @@ func (m *Manager) Raise(s Spec) (string, error) {
 			data = d
 		}
 	}
-	ev, raw, err := m.publishRequest(aep.Draft{Type: "attention.requested", Subject: s.Subject, Severity: aep.SeverityNotice, Capture: capture,
-		Extensions: ext, Data: data})
+	if draft == nil {
+		draft = &aep.Draft{Type: "attention.requested", Subject: s.Subject, Severity: aep.SeverityNotice, Capture: capture,
+			Extensions: ext, Data: data}
+	}
+	ev, raw, err := m.publishRequest(*draft)
 	if err != nil {
 		return "", err
 	}
 	q.id, q.size = ev.ID, int64(len(raw))
 	m.pending[q.id] = q
-	q.timer = time.AfterFunc(m.timeout, func() { m.expire(q.id) })
+	q.timer = time.AfterFunc(wait, func() { m.expire(q.id) })
 	m.schedulePolicyLocked(q)
 	return q.id, nil
 }
@@ -354,6 +371,10 @@ func (m *Manager) Respond(cmd aep.Event, a aep.Answer, by string, ack func(reaso
 			return
 		}
 		ack(aep.ReasonInvalid, fmt.Sprintf("no pending attention request %s in this session: it is unknown or already resolved", cmd.Subject))
+		return
+	}
+	if q.spec.Permission != nil {
+		m.respondPermission(q, cmd, a, by, ack)
 		return
 	}
 	if !contains(q.spec.RespondVia, "control") || (q.spec.Form == nil && q.spec.URL == "") {
@@ -534,8 +555,18 @@ func (m *Manager) expire(id string) {
 		m.log.Warn("emitting attention.timeout", "id", q.id, "err", err)
 	}
 	m.settleLocked(q, "timeout", ev.ID, "")
+	res := Resolution{Outcome: TimedOut, Decision: translate.Decision{Outcome: translate.OutcomeCancel}}
+	if pm := q.spec.Permission; pm != nil {
+		// The timer fires at the hold's deadline or after it.
+		now := time.Now()
+		if dl := pm.Hold.Deadline(); now.Before(dl) {
+			now = dl
+		}
+		pm.Hold.Expire(now)
+		res.Permission = pm.Hold.Outcome()
+	}
 	m.mu.Unlock()
-	q.spec.Deliver(Resolution{Outcome: TimedOut, Decision: translate.Decision{Outcome: translate.OutcomeCancel}})
+	q.spec.Deliver(res)
 }
 
 // Pending lists the open questions, oldest first.

@@ -20,6 +20,7 @@ import (
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
 	"github.com/agenteventprotocol/aep-mcp-bridge/control"
 	"github.com/agenteventprotocol/aep-mcp-bridge/elicit"
+	"github.com/agenteventprotocol/aep-mcp-bridge/policy"
 	"github.com/agenteventprotocol/aep-mcp-bridge/script"
 	"github.com/agenteventprotocol/aep-mcp-bridge/upstream"
 )
@@ -85,6 +86,13 @@ type Options struct {
 	Answers *script.Rules
 	// AnswersOnly cancels questions no rule answers (--answers-only).
 	AnswersOnly bool
+	// Policy is the approval policy for tool calls (--policy); nil passes
+	// every call. A reload of the Reloader applies to the calls that
+	// arrive after it.
+	Policy *policy.Reloader
+	// PolicyClient is the client's authenticated name, which policy
+	// rules match on (client:); "" when the client has none.
+	PolicyClient string
 
 	// hub and host are set by Host.NewSession; a session made with New
 	// alone has a hub of its own.
@@ -105,6 +113,7 @@ type Bridge struct {
 	jsonl   *bus.Log
 	mgr     *attention.Manager
 	intake  *control.Intake
+	red     *aep.Redactor
 
 	// upstream describes the server process for /healthz.
 	upstream atomic.Value // string
@@ -162,6 +171,7 @@ func New(o Options) (*Bridge, error) {
 	}
 	b.em = em
 	red := aep.NewRedactor(o.Redact)
+	b.red = red
 	mo := attention.ManagerOptions{Agent: o.Agent, Publisher: em, Timeout: o.Timeout,
 		Ceiling: o.AttentionCapture, Redactor: red, Logger: b.log, PolicyOnly: o.AnswersOnly}
 	if o.Answers != nil {
@@ -240,8 +250,13 @@ func (b *Bridge) Run(ctx context.Context) error {
 	}
 	var once sync.Once
 	startSession := func(ci elicit.ClientInfo) { once.Do(func() { b.emitStarted(ci) }) }
-	px := elicit.New(elicit.Options{Client: client, Server: up.conn, Manager: b.mgr, Publisher: b.em, Route: b.opts.Route,
-		Keepalive: b.opts.Keepalive, Name: b.opts.Name, OnSession: startSession, Logger: b.log})
+	eo := elicit.Options{Client: client, Server: up.conn, Manager: b.mgr, Publisher: b.em, Route: b.opts.Route,
+		Keepalive: b.opts.Keepalive, Name: b.opts.Name, OnSession: startSession, Logger: b.log,
+		Session: b.session, Redactor: b.red}
+	if b.opts.Policy != nil {
+		eo.Policy, eo.PolicyClient = b.opts.Policy, b.opts.PolicyClient
+	}
+	px := elicit.New(eo)
 	began := time.Now()
 	end := px.Run(ctx)
 	return b.shutdown(end, px, up, began, startSession)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/policy"
 )
 
 // Route says who may answer a question.
@@ -90,6 +91,18 @@ type Options struct {
 	// Logger receives operational logs; nil discards them. Message
 	// contents are never logged.
 	Logger *slog.Logger
+	// Policy, when set, decides every tools/call before the server sees
+	// it (hold.go); nil passes every call, as without a policy.
+	Policy PolicySource
+	// PolicyClient is the client's authenticated name the policy matches
+	// rules' client on; "" when the client has none.
+	PolicyClient string
+	// Session is the AEP session's id, which binds allow-session
+	// approvals to the session.
+	Session string
+	// Redactor is the §9.4 pipeline tool.requested's args_redacted goes
+	// through; nil means the default pipeline.
+	Redactor *aep.Redactor
 }
 
 // Proxy relays one MCP session. Create it with New, run it with Run, and
@@ -110,6 +123,14 @@ type Proxy struct {
 	name           string
 	onSession      func(ClientInfo)
 	log            *slog.Logger
+	// pol decides tools/call (hold.go); nil when no policy is in force.
+	// polClient and session are what the policy matches and binds
+	// grants to; mem keeps allow-session grants; red redacts arguments.
+	pol       PolicySource
+	polClient string
+	session   string
+	mem       *policy.Memory
+	red       *aep.Redactor
 	// maxTracked bounds the tables below (defaultMaxTracked); tests lower
 	// it before Run.
 	maxTracked int
@@ -174,7 +195,12 @@ type Proxy struct {
 	urlIDs    *table[urlOwner]
 	rounds    *table[*round]
 	states    *table[*round]
-	urlSeq    int
+	// held are the tools/call held for approval, and calls those the
+	// server was given under a policy, until their response (hold.go);
+	// both by the client's request id key.
+	held   *table[*heldCall]
+	calls  *table[*toolCall]
+	urlSeq int
 	// goneRequests and goneQuestions are the tombstones of client
 	// requests and server questions the tables above forgot, whose late
 	// responses are stale (stale.go).
@@ -212,6 +238,10 @@ func New(o Options) *Proxy {
 		keepalive: o.Keepalive, name: o.Name, onSession: o.OnSession, log: o.Logger,
 		progress: map[string]float64{}, byClient: map[string]*round{}, newID: aep.NewID,
 		wake: make(chan struct{}, 1), stopping: make(chan struct{}), maxTracked: defaultMaxTracked,
+		pol: o.Policy, polClient: o.PolicyClient, session: o.Session, mem: policy.NewMemory(0), red: o.Redactor,
+	}
+	if p.red == nil {
+		p.red = aep.NewRedactor(aep.RedactOptions{})
 	}
 	p.ctx, p.stop = context.WithCancel(context.Background())
 	if p.log == nil {
@@ -228,6 +258,7 @@ func (p *Proxy) setBound(max int) {
 	p.inflight, p.abandoned, p.questions = newTable[*inflight](max), newTable[struct{}](max), newTable[*question](max)
 	p.withdrawn, p.urlIDs, p.rounds = newTable[string](max), newTable[urlOwner](max), newTable[*round](max)
 	p.states = newTable[*round](maxStates)
+	p.held, p.calls = newTable[*heldCall](max), newTable[*toolCall](max)
 }
 
 // Ending says which side ended the session.

@@ -122,6 +122,12 @@ func (p *Proxy) clientMessage(m *message, raw []byte) []byte {
 		raw = out // the client's retry, with the answers operators gave first
 		var declared bool
 		raw, declared = p.injectMetaCapabilities(m, raw)
+		if p.pol != nil && m.Method == string(mcp.MethodToolsCall) {
+			var took bool
+			if raw, took = p.policyCall(m, raw, declared); took {
+				return nil // denied, or held for approval (hold.go)
+			}
+		}
 		p.track(m, declared)
 		return raw
 	case m.isResponse():
@@ -136,6 +142,9 @@ func (p *Proxy) clientMessage(m *message, raw []byte) []byte {
 		}
 		if json.Unmarshal(m.Params, &params) == nil && len(params.RequestID) > 0 {
 			k := idKey(params.RequestID)
+			if p.cancelHeld(k) {
+				return nil // the server never saw the held call
+			}
 			p.mu.Lock()
 			p.untrackLocked(k)
 			p.mu.Unlock()
@@ -162,6 +171,7 @@ func (p *Proxy) serverMessage(m *message, raw []byte) []byte {
 		if out, handled := p.inputRequired(m, raw); handled {
 			return out
 		}
+		p.toolResult(m)
 		p.settle(m)
 		if len(m.Error) > 0 {
 			p.urlRequired(m)

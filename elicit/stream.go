@@ -92,6 +92,9 @@ func (p *Proxy) mustReadWhole(env *jsonrpc.Envelope, fromClient bool) string {
 		return "the initialize request"
 	case !fromClient && env.Method == string(mcp.MethodElicitationCreate):
 		return "the elicitation/create request"
+	case fromClient && p.pol != nil && env.Method == string(mcp.MethodToolsCall):
+		// The approval policy reads every call: none passes unread.
+		return "a tools/call under an approval policy"
 	}
 	return ""
 }

@@ -57,6 +57,12 @@ type Question struct {
 	// Fields are a form's fields, in the order the server declared them,
 	// with their constraints (see aep.FieldSpec).
 	Fields []aep.FieldSpec `json:"fields,omitempty"`
+	// Tool, Rule and Approvals describe a permission request (a tool
+	// call held for approval): the tool, the policy rule that asked, and
+	// how many distinct approvers must allow.
+	Tool      string `json:"tool,omitempty"`
+	Rule      string `json:"rule,omitempty"`
+	Approvals int    `json:"approvals,omitempty"`
 }
 
 // ErrUnreachable wraps the error of a connection to the endpoint that
@@ -210,17 +216,28 @@ func requested(b []byte) (sourced, bool) {
 		ID, Type, Source, Session, Agent, Subject, Time string
 		Data                                            aep.AttentionRequested
 		Integers                                        json.RawMessage `json:"aepmcpbridgeint"` // aep.ExtIntegerFields
+		// The permission request's extensions (attention.ExtTool, …),
+		// read apart: an ill-formed one must not hide the question.
+		Tool      json.RawMessage `json:"aepmcpbridgetool"`
+		Rule      json.RawMessage `json:"aepmcpbridgerule"`
+		Approvals json.RawMessage `json:"aepmcpbridgeneed"`
 	}
 	if json.Unmarshal(b, &ev) != nil || ev.Type != "attention.requested" || ev.ID == "" || ev.Session == "" {
 		return sourced{}, false
 	}
 	t, _ := time.Parse(time.RFC3339Nano, ev.Time)
 	d := ev.Data
+	var tool, rule string
+	var approvals int
+	json.Unmarshal(ev.Tool, &tool)
+	json.Unmarshal(ev.Rule, &rule)
+	json.Unmarshal(ev.Approvals, &approvals)
 	// The integer fields are named in the envelope; an ill-formed value
 	// marks none, and the bridge still checks every answer.
 	aep.MarkIntegerFields(ev.Integers, d.Fields)
 	return sourced{Question{ID: ev.ID, Session: ev.Session, Agent: ev.Agent, Server: ev.Subject, Prompt: d.Prompt,
-		Kind: d.Kind, Asked: t, ExpiresAt: d.ExpiresAt, RespondVia: d.RespondVia, Options: d.Options, Fields: d.Fields}, ev.Source}, true
+		Kind: d.Kind, Asked: t, ExpiresAt: d.ExpiresAt, RespondVia: d.RespondVia, Options: d.Options, Fields: d.Fields,
+		Tool: tool, Rule: rule, Approvals: approvals}, ev.Source}, true
 }
 
 // Ack is the outcome of sending a command.

@@ -101,7 +101,9 @@ func newClient(a *clientArgs) (*operator.Client, error) {
 func runPending(ctx context.Context, args []string, s stdio) error {
 	stdout := s.out
 	fs := newFlagSet("pending", "pending [--json] [--endpoint URL] [--token T]",
-		"Lists the questions open at the endpoint: id, age, server, kind and prompt.\n"+operatorExits)
+		"Lists the questions open at the endpoint: id, age, server, kind and prompt. Permission requests\n"+
+			"(tool calls an approval policy holds) are listed too, with the tool beside the server; answer them\n"+
+			"with approve and deny.\n"+operatorExits)
 	ca := clientFlags(fs)
 	asJSON := fs.Bool("json", false, "print the questions as JSON, with each one's options and fields")
 	if err := parseArgs(fs, args, s); err != nil {
@@ -137,7 +139,11 @@ func runPending(ctx context.Context, args []string, s stdio) error {
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "ID\tAGE\tSERVER\tKIND\tPROMPT")
 	for _, q := range qs {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", oneLine(q.ID, 40), time.Since(q.Asked).Round(time.Second), oneLine(q.Server, 30),
+		server := q.Server
+		if q.Tool != "" { // a permission request: the held call's tool
+			server += " · " + q.Tool
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", oneLine(q.ID, 40), time.Since(q.Asked).Round(time.Second), oneLine(server, 30),
 			oneLine(q.Kind, 10), oneLine(q.Prompt, 60))
 	}
 	return w.Flush()

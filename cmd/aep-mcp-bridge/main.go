@@ -64,10 +64,32 @@ func hideSecretEnv(names []string, logger *slog.Logger) {
 
 // mainCode runs the command line args on the process's stdio and returns
 // the exit status. SIGINT, SIGTERM and SIGHUP (the terminal went away)
-// end the bridge in its shutdown order, which leaves stdin as it found it.
+// end the bridge in its shutdown order, which leaves stdin as it found it;
+// with --policy, SIGHUP reloads the policy file instead.
 func mainCode(args []string) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, hungUp := context.WithCancel(ctx)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-hup:
+				if f := hangup.Load(); f != nil {
+					(*f)() // a policy file is in force: reload it
+				} else {
+					hungUp()
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
 	err := run(ctx, args, os.Stdin, os.Stdout, os.Stderr)
+	signal.Stop(hup)
+	close(done)
+	hungUp()
 	stop()
 	if err != nil && !errors.Is(err, errUsage) && !errors.Is(err, errHelp) {
 		fmt.Fprintln(os.Stderr, "aep-mcp-bridge:", err)

@@ -15,6 +15,7 @@ import (
 	"github.com/agenteventprotocol/aep-mcp-bridge/endpoint"
 	"github.com/agenteventprotocol/aep-mcp-bridge/identity/store"
 	"github.com/agenteventprotocol/aep-mcp-bridge/inbox"
+	"github.com/agenteventprotocol/aep-mcp-bridge/policy"
 	"github.com/agenteventprotocol/aep-mcp-bridge/script"
 )
 
@@ -75,6 +76,12 @@ func (c *config) options(stderr io.Writer) (bridge.HostOptions, bridge.Options, 
 		}
 		logger.Info("scripted answers loaded", "file", c.answers, "rules", rules.Len(), "answers_only", c.answersOnly)
 	}
+	var pol *policy.Reloader
+	if c.policy != "" {
+		if pol, err = loadPolicy(c.policy, logger); err != nil {
+			return bridge.HostOptions{}, bridge.Options{}, err
+		}
+	}
 	ho := bridge.HostOptions{Agent: c.agent, Root: inbox.Handler(), Logger: logger,
 		AllowHosts: c.allowHosts, AllowOrigins: c.allowOrigins, OperatorHeader: c.operatorHeader, TrustedProxies: proxies}
 	if c.listen != "off" {
@@ -103,7 +110,7 @@ func (c *config) options(stderr io.Writer) (bridge.HostOptions, bridge.Options, 
 		Command: c.command, Agent: c.agent, Name: c.name, Timeout: c.timeout, Keepalive: c.keepalive,
 		LogDir: logDir, Capture: capture, AttentionCapture: attn, Redact: redactOptions(c.redactEnv),
 		Route: route, Logger: logger, Answers: rules, AnswersOnly: c.answersOnly,
-		URL: c.url, Header: c.headers.header(), Transport: c.transport,
+		URL: c.url, Header: c.headers.header(), Transport: c.transport, Policy: pol,
 	}
 	return ho, o, nil
 }

@@ -50,6 +50,7 @@ type config struct {
 	relayAllowPlain    bool
 	answers            string
 	answersOnly        bool
+	policy             string
 	url, transport     string
 	headers            headerFlag
 	headerEnv          listFlag
@@ -136,6 +137,7 @@ func (c *config) flagSet(name string, usage func(io.Writer)) *flag.FlagSet {
 	fs.StringVar(&c.transport, "transport", "", "remote transport: streamable or sse (default: streamable, falling back to sse)")
 	fs.StringVar(&c.answers, "answers", "", "a JSON file of rules that answer questions without a human (see the README)")
 	fs.BoolVar(&c.answersOnly, "answers-only", false, "with --answers: cancel every question no rule answers, instead of waiting for operators")
+	fs.StringVar(&c.policy, "policy", "", "an approval policy file (YAML or JSON) that decides which tool calls pass, are denied, or wait for operators' approval; reloaded on change and on SIGHUP")
 	fs.StringVar(&c.stateDir, "state-dir", "", "folder for the token and other state; default $XDG_STATE_HOME/aep-mcp-bridge or ~/.local/state/aep-mcp-bridge")
 	fs.StringVar(&c.operatorHeader, "operator-header", "", "take a named operator's name from this request header (e.g. X-Forwarded-User), set by an authenticating reverse proxy at a --trusted-proxy address; the name needs an operators add NAME --proxy record")
 	fs.StringVar(&c.trustedProxies, "trusted-proxy", "", "the addresses (CIDRs or IPs, comma-separated) of the reverse proxies whose --operator-header is believed: the TCP peer, never X-Forwarded-For")
@@ -228,6 +230,14 @@ func runBridge(ctx context.Context, c *config, stdin io.Reader, stdout, stderr i
 	}
 	if p := b.LogPath(); p != "" {
 		o.Logger.Info("session log", "path", p)
+	}
+	if o.Policy != nil {
+		stopWatch, err := watchPolicy(ctx, c.policy, o.Policy, o.Logger)
+		if err != nil {
+			h.Close(context.Background())
+			return err
+		}
+		defer stopWatch()
 	}
 	runErr := b.Run(ctx)
 	closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

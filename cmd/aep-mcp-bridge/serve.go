@@ -113,6 +113,16 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 		h.Close(context.Background())
 		return err
 	}
+	if o.Policy != nil {
+		stopWatch, err := watchPolicy(ctx, c.policy, o.Policy, o.Logger)
+		if err != nil {
+			ln.Close()
+			g.Close(context.Background())
+			h.Close(context.Background())
+			return err
+		}
+		defer stopWatch()
+	}
 	fmt.Fprintf(stderr, "aep-mcp-bridge: MCP gateway on http://%s/mcp (client token from %s)\n", ln.Addr(), where)
 	served := make(chan error, 1)
 	go func() { served <- g.Serve(ln) }()
