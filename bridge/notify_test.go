@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/notify"
@@ -112,15 +113,30 @@ func TestHostNotifies(t *testing.T) {
 			t.Errorf("a notification carries the password: %s", b["raw"])
 		}
 	}
-	resp, err := http.Get("http://" + h.Addr() + "/healthz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	// ok has read both bodies; the notifier counts one as sent once it has
+	// read ok's response, which may be a moment later: ask /healthz again
+	// until it says so, for a bounded time.
 	var health struct {
 		Notify map[string]int `json:"notify"`
 	}
-	json.NewDecoder(resp.Body).Decode(&health)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		resp, err := http.Get("http://" + h.Addr() + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		health.Notify = nil
+		err = json.NewDecoder(resp.Body).Decode(&health)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatalf("/healthz: %v", err)
+		}
+		if health.Notify["sent"] >= 2 || time.Now().After(deadline) {
+			break
+		}
+		<-tick.C
+	}
 	if health.Notify["targets"] != 2 || health.Notify["sent"] < 2 {
 		t.Errorf("/healthz notify = %v; want 2 targets and at least the 2 sent to ok", health.Notify)
 	}
