@@ -7,6 +7,7 @@
 "use strict";
 (function () {
   const PAGE = 20;             // cards per page: 10,000 open questions stay responsive
+  const VOTE = "x.aep-mcp-bridge.permission.vote"; // an approval that counted, of a permission request that needs more
   const HISTORY_PAGE = 20;     // settled questions shown before "Show older"
   let wanted = null;           // the question a link names (#question=ID), shown when it arrives
   const token = takeToken();
@@ -163,7 +164,7 @@
       $("status").dataset.was = "";
       // Resume by position after a drop; replay everything held the first time.
       const from = positions.size ? Array.from(positions.values()) : "all";
-      ws.send(JSON.stringify({ type: "subscribe", id: "inbox", filter: { type: ["attention.*", "control.*", "session.started"] }, from }));
+      ws.send(JSON.stringify({ type: "subscribe", id: "inbox", filter: { type: ["attention.*", "control.*", "session.started", VOTE] }, from }));
       return;
     }
     if (f.type === "error") { onError(f); return; }
@@ -218,6 +219,13 @@
         if (news) Notify.question({ id: ev.id, server: ev.subject, kind: d.kind, prompt: d.prompt });
         if (ev.id === wanted) { wanted = null; setTimeout(() => reveal(ev.id), 0); }
         break;
+      case VOTE: {
+        const q = questions.get(ev.subject);
+        if (!q || q.state !== "pending" || !Array.isArray(d.approved)) return;
+        q.approved = d.approved.filter((x) => typeof x === "string");
+        showApprovals(q);
+        break;
+      }
       case "attention.answered": {
         const q = questions.get(ev.subject);
         if (q) q.answered = { by: d.by, via: d.via, answer: d.answer || {}, time: ev.time, capture: ev.capture };
@@ -370,7 +378,7 @@
         el("span", { text: "session " + ev.session }),
         el("span", { class: "age", "data-time": ev.time }),
         q.data.expires_at ? el("span", { class: "countdown", "data-expires": q.data.expires_at }) : null),
-      el("blockquote", { class: "untrusted" }, el("span", { class: "untrusted-label", text: "The server asks (untrusted text)" }), document.createTextNode(q.data.prompt || "")),
+      el("blockquote", { class: "untrusted" }, el("span", { class: "untrusted-label", text: q.data.kind === "permission" ? "The held tool call (its arguments are untrusted)" : "The server asks (untrusted text)" }), document.createTextNode(q.data.prompt || "")),
     ];
   }
 
@@ -383,6 +391,10 @@
     }
     if (me && !me.answer) {
       c.append(el("p", { class: "info readonly", text: "You may read this question, not answer it: " + me.name + "'s right is read." }));
+      return c;
+    }
+    if (q.data.kind === "permission") {
+      c.append(...permissionControls(q));
       return c;
     }
     if (q.data.kind === "auth" || (!(q.data.fields || []).length && Array.isArray(q.data.options) && q.data.options.length)) {
@@ -442,6 +454,56 @@
     return out;
   }
 
+  // A permission request is a tool call an approval policy holds. Its card
+  // shows the call (the tool, the server, the client, the rule, and the
+  // arguments as far as the capture level lets them onto the bus), how
+  // many approvers have allowed out of how many the rule needs, and the
+  // verdicts the rule offers, Deny with a reason the model reads. The
+  // bridge counts each operator once and refuses one who is no approver.
+  const VERDICTS = { allow: "Allow", "allow-session": "Allow for this session", deny: "Deny" };
+  function permissionControls(q) {
+    const ev = q.ev, ctx = q.data.context && typeof q.data.context === "object" ? q.data.context : {};
+    const str = (v) => (typeof v === "string" && v ? v : "");
+    const need = Number.isSafeInteger(ev.aepmcpbridgeneed) && ev.aepmcpbridgeneed > 0 ? ev.aepmcpbridgeneed : 1;
+    q.need = need;
+    q.approved = q.approved || [];
+    let args = "shown in the request above, as the capture level allows";
+    if (ctx.arguments && typeof ctx.arguments === "object") args = JSON.stringify(ctx.arguments, null, 1);
+    const rows = [
+      ["Tool", str(ev.aepmcpbridgetool) || "unknown"],
+      ["Server", str(ev.subject) || "unknown"],
+      ["Client", str(ev.aepmcpbridgeclient) || "no authenticated name"],
+      ["Policy rule", str(ev.aepmcpbridgerule) || "the policy's default"],
+      ["Arguments", args],
+    ];
+    const facts = el("dl", { class: "values permission" }, ...rows.flatMap(([k, v]) => [el("dt", { text: k }), el("dd", {}, k === "Arguments" && ctx.arguments ? el("pre", { text: v }) : document.createTextNode(v))]));
+    q.approvalsEl = el("p", { class: "approvals", role: "status", "aria-live": "polite" });
+    showApprovals(q);
+    const reasonId = "reason-" + q.id;
+    const reason = el("input", { type: "text", id: reasonId, maxlength: "2000", autocomplete: "off" });
+    const ack = el("p", { class: "ack", role: "status", "aria-live": "polite" });
+    q.ackEl = ack;
+    const offered = (q.data.options || []).map((o) => o && o.id).filter((id) => Object.prototype.hasOwnProperty.call(VERDICTS, id));
+    const buttons = offered.map((id) => {
+      const b = el("button", { type: "button", class: id === "allow" ? "primary" : (id === "deny" ? "deny" : null), "data-verdict": id, text: VERDICTS[id] });
+      b.addEventListener("click", () => {
+        const answer = { option: id };
+        if (id === "deny" && reason.value.trim()) answer.text = reason.value.trim();
+        send(q, answer);
+      });
+      return b;
+    });
+    return [facts, q.approvalsEl,
+      el("div", { class: "field" }, el("label", { for: reasonId, text: "Reason, if you deny (the model reads it)" }), reason),
+      el("div", { class: "actions" }, ...buttons), ack];
+  }
+
+  function showApprovals(q) {
+    if (!q.approvalsEl) return;
+    const n = q.approved.length;
+    q.approvalsEl.textContent = n + " of " + q.need + (q.need === 1 ? " approval" : " approvals") + (n ? ": " + q.approved.join(", ") : "");
+  }
+
   function urlBlock(q) {
     const m = /(?:^|\n)URL: (\S+)\s*$/.exec(q.data.prompt || "");
     if (!m) return [el("p", { class: "info", text: "The link is not shown at this capture level; ask the operator of the bridge to raise --capture-attention." })];
@@ -477,12 +539,14 @@
     if (a) {
       const ans = a.answer || {};
       const option = typeof ans.option === "string" ? ans.option : "";
-      outcome = option ? { accept: "Accepted", decline: "Declined", cancel: "Cancelled" }[option] || option : "Accepted";
+      outcome = option ? { accept: "Accepted", decline: "Declined", cancel: "Cancelled", allow: "Allowed",
+        "allow-session": "Allowed for this session", deny: "Denied" }[option] || option : "Accepted";
+      if (option === "deny" && typeof ans.text === "string" && ans.text) outcome += " (" + ans.text + ")";
       const by = typeof a.by === "string" ? a.by : "someone";
       who = by.startsWith("policy:") ? "by the scripted rule " + by.slice(7) : "by " + by;
       how = a.via === "oob" ? "in the MCP client" : (by.startsWith("policy:") ? "automatically" : "through the AEP endpoint");
-    } else if (q.state === "timeout") outcome = "Timed out: nobody answered, the server got cancel";
-    else if (q.state === "dismissed") outcome = "Withdrawn: the server cancelled it, or its session ended";
+    } else if (q.state === "timeout") outcome = q.data.kind === "permission" ? "Timed out: nobody decided in time; the rule's on_timeout decided the call" : "Timed out: nobody answered, the server got cancel";
+    else if (q.state === "dismissed") outcome = q.data.kind === "permission" ? "Withdrawn: the client cancelled the call, or its session ended" : "Withdrawn: the server cancelled it, or its session ended";
     else if (q.state === "auto") outcome = "Completed by the server";
     else if (q.state === "abandoned") outcome = "Abandoned: it expired and its asker went away without timing it out; nobody can answer it";
     else outcome = "Settled (" + q.state + ")";
