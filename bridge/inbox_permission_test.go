@@ -137,4 +137,3 @@ func TestInboxPermissionDenyWithReason(t *testing.T) {
 		})
 	}
 }
-

@@ -10,7 +10,7 @@
   const VOTE = "x.aep-mcp-bridge.permission.vote"; // an approval that counted, of a permission request that needs more
   const HISTORY_PAGE = 20;     // settled questions shown before "Show older"
   let wanted = null;           // the question a link names (#question=ID), shown when it arrives
-  const token = takeToken();
+  let token = takeToken();
   const questions = new Map(); // attention request id -> question
   let open = [];               // ids of open questions, in the order they were asked
   const settled = [];          // ids of settled questions, newest first
@@ -30,6 +30,10 @@
   // replayed events), and the events after it are. A backlog after a
   // reconnection holds what opened while the page was away: news.
   let backlog = 0, caughtUp = false;
+  // snapshot gathers, after a reconnection, the open questions the
+  // subscribed frame says follow: what the page holds open and the bridge
+  // does not was settled while the page was away (reconcileOpen).
+  let snapshot = null;
 
   // The token arrives in the link's fragment. It is taken out of the
   // address bar and the history at once, and kept for this tab only, so a
@@ -37,7 +41,7 @@
   // shared screen) keeps it. The fragment may name a question too (the
   // link of a webhook notification): it is shown when it arrives.
   function takeToken() {
-    const KEY = "aep-mcp-bridge-inbox-token";
+    const KEY = "aep-mcp-bridge-inbox-token"; // TOKEN_KEY
     const params = new URLSearchParams(location.hash.slice(1));
     const fromLink = params.get("token");
     wanted = params.get("question");
@@ -48,6 +52,40 @@
     } catch (e) {
       return fromLink; // no storage: this page view only
     }
+  }
+
+  // A link that names a question (#question=ID, from a notification or a
+  // webhook) opened in a new tab has no token: each tab keeps its own, and
+  // the link never carries one. The tab asks the inbox tabs already open
+  // in this browser for theirs over a BroadcastChannel, which only pages
+  // of this same origin share; failing that, it asks the operator to paste
+  // the token or credential (signIn). The token never enters an address.
+  const TOKEN_KEY = "aep-mcp-bridge-inbox-token";
+  const channel = typeof BroadcastChannel === "function" ? new BroadcastChannel("aep-mcp-bridge-inbox") : null;
+  if (channel) channel.onmessage = (m) => {
+    const d = m.data || {};
+    if (d.type === "token?" && token) channel.postMessage({ type: "token", token });
+    if (d.type === "token" && !token && typeof d.token === "string" && d.token) { adopt(d.token); }
+  };
+  function adopt(t) {
+    token = t;
+    try { sessionStorage.setItem(TOKEN_KEY, t); } catch (e) { /* this page view only */ }
+    const f = document.getElementById("signin");
+    if (f) f.remove();
+    if (ws) ws.close(); else connect();
+  }
+  // signIn asks for the token (or a named operator's credential) in a
+  // password field, when neither the link nor another tab gave one.
+  function signIn() {
+    if (token || document.getElementById("signin")) return;
+    const input = el("input", { type: "password", id: "signin-token", autocomplete: "off", required: true });
+    const form = el("form", { id: "signin", class: "card" },
+      el("p", { text: "This tab has no token. Paste the inbox token (the part after #token= in the link `aep-mcp-bridge inbox` prints) or your operator credential. It stays in this tab only." }),
+      el("div", { class: "field" }, el("label", { for: "signin-token", text: "Token or credential" }), input),
+      el("div", { class: "actions" }, el("button", { type: "submit", class: "primary", text: "Open the inbox" })));
+    form.addEventListener("submit", (e) => { e.preventDefault(); if (input.value.trim()) adopt(input.value.trim()); });
+    $("notice").after(form);
+    input.focus();
   }
 
   const $ = (id) => document.getElementById(id);
@@ -110,6 +148,7 @@
       if (!token && !everUp) {
         status("no token", "down");
         notice("Open this page with the link `aep-mcp-bridge inbox` prints, or the one your operator credential came with: it carries the token after #token=, which this tab then keeps.");
+        signIn();
         return;
       }
       status("reconnecting…", "down");
@@ -178,6 +217,12 @@
     if (f.type === "subscribed") {
       backlog = count(f.open) + count(f.replay);
       if (!backlog) caughtUp = true;
+      // The bridge counts its open questions (its open-questions
+      // capability): they come first, and are every question still open.
+      if (Number.isSafeInteger(f.open)) {
+        snapshot = { left: count(f.open), ids: new Set() };
+        if (!snapshot.left) reconcileOpen();
+      }
       return;
     }
     if (f.type === "closing" || f.type === "pong") return;
@@ -185,9 +230,34 @@
       const news = caughtUp;
       if (backlog > 0 && --backlog === 0) caughtUp = true;
       onEvent(f, news);
+      if (snapshot && snapshot.left > 0) {
+        if (f.type === "attention.requested") snapshot.ids.add(f.source + " " + f.id);
+        if (--snapshot.left === 0) reconcileOpen();
+      }
     }
   }
   function count(n) { return Number.isSafeInteger(n) && n > 0 ? n : 0; }
+
+  // reconcileOpen settles every question the page holds open that the
+  // bridge's snapshot of open questions lacks: it was answered, timed out
+  // or withdrawn while the page was away, and the replay no longer held
+  // its end. It moves to the history as such.
+  function reconcileOpen() {
+    const still = snapshot ? snapshot.ids : new Set();
+    snapshot = null;
+    const gone = open.filter((id) => { const q = questions.get(id); return !still.has(q.ev.source + " " + q.id); });
+    if (!gone.length) return;
+    const now = new Date().toISOString();
+    for (const id of gone) {
+      const q = questions.get(id);
+      q.state = "away";
+      q.endTime = now;
+      settled.unshift(id);
+      Notify.settled(id);
+    }
+    open = open.filter((id) => questions.get(id).state === "pending");
+    schedule();
+  }
 
   function onError(f) {
     const qid = f.cause && commands.get(f.cause);
@@ -229,6 +299,7 @@
       case "attention.answered": {
         const q = questions.get(ev.subject);
         if (q) q.answered = { by: d.by, via: d.via, answer: d.answer || {}, time: ev.time, capture: ev.capture };
+        if (q && q.state === "away") { q.hcard = null; schedule(); } // its end arrived after all
         break;
       }
       case "attention.resolved": case "attention.timeout": {
@@ -548,6 +619,7 @@
     } else if (q.state === "timeout") outcome = q.data.kind === "permission" ? "Timed out: nobody decided in time; the rule's on_timeout decided the call" : "Timed out: nobody answered, the server got cancel";
     else if (q.state === "dismissed") outcome = q.data.kind === "permission" ? "Withdrawn: the client cancelled the call, or its session ended" : "Withdrawn: the server cancelled it, or its session ended";
     else if (q.state === "auto") outcome = "Completed by the server";
+    else if (q.state === "away") outcome = "Settled while this page was away: the bridge no longer holds it open";
     else if (q.state === "abandoned") outcome = "Abandoned: it expired and its asker went away without timing it out; nobody can answer it";
     else outcome = "Settled (" + q.state + ")";
     const t = (a && a.time) || q.endTime;
@@ -661,5 +733,11 @@
   $("prev").addEventListener("click", () => { page = Math.max(0, page - 1); render(); focusFirst(); });
   $("next").addEventListener("click", () => { page += 1; render(); focusFirst(); });
   setInterval(tick, 1000);
-  connect();
+  if (!token && channel) {
+    // Ask the open inbox tabs first; connect anyway soon after, as a page
+    // behind a signing-in proxy needs no token.
+    status("asking the open inbox tabs for the token…", "down");
+    channel.postMessage({ type: "token?" });
+    setTimeout(() => { if (!ws && !token) connect(); }, 700);
+  } else connect();
 })();
