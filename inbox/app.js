@@ -56,16 +56,18 @@
 
   // A link that names a question (#question=ID, from a notification or a
   // webhook) opened in a new tab has no token: each tab keeps its own, and
-  // the link never carries one. The tab asks the inbox tabs already open
-  // in this browser for theirs over a BroadcastChannel, which only pages
-  // of this same origin share; failing that, it asks the operator to paste
-  // the token or credential (signIn). The token never enters an address.
+  // the link never carries one. Such a tab asks the inbox tabs already
+  // open in this browser for theirs over a BroadcastChannel, which only
+  // pages of this same origin share; failing that, it asks the operator
+  // to paste the token or credential (signIn), as any tab without a token
+  // does. The token never enters an address.
   const TOKEN_KEY = "aep-mcp-bridge-inbox-token";
   const channel = typeof BroadcastChannel === "function" ? new BroadcastChannel("aep-mcp-bridge-inbox") : null;
+  let asked = false; // this tab asked for the token (it opened on a question's link)
   if (channel) channel.onmessage = (m) => {
     const d = m.data || {};
     if (d.type === "token?" && token) channel.postMessage({ type: "token", token });
-    if (d.type === "token" && !token && typeof d.token === "string" && d.token) { adopt(d.token); }
+    if (d.type === "token" && !token && asked && typeof d.token === "string" && d.token) { adopt(d.token); }
   };
   function adopt(t) {
     token = t;
@@ -733,10 +735,12 @@
   $("prev").addEventListener("click", () => { page = Math.max(0, page - 1); render(); focusFirst(); });
   $("next").addEventListener("click", () => { page += 1; render(); focusFirst(); });
   setInterval(tick, 1000);
-  if (!token && channel) {
-    // Ask the open inbox tabs first; connect anyway soon after, as a page
-    // behind a signing-in proxy needs no token.
+  if (!token && channel && wanted) {
+    // A question's link: ask the open inbox tabs first; connect anyway
+    // soon after, as a page behind a signing-in proxy needs no token. A
+    // bare address (a bookmark) is not given the token this way.
     status("asking the open inbox tabs for the token…", "down");
+    asked = true;
     channel.postMessage({ type: "token?" });
     setTimeout(() => { if (!ws && !token) connect(); }, 700);
   } else connect();
