@@ -4,6 +4,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
@@ -36,11 +38,13 @@ var policyShapes = []policyShape{
 // per decision. The call matches no rule, so every rule is tried before
 // the default allows it: the most a policy of that size costs an allowed
 // call.
-func runPolicy(_ context.Context, args []string) error {
+func runPolicy(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("policy", flag.ContinueOnError)
 	calls := fs.Int("calls", 20_000, "decisions per configuration and round, at most")
 	budget := fs.Duration("budget", 250*time.Millisecond, "time per configuration and round, at most (at least 10 decisions)")
 	rounds := fs.Int("rounds", 7, "paired rounds")
+	throughN := fs.Int("through-n", 2000, "tools/call round trips per configuration and round through the bridge (0 skips that table)")
+	throughRounds := fs.Int("through-rounds", 5, "paired rounds through the bridge")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -112,7 +116,105 @@ func runPolicy(_ context.Context, args []string) error {
 	}
 	fmt.Printf("\nargs_digest of the call's %d-byte arguments: %s µs (%d allocs)\n", len(call.Arguments),
 		us(time.Duration(digest.NsPerOp())), digest.AllocsPerOp())
+	if *throughN > 0 {
+		runtime.UnlockOSThread()
+		return policyThrough(ctx, *throughN, *throughRounds)
+	}
 	return nil
+}
+
+// policyThrough measures what a policy adds to an allowed tools/call end
+// to end: an mcp-go client calls the test server's echo tool over stdio
+// through the bridge with no policy, and with 100-rule policies that allow
+// the call by their default after trying every rule, in paired rounds
+// (every configuration back to back in each round). The added cost is the
+// median over rounds of the policy's p50 minus the no-policy p50 of the
+// same round. It includes all the policy brings to an allowed call: the
+// decision, the arguments' digest, and the tool.requested and
+// tool.completed events written to the session log.
+func policyThrough(ctx context.Context, n, rounds int) error {
+	bridgeBin, serverBin, _, cleanup, err := buildAll()
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	dir, err := os.MkdirTemp("", "aep-bench-policy")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	configs := []struct{ name, policy string }{
+		{"no policy", ""},
+		{"100 rules, patterns only", echoPolicy(100, 0)},
+		{"100 rules, 10 evaluate CEL", echoPolicy(100, 10)},
+	}
+	argv := make([][]string, len(configs))
+	for i, c := range configs {
+		a := []string{bridgeBin, "--listen", "off", "--log-dir", filepath.Join(dir, "logs"), "--log-level", "error"}
+		if c.policy != "" {
+			path := filepath.Join(dir, fmt.Sprintf("policy-%d.yaml", i))
+			if err := os.WriteFile(path, []byte(c.policy), 0o600); err != nil {
+				return err
+			}
+			p, err := policy.Parse([]byte(c.policy))
+			if err != nil {
+				return fmt.Errorf("the bench policy %q: %w", c.name, err)
+			}
+			if d := p.Decide(policy.Call{Server: "elicit-test-server", Tool: "echo", Arguments: []byte(`{"message":"ping"}`)}); d.Action != policy.Allow || d.Rule != "" || d.Fault != "" {
+				return fmt.Errorf("the bench policy %q decides the call %s by %q (%q); want the default allow", c.name, d.Action, d.Rule, d.Fault)
+			}
+			a = append(a, "--policy", path)
+		}
+		argv[i] = append(append(a, "--"), serverBin)
+	}
+	p50s, p99s := make([][]time.Duration, len(configs)), make([][]time.Duration, len(configs))
+	for range rounds {
+		for i := range configs {
+			lat, err := measureGo(ctx, argv[i], 1, n)
+			if err != nil {
+				return fmt.Errorf("through the bridge, %s: %w", configs[i].name, err)
+			}
+			sortDurations(lat)
+			p50s[i] = append(p50s[i], percentile(lat, 50))
+			p99s[i] = append(p99s[i], percentile(lat, 99))
+		}
+	}
+	fmt.Printf("\nan allowed tools/call through the bridge (mcp-go client → bridge → mcp-go server, stdio, one caller); %d calls per row and round, %d paired rounds; medians of the rounds\n\n", n, rounds)
+	fmt.Println("| bridge | p50 µs | p99 µs | p50 added vs no policy (median of paired rounds) |")
+	fmt.Println("|---|---|---|---|")
+	for i, c := range configs {
+		added := "—"
+		if i > 0 {
+			diffs := make([]time.Duration, rounds)
+			for r := range rounds {
+				diffs[r] = p50s[i][r] - p50s[0][r]
+			}
+			added = us(median(diffs)) + " µs"
+		}
+		fmt.Printf("| %s | %s | %s | %s |\n", c.name, us(median(p50s[i])), us(median(p99s[i])), added)
+	}
+	return nil
+}
+
+// echoPolicy writes n rules that the bench's echo call (server
+// elicit-test-server, arguments {"message":"ping"}) passes through to the
+// default allow. With every > 0, one rule in every matches the call's
+// tool and evaluates a condition on its message, which is false.
+func echoPolicy(n, every int) string {
+	var b strings.Builder
+	b.WriteString("groups:\n  oncall: [alice, bob, carol]\nrules:\n")
+	for i := range n {
+		tool := fmt.Sprintf("tool_%d_*", i)
+		if every > 0 && i%every == 0 {
+			tool = "ech*"
+		}
+		fmt.Fprintf(&b, "  - id: r%d\n    server: ['srv-%d', 'elicit-*']\n    tool: '%s'\n", i, i%7, tool)
+		if every > 0 {
+			fmt.Fprintf(&b, "    when: 'args.message == \"deploy-%d\"'\n", i)
+		}
+		b.WriteString(benchActions[i%3])
+	}
+	return b.String()
 }
 
 // syntheticPolicy writes n rules that the bench call matches none of. Its
@@ -141,13 +243,16 @@ func syntheticPolicy(n, every int) string {
 		if every > 0 {
 			fmt.Fprintf(&b, "    when: 'args.environment == \"production\" && args.replicas > %d'\n", 10+i)
 		}
-		b.WriteString([]string{
-			"    action: deny\n    reason: not from an agent\n",
-			"    action: ask\n    approvers: [group:oncall]\n    approvals: 2\n",
-			"    action: allow\n",
-		}[i%3])
+		b.WriteString(benchActions[i%3])
 	}
 	return b.String()
+}
+
+// benchActions are the actions of the bench policies' rules, in turn.
+var benchActions = []string{
+	"    action: deny\n    reason: not from an agent\n",
+	"    action: ask\n    approvers: [group:oncall]\n    approvals: 2\n",
+	"    action: allow\n",
 }
 
 // rusageThread is Linux's RUSAGE_THREAD: the calling thread's usage.

@@ -85,6 +85,13 @@ func (p *Proxy) policyCall(m *message, raw []byte, declared bool) ([]byte, bool)
 		p.writeClient(errorResponse(m.ID, codeInvalidParams, "Invalid params: tools/call needs params, an object with name, a string; the approval policy decides by the tool's name"))
 		return nil, true
 	}
+	if k := ambiguousKey(m.Params); k != "" {
+		// encoding/json reads keys in any case, the last one winning, and
+		// other readers take the exact key: two such keys could name one
+		// call to the policy and another to the server.
+		p.writeClient(errorResponse(m.ID, codeInvalidParams, fmt.Sprintf("Invalid params: the tools/call params hold the key %q twice, or in two spellings that differ only in case; the approval policy cannot tell which one the server reads, so the call is refused: send each key once", k)))
+		return nil, true
+	}
 	args := params.Arguments
 	if string(bytes.TrimSpace(args)) == "null" {
 		args = nil
@@ -280,6 +287,55 @@ func (p *Proxy) endTool(tc *toolCall, rpcErr, isError bool) {
 	default:
 		p.emitTool("tool.completed", tc, tc.requested, toolCompleted{Tool: tc.ref(), Status: "success", DurationMS: ms})
 	}
+}
+
+// ambiguousKey returns a key that some object in raw holds twice, exactly
+// or under case folding ("" when there is none, or raw is not JSON, which
+// the decode before it refuses). Nesting deeper than maxParseDepth is not
+// looked into: such params never reach here (message.parse refuses them).
+func ambiguousKey(raw []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	var walk func(depth int) (string, bool)
+	walk = func(depth int) (string, bool) {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		d, ok := tok.(json.Delim)
+		if !ok || depth > maxParseDepth {
+			return "", true
+		}
+		switch d {
+		case '{':
+			seen := map[string]struct{}{}
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return "", false
+				}
+				k, _ := kt.(string)
+				fold := strings.ToLower(k)
+				if _, dup := seen[fold]; dup {
+					return k, true
+				}
+				seen[fold] = struct{}{}
+				if k, ok := walk(depth + 1); k != "" || !ok {
+					return k, ok
+				}
+			}
+			dec.Token() // }
+		case '[':
+			for dec.More() {
+				if k, ok := walk(depth + 1); k != "" || !ok {
+					return k, ok
+				}
+			}
+			dec.Token() // ]
+		}
+		return "", true
+	}
+	k, _ := walk(0)
+	return k
 }
 
 // resultIsError reads a CallToolResult's isError.

@@ -134,6 +134,12 @@ func (p *Proxy) clientMessage(m *message, raw []byte) []byte {
 		if out, handled := p.clientAnswer(m, raw); handled {
 			return out
 		}
+	case m.isNotification() && m.Method == string(mcp.MethodToolsCall) && p.pol != nil:
+		// A tools/call without an id asks for nothing back, and a
+		// lenient server might still run it: under an approval policy
+		// no call reaches the server undecided.
+		p.log.Warn("dropped a tools/call sent as a notification (no id): the approval policy decides only requests")
+		return nil
 	case m.isNotification() && m.Method == string(mcp.MethodNotificationCancelled):
 		// The client gave up on a request: the server will not answer
 		// it, so stop tracking it (no keepalive, no error at shutdown).

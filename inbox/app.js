@@ -7,9 +7,10 @@
 "use strict";
 (function () {
   const PAGE = 20;             // cards per page: 10,000 open questions stay responsive
+  const VOTE = "x.aep-mcp-bridge.permission.vote"; // an approval that counted, of a permission request that needs more
   const HISTORY_PAGE = 20;     // settled questions shown before "Show older"
   let wanted = null;           // the question a link names (#question=ID), shown when it arrives
-  const token = takeToken();
+  let token = takeToken();
   const questions = new Map(); // attention request id -> question
   let open = [];               // ids of open questions, in the order they were asked
   const settled = [];          // ids of settled questions, newest first
@@ -29,6 +30,10 @@
   // replayed events), and the events after it are. A backlog after a
   // reconnection holds what opened while the page was away: news.
   let backlog = 0, caughtUp = false;
+  // snapshot gathers, after a reconnection, the open questions the
+  // subscribed frame says follow: what the page holds open and the bridge
+  // does not was settled while the page was away (reconcileOpen).
+  let snapshot = null;
 
   // The token arrives in the link's fragment. It is taken out of the
   // address bar and the history at once, and kept for this tab only, so a
@@ -36,7 +41,7 @@
   // shared screen) keeps it. The fragment may name a question too (the
   // link of a webhook notification): it is shown when it arrives.
   function takeToken() {
-    const KEY = "aep-mcp-bridge-inbox-token";
+    const KEY = "aep-mcp-bridge-inbox-token"; // TOKEN_KEY
     const params = new URLSearchParams(location.hash.slice(1));
     const fromLink = params.get("token");
     wanted = params.get("question");
@@ -47,6 +52,42 @@
     } catch (e) {
       return fromLink; // no storage: this page view only
     }
+  }
+
+  // A link that names a question (#question=ID, from a notification or a
+  // webhook) opened in a new tab has no token: each tab keeps its own, and
+  // the link never carries one. Such a tab asks the inbox tabs already
+  // open in this browser for theirs over a BroadcastChannel, which only
+  // pages of this same origin share; failing that, it asks the operator
+  // to paste the token or credential (signIn), as any tab without a token
+  // does. The token never enters an address.
+  const TOKEN_KEY = "aep-mcp-bridge-inbox-token";
+  const channel = typeof BroadcastChannel === "function" ? new BroadcastChannel("aep-mcp-bridge-inbox") : null;
+  let asked = false; // this tab asked for the token (it opened on a question's link)
+  if (channel) channel.onmessage = (m) => {
+    const d = m.data || {};
+    if (d.type === "token?" && token) channel.postMessage({ type: "token", token });
+    if (d.type === "token" && !token && asked && typeof d.token === "string" && d.token) { adopt(d.token); }
+  };
+  function adopt(t) {
+    token = t;
+    try { sessionStorage.setItem(TOKEN_KEY, t); } catch (e) { /* this page view only */ }
+    const f = document.getElementById("signin");
+    if (f) f.remove();
+    if (ws) ws.close(); else connect();
+  }
+  // signIn asks for the token (or a named operator's credential) in a
+  // password field, when neither the link nor another tab gave one.
+  function signIn() {
+    if (token || document.getElementById("signin")) return;
+    const input = el("input", { type: "password", id: "signin-token", autocomplete: "off", required: true });
+    const form = el("form", { id: "signin", class: "card" },
+      el("p", { text: "This tab has no token. Paste the inbox token (the part after #token= in the link `aep-mcp-bridge inbox` prints) or your operator credential. It stays in this tab only." }),
+      el("div", { class: "field" }, el("label", { for: "signin-token", text: "Token or credential" }), input),
+      el("div", { class: "actions" }, el("button", { type: "submit", class: "primary", text: "Open the inbox" })));
+    form.addEventListener("submit", (e) => { e.preventDefault(); if (input.value.trim()) adopt(input.value.trim()); });
+    $("notice").after(form);
+    input.focus();
   }
 
   const $ = (id) => document.getElementById(id);
@@ -109,6 +150,7 @@
       if (!token && !everUp) {
         status("no token", "down");
         notice("Open this page with the link `aep-mcp-bridge inbox` prints, or the one your operator credential came with: it carries the token after #token=, which this tab then keeps.");
+        signIn();
         return;
       }
       status("reconnecting…", "down");
@@ -163,7 +205,7 @@
       $("status").dataset.was = "";
       // Resume by position after a drop; replay everything held the first time.
       const from = positions.size ? Array.from(positions.values()) : "all";
-      ws.send(JSON.stringify({ type: "subscribe", id: "inbox", filter: { type: ["attention.*", "control.*", "session.started"] }, from }));
+      ws.send(JSON.stringify({ type: "subscribe", id: "inbox", filter: { type: ["attention.*", "control.*", "session.started", VOTE] }, from }));
       return;
     }
     if (f.type === "error") { onError(f); return; }
@@ -177,6 +219,12 @@
     if (f.type === "subscribed") {
       backlog = count(f.open) + count(f.replay);
       if (!backlog) caughtUp = true;
+      // The bridge counts its open questions (its open-questions
+      // capability): they come first, and are every question still open.
+      if (Number.isSafeInteger(f.open)) {
+        snapshot = { left: count(f.open), ids: new Set() };
+        if (!snapshot.left) reconcileOpen();
+      }
       return;
     }
     if (f.type === "closing" || f.type === "pong") return;
@@ -184,9 +232,34 @@
       const news = caughtUp;
       if (backlog > 0 && --backlog === 0) caughtUp = true;
       onEvent(f, news);
+      if (snapshot && snapshot.left > 0) {
+        if (f.type === "attention.requested") snapshot.ids.add(f.source + " " + f.id);
+        if (--snapshot.left === 0) reconcileOpen();
+      }
     }
   }
   function count(n) { return Number.isSafeInteger(n) && n > 0 ? n : 0; }
+
+  // reconcileOpen settles every question the page holds open that the
+  // bridge's snapshot of open questions lacks: it was answered, timed out
+  // or withdrawn while the page was away, and the replay no longer held
+  // its end. It moves to the history as such.
+  function reconcileOpen() {
+    const still = snapshot ? snapshot.ids : new Set();
+    snapshot = null;
+    const gone = open.filter((id) => { const q = questions.get(id); return !still.has(q.ev.source + " " + q.id); });
+    if (!gone.length) return;
+    const now = new Date().toISOString();
+    for (const id of gone) {
+      const q = questions.get(id);
+      q.state = "away";
+      q.endTime = now;
+      settled.unshift(id);
+      Notify.settled(id);
+    }
+    open = open.filter((id) => questions.get(id).state === "pending");
+    schedule();
+  }
 
   function onError(f) {
     const qid = f.cause && commands.get(f.cause);
@@ -218,9 +291,17 @@
         if (news) Notify.question({ id: ev.id, server: ev.subject, kind: d.kind, prompt: d.prompt });
         if (ev.id === wanted) { wanted = null; setTimeout(() => reveal(ev.id), 0); }
         break;
+      case VOTE: {
+        const q = questions.get(ev.subject);
+        if (!q || q.state !== "pending" || !Array.isArray(d.approved)) return;
+        q.approved = d.approved.filter((x) => typeof x === "string");
+        showApprovals(q);
+        break;
+      }
       case "attention.answered": {
         const q = questions.get(ev.subject);
         if (q) q.answered = { by: d.by, via: d.via, answer: d.answer || {}, time: ev.time, capture: ev.capture };
+        if (q && q.state === "away") { q.hcard = null; schedule(); } // its end arrived after all
         break;
       }
       case "attention.resolved": case "attention.timeout": {
@@ -370,7 +451,7 @@
         el("span", { text: "session " + ev.session }),
         el("span", { class: "age", "data-time": ev.time }),
         q.data.expires_at ? el("span", { class: "countdown", "data-expires": q.data.expires_at }) : null),
-      el("blockquote", { class: "untrusted" }, el("span", { class: "untrusted-label", text: "The server asks (untrusted text)" }), document.createTextNode(q.data.prompt || "")),
+      el("blockquote", { class: "untrusted" }, el("span", { class: "untrusted-label", text: q.data.kind === "permission" ? "The held tool call (its arguments are untrusted)" : "The server asks (untrusted text)" }), document.createTextNode(q.data.prompt || "")),
     ];
   }
 
@@ -383,6 +464,10 @@
     }
     if (me && !me.answer) {
       c.append(el("p", { class: "info readonly", text: "You may read this question, not answer it: " + me.name + "'s right is read." }));
+      return c;
+    }
+    if (q.data.kind === "permission") {
+      c.append(...permissionControls(q));
       return c;
     }
     if (q.data.kind === "auth" || (!(q.data.fields || []).length && Array.isArray(q.data.options) && q.data.options.length)) {
@@ -442,6 +527,56 @@
     return out;
   }
 
+  // A permission request is a tool call an approval policy holds. Its card
+  // shows the call (the tool, the server, the client, the rule, and the
+  // arguments as far as the capture level lets them onto the bus), how
+  // many approvers have allowed out of how many the rule needs, and the
+  // verdicts the rule offers, Deny with a reason the model reads. The
+  // bridge counts each operator once and refuses one who is no approver.
+  const VERDICTS = { allow: "Allow", "allow-session": "Allow for this session", deny: "Deny" };
+  function permissionControls(q) {
+    const ev = q.ev, ctx = q.data.context && typeof q.data.context === "object" ? q.data.context : {};
+    const str = (v) => (typeof v === "string" && v ? v : "");
+    const need = Number.isSafeInteger(ev.aepmcpbridgeneed) && ev.aepmcpbridgeneed > 0 ? ev.aepmcpbridgeneed : 1;
+    q.need = need;
+    q.approved = q.approved || [];
+    let args = "shown in the request above, as the capture level allows";
+    if (ctx.arguments && typeof ctx.arguments === "object") args = JSON.stringify(ctx.arguments, null, 1);
+    const rows = [
+      ["Tool", str(ev.aepmcpbridgetool) || "unknown"],
+      ["Server", str(ev.subject) || "unknown"],
+      ["Client", str(ev.aepmcpbridgeclient) || "no authenticated name"],
+      ["Policy rule", str(ev.aepmcpbridgerule) || "the policy's default"],
+      ["Arguments", args],
+    ];
+    const facts = el("dl", { class: "values permission" }, ...rows.flatMap(([k, v]) => [el("dt", { text: k }), el("dd", {}, k === "Arguments" && ctx.arguments ? el("pre", { text: v }) : document.createTextNode(v))]));
+    q.approvalsEl = el("p", { class: "approvals", role: "status", "aria-live": "polite" });
+    showApprovals(q);
+    const reasonId = "reason-" + q.id;
+    const reason = el("input", { type: "text", id: reasonId, maxlength: "2000", autocomplete: "off" });
+    const ack = el("p", { class: "ack", role: "status", "aria-live": "polite" });
+    q.ackEl = ack;
+    const offered = (q.data.options || []).map((o) => o && o.id).filter((id) => Object.prototype.hasOwnProperty.call(VERDICTS, id));
+    const buttons = offered.map((id) => {
+      const b = el("button", { type: "button", class: id === "allow" ? "primary" : (id === "deny" ? "deny" : null), "data-verdict": id, text: VERDICTS[id] });
+      b.addEventListener("click", () => {
+        const answer = { option: id };
+        if (id === "deny" && reason.value.trim()) answer.text = reason.value.trim();
+        send(q, answer);
+      });
+      return b;
+    });
+    return [facts, q.approvalsEl,
+      el("div", { class: "field" }, el("label", { for: reasonId, text: "Reason, if you deny (the model reads it)" }), reason),
+      el("div", { class: "actions" }, ...buttons), ack];
+  }
+
+  function showApprovals(q) {
+    if (!q.approvalsEl) return;
+    const n = q.approved.length;
+    q.approvalsEl.textContent = n + " of " + q.need + (q.need === 1 ? " approval" : " approvals") + (n ? ": " + q.approved.join(", ") : "");
+  }
+
   function urlBlock(q) {
     const m = /(?:^|\n)URL: (\S+)\s*$/.exec(q.data.prompt || "");
     if (!m) return [el("p", { class: "info", text: "The link is not shown at this capture level; ask the operator of the bridge to raise --capture-attention." })];
@@ -477,13 +612,16 @@
     if (a) {
       const ans = a.answer || {};
       const option = typeof ans.option === "string" ? ans.option : "";
-      outcome = option ? { accept: "Accepted", decline: "Declined", cancel: "Cancelled" }[option] || option : "Accepted";
+      outcome = option ? { accept: "Accepted", decline: "Declined", cancel: "Cancelled", allow: "Allowed",
+        "allow-session": "Allowed for this session", deny: "Denied" }[option] || option : "Accepted";
+      if (option === "deny" && typeof ans.text === "string" && ans.text) outcome += " (" + ans.text + ")";
       const by = typeof a.by === "string" ? a.by : "someone";
       who = by.startsWith("policy:") ? "by the scripted rule " + by.slice(7) : "by " + by;
       how = a.via === "oob" ? "in the MCP client" : (by.startsWith("policy:") ? "automatically" : "through the AEP endpoint");
-    } else if (q.state === "timeout") outcome = "Timed out: nobody answered, the server got cancel";
-    else if (q.state === "dismissed") outcome = "Withdrawn: the server cancelled it, or its session ended";
+    } else if (q.state === "timeout") outcome = q.data.kind === "permission" ? "Timed out: nobody decided in time; the rule's on_timeout decided the call" : "Timed out: nobody answered, the server got cancel";
+    else if (q.state === "dismissed") outcome = q.data.kind === "permission" ? "Withdrawn: the client cancelled the call, or its session ended" : "Withdrawn: the server cancelled it, or its session ended";
     else if (q.state === "auto") outcome = "Completed by the server";
+    else if (q.state === "away") outcome = "Settled while this page was away: the bridge no longer holds it open";
     else if (q.state === "abandoned") outcome = "Abandoned: it expired and its asker went away without timing it out; nobody can answer it";
     else outcome = "Settled (" + q.state + ")";
     const t = (a && a.time) || q.endTime;
@@ -597,5 +735,13 @@
   $("prev").addEventListener("click", () => { page = Math.max(0, page - 1); render(); focusFirst(); });
   $("next").addEventListener("click", () => { page += 1; render(); focusFirst(); });
   setInterval(tick, 1000);
-  connect();
+  if (!token && channel && wanted) {
+    // A question's link: ask the open inbox tabs first; connect anyway
+    // soon after, as a page behind a signing-in proxy needs no token. A
+    // bare address (a bookmark) is not given the token this way.
+    status("asking the open inbox tabs for the token…", "down");
+    asked = true;
+    channel.postMessage({ type: "token?" });
+    setTimeout(() => { if (!ws && !token) connect(); }, 700);
+  } else connect();
 })();
