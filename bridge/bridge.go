@@ -53,6 +53,12 @@ type Options struct {
 	ServerStderr io.Writer
 	// Agent is the AEP agent name; "" means "aep-mcp-bridge".
 	Agent string
+	// ClientIdentity is the name of the named client (identity.Client)
+	// the session serves, as the gateway authenticated it; every event of
+	// the session carries it as the aep.ExtClient extension attribute.
+	// "" means none: the session serves the holder of a shared token, or
+	// its own process's client.
+	ClientIdentity string
 	// Name overrides the server's display name; "" means the name the
 	// server gives itself (serverInfo.name).
 	Name string
@@ -154,8 +160,12 @@ func New(o Options) (*Bridge, error) {
 	}
 	sinks = append(sinks, b.hub)
 	sinks = append(sinks, o.Sinks...)
+	var ext map[string]any
+	if o.ClientIdentity != "" {
+		ext = map[string]any{aep.ExtClient: o.ClientIdentity}
+	}
 	em, err := bus.NewEmitter(bus.EmitterOptions{Agent: o.Agent, Session: b.session, Host: o.Host,
-		Capture: o.Capture, AttentionCapture: o.AttentionCapture, Sinks: sinks, Logger: b.log})
+		Capture: o.Capture, AttentionCapture: o.AttentionCapture, Sinks: sinks, Logger: b.log, Extensions: ext})
 	if err != nil {
 		b.closeLog()
 		return nil, err
