@@ -55,7 +55,8 @@ type Options struct {
 	Agent string
 	// ClientIdentity is the name of the named client (identity.Client)
 	// the session serves, as the gateway authenticated it; every event of
-	// the session carries it as the aep.ExtClient extension attribute.
+	// the session carries it as the aep.ExtClient extension attribute,
+	// and the answers the client gives itself are by "client:NAME".
 	// "" means none: the session serves the holder of a shared token, or
 	// its own process's client.
 	ClientIdentity string
@@ -250,8 +251,12 @@ func (b *Bridge) Run(ctx context.Context) error {
 	}
 	var once sync.Once
 	startSession := func(ci elicit.ClientInfo) { once.Do(func() { b.emitStarted(ci) }) }
+	var clientAs string
+	if b.opts.ClientIdentity != "" {
+		clientAs = "client:" + b.opts.ClientIdentity
+	}
 	px := elicit.New(elicit.Options{Client: client, Server: up.conn, Manager: b.mgr, Publisher: b.em, Route: b.opts.Route,
-		Keepalive: b.opts.Keepalive, Name: b.opts.Name, OnSession: startSession, Logger: b.log})
+		Keepalive: b.opts.Keepalive, Name: b.opts.Name, ClientName: clientAs, OnSession: startSession, Logger: b.log})
 	began := time.Now()
 	end := px.Run(ctx)
 	return b.shutdown(end, px, up, began, startSession)

@@ -347,3 +347,32 @@ func TestClientScope(t *testing.T) {
 		})
 	}
 }
+
+// TestNamedClientAnswersAreItsOwn: a named client that answers its
+// server's question itself (go-sdk's elicitation handler, --route
+// client) is recorded by its authenticated name, not by the name its
+// initialize gives it.
+func TestNamedClientAnswersAreItsOwn(t *testing.T) {
+	ids := newIdentities(t)
+	cred := ids.add("laptop", time.Time{})
+	g := startGateway(t, Options{Session: sessionOpts(elicit.RouteClient), Identities: ids.path})
+	w := g.watch()
+	cs := goSDKSessionWith(t, g, "claims-to-be-alice", "2025-11-25", &sdk.ClientOptions{
+		ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"environment": "staging", "confirm": true}}, nil
+		},
+	}, cred)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	r, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "ask", Arguments: map[string]any{"message": "Laptop deploys?"}})
+	if err != nil || !strings.Contains(sdkText(r), `"action":"accept"`) {
+		t.Fatalf("tools/call: %v, %v", r, err)
+	}
+	q := w.question(t, "Laptop deploys?")
+	w.waitFor(t, "the answer's record", func(w *watcher) bool { return w.by[q.ID] != "" })
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if got := w.by[q.ID]; got != "client:laptop" {
+		t.Errorf("the client's own answer is by %q; want client:laptop", got)
+	}
+}

@@ -141,13 +141,14 @@ type watcher struct {
 	disagreeing map[string]bool
 	ended       map[string]string // AEP session → session.ended reason
 	resolved    map[string]string // question id → resolution or "timeout"
+	by          map[string]string // question id → the by of its attention.answered
 }
 
 // watch starts a watcher; it stops when the test ends.
 func (g *gw) watch() *watcher {
 	g.t.Helper()
 	w := &watcher{changed: make(chan struct{}, 1), clients: map[string]string{}, ended: map[string]string{}, resolved: map[string]string{},
-		named: map[string]string{}, disagreeing: map[string]bool{}}
+		named: map[string]string{}, disagreeing: map[string]bool{}, by: map[string]string{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	// from=all replays what happened before the stream opened, so no
@@ -199,6 +200,12 @@ func (w *watcher) add(ev *aep.Event) {
 		}
 		json.Unmarshal(ev.Data, &d)
 		w.resolved[ev.Subject] = d.Resolution
+	case "attention.answered":
+		var d struct {
+			By string `json:"by"`
+		}
+		json.Unmarshal(ev.Data, &d)
+		w.by[ev.Subject] = d.By
 	case "attention.timeout":
 		w.resolved[ev.Subject] = "timeout"
 	}
