@@ -54,6 +54,13 @@ type Options struct {
 	ServerStderr io.Writer
 	// Agent is the AEP agent name; "" means "aep-mcp-bridge".
 	Agent string
+	// ClientIdentity is the name of the named client (identity.Client)
+	// the session serves, as the gateway authenticated it; every event of
+	// the session carries it as the aep.ExtClient extension attribute,
+	// and the answers the client gives itself are by "client:NAME".
+	// "" means none: the session serves the holder of a shared token, or
+	// its own process's client.
+	ClientIdentity string
 	// Name overrides the server's display name; "" means the name the
 	// server gives itself (serverInfo.name).
 	Name string
@@ -90,9 +97,6 @@ type Options struct {
 	// every call. A reload of the Reloader applies to the calls that
 	// arrive after it.
 	Policy *policy.Reloader
-	// PolicyClient is the client's authenticated name, which policy
-	// rules match on (client:); "" when the client has none.
-	PolicyClient string
 
 	// hub and host are set by Host.NewSession; a session made with New
 	// alone has a hub of its own.
@@ -163,8 +167,12 @@ func New(o Options) (*Bridge, error) {
 	}
 	sinks = append(sinks, b.hub)
 	sinks = append(sinks, o.Sinks...)
+	var ext map[string]any
+	if o.ClientIdentity != "" {
+		ext = map[string]any{aep.ExtClient: o.ClientIdentity}
+	}
 	em, err := bus.NewEmitter(bus.EmitterOptions{Agent: o.Agent, Session: b.session, Host: o.Host,
-		Capture: o.Capture, AttentionCapture: o.AttentionCapture, Sinks: sinks, Logger: b.log})
+		Capture: o.Capture, AttentionCapture: o.AttentionCapture, Sinks: sinks, Logger: b.log, Extensions: ext})
 	if err != nil {
 		b.closeLog()
 		return nil, err
@@ -250,11 +258,17 @@ func (b *Bridge) Run(ctx context.Context) error {
 	}
 	var once sync.Once
 	startSession := func(ci elicit.ClientInfo) { once.Do(func() { b.emitStarted(ci) }) }
+	var clientAs string
+	if b.opts.ClientIdentity != "" {
+		clientAs = "client:" + b.opts.ClientIdentity
+	}
 	eo := elicit.Options{Client: client, Server: up.conn, Manager: b.mgr, Publisher: b.em, Route: b.opts.Route,
-		Keepalive: b.opts.Keepalive, Name: b.opts.Name, OnSession: startSession, Logger: b.log,
+		Keepalive: b.opts.Keepalive, Name: b.opts.Name, ClientName: clientAs, OnSession: startSession, Logger: b.log,
 		Session: b.session, Redactor: b.red}
 	if b.opts.Policy != nil {
-		eo.Policy, eo.PolicyClient = b.opts.Policy, b.opts.PolicyClient
+		// Policy rules' client: globs match the named client's
+		// authenticated name; a client without one matches "".
+		eo.Policy, eo.PolicyClient = b.opts.Policy, b.opts.ClientIdentity
 	}
 	px := elicit.New(eo)
 	began := time.Now()

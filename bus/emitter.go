@@ -40,6 +40,12 @@ type EmitterOptions struct {
 	Logger *slog.Logger
 	// Now returns the current time. Nil means time.Now.
 	Now func() time.Time
+	// Extensions are extension attributes (AEP-0001 §5.4) set on every
+	// event the emitter emits (not on the foreign ones it records), over
+	// a draft's own of the same name: what is true of the whole session,
+	// such as the gateway client it serves (aep.ExtClient). Nil means
+	// none.
+	Extensions map[string]any
 	// MaxEvent bounds the encoding of one emitted event, in bytes: Emit
 	// refuses a larger one with a *TooLargeError before any sink sees
 	// it. 0 means DefaultMaxEvent, what an AEP endpoint of this bridge
@@ -79,6 +85,7 @@ type Emitter struct {
 	now                    func() time.Time
 	log                    *slog.Logger
 	maxEvent               int64
+	ext                    map[string]json.RawMessage // Options.Extensions, encoded
 
 	// mu serializes emission so seq order is sink order; ended is set
 	// once session.ended is emitted: nothing follows it (AEP-0002 §7).
@@ -113,6 +120,13 @@ func NewEmitter(opts EmitterOptions) (*Emitter, error) {
 	if e.maxEvent <= 0 {
 		e.maxEvent = DefaultMaxEvent
 	}
+	var probe aep.Event
+	for name, v := range opts.Extensions {
+		if err := probe.SetExtension(name, v); err != nil {
+			return nil, fmt.Errorf("the session's extension attribute %q: %w", name, err)
+		}
+	}
+	e.ext = probe.Extensions
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}
@@ -208,6 +222,12 @@ func (e *Emitter) EmitWithin(d aep.Draft, max int64) (aep.Event, []byte, error) 
 		if err := ev.SetExtension(name, v); err != nil {
 			return aep.Event{}, nil, fmt.Errorf("emitting %s: %w", d.Type, err)
 		}
+	}
+	if len(e.ext) > 0 && ev.Extensions == nil {
+		ev.Extensions = make(map[string]json.RawMessage, len(e.ext))
+	}
+	for name, raw := range e.ext {
+		ev.Extensions[name] = raw
 	}
 	ev, raw, err := e.finish(ev)
 	if err != nil {

@@ -85,6 +85,11 @@ type Options struct {
 	// Name overrides the server's display name (the subject of its
 	// questions). Empty means the server's serverInfo.name.
 	Name string
+	// ClientName names the client on the answers it gives itself (their
+	// by) instead of the name it gives itself: the authenticated name of
+	// a named client of the gateway, as "client:NAME". Empty means the
+	// client's clientInfo.name.
+	ClientName string
 	// OnSession is called once, with what the client said about itself,
 	// before the first message is forwarded (to emit session.started).
 	OnSession func(ClientInfo)
@@ -121,6 +126,7 @@ type Proxy struct {
 	route          Route
 	keepalive      time.Duration
 	name           string
+	clientAs       string // Options.ClientName
 	onSession      func(ClientInfo)
 	log            *slog.Logger
 	// pol decides tools/call (hold.go); nil when no policy is in force.
@@ -235,7 +241,7 @@ type inflight struct {
 func New(o Options) *Proxy {
 	p := &Proxy{
 		client: o.Client, server: o.Server, mgr: o.Manager, pub: o.Publisher, route: o.Route,
-		keepalive: o.Keepalive, name: o.Name, onSession: o.OnSession, log: o.Logger,
+		keepalive: o.Keepalive, name: o.Name, clientAs: o.ClientName, onSession: o.OnSession, log: o.Logger,
 		progress: map[string]float64{}, byClient: map[string]*round{}, newID: aep.NewID,
 		wake: make(chan struct{}, 1), stopping: make(chan struct{}), maxTracked: defaultMaxTracked,
 		pol: o.Policy, polClient: o.PolicyClient, session: o.Session, mem: policy.NewMemory(0), red: o.Redactor,
@@ -558,6 +564,9 @@ func (p *Proxy) ServerName() string {
 
 // clientName is the name the bus records for the client's answers.
 func (p *Proxy) clientName() string {
+	if p.clientAs != "" {
+		return p.clientAs // fixed at construction
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.clientInfo.Name == "" {

@@ -1,11 +1,18 @@
 package gateway
 
 import (
+	"crypto/rand"
+	"crypto/sha256"
 	"encoding/json"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/identity"
 )
 
 // FuzzEnvelope feeds POST bodies and Last-Event-ID values, both from
@@ -95,6 +102,50 @@ func FuzzRequestState(f *testing.F) {
 		in["params"].(map[string]any)["requestState"] = state
 		if diff := cmp.Diff(in, got); diff != "" {
 			t.Fatalf("the unwrapped body differs beyond requestState (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// FuzzAuthenticate feeds Authorization header values, from anyone, to the
+// gateway's authentication with one named client and the shared token:
+// it never panics; only the client's exact credential is that client,
+// only the exact token is its holder, everything else is refused with a
+// reason that never quotes what was sent.
+func FuzzAuthenticate(f *testing.F) {
+	cred, v, err := identity.NewCredential(identity.KindClient, rand.Reader)
+	if err != nil {
+		f.Fatal(err)
+	}
+	const token = "fuzz-shared-token"
+	client := identity.Client{Name: "ci", Credential: v}
+	s := &Server{log: slog.New(slog.DiscardHandler), auth: true, token: sha256.Sum256([]byte(token)), holder: tokenHolder(token),
+		refusedLogged: map[string]time.Time{}}
+	s.clients.Store(identity.NewDirectory(&identity.Document{Clients: []identity.Client{client}}))
+	for _, h := range []string{"Bearer " + cred, "Bearer " + token, "bearer  " + cred + " ", "Basic " + token, "Bearer " + identity.PrefixClient + token,
+		"Bearer " + cred[:len(cred)-1] + "x", "Bearer", "", "Bearer " + strings.ToUpper(cred)} {
+		f.Add(h)
+	}
+	f.Fuzz(func(t *testing.T, h string) {
+		r := httptest.NewRequest("POST", "/mcp", nil)
+		r.Header.Set("Authorization", h)
+		who, c, why := s.authenticate(r)
+		tok, _ := bearerOf(r)
+		switch {
+		case why != "":
+			if who != "" || c != nil {
+				t.Fatalf("refused %q yet authenticated as %q", h, who)
+			}
+			if len(tok) >= 8 && strings.Contains(why, tok) {
+				t.Fatalf("the refusal quotes what was sent: %s", why)
+			}
+		case c != nil:
+			if tok != cred || c.Name != "ci" || who != clientPrincipal(client) {
+				t.Fatalf("%q authenticated as client %s (%s)", h, c.Name, who)
+			}
+		default:
+			if tok != token || who != s.holder {
+				t.Fatalf("%q authenticated as %s", h, who)
+			}
 		}
 	})
 }

@@ -12,9 +12,12 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/bridge"
+	"github.com/agenteventprotocol/aep-mcp-bridge/identity"
+	"github.com/agenteventprotocol/aep-mcp-bridge/identity/store"
 	"github.com/agenteventprotocol/aep-mcp-bridge/internal/hostguard"
 )
 
@@ -37,9 +40,19 @@ type Options struct {
 	// reaches another gateway is refused.
 	FleetSecret string
 	// Token is the bearer token every request must carry
-	// (Authorization: Bearer). "" turns authentication off; the caller
+	// (Authorization: Bearer) unless it carries a named client's
+	// credential. "" turns authentication by the token off; the caller
 	// allows that only on a loopback address (--mcp-auth none).
 	Token string
+	// Identities is the identity document (package identity/store) whose
+	// named clients open the gateway each with its own credential, and
+	// each reach only their own sessions; the gateway follows the file,
+	// so a revoked client's sessions end within a second. "" means no
+	// named clients: only the token.
+	Identities string
+	// IdentitiesInterval is how often the identity document is looked
+	// at; 0 means store.DefaultInterval.
+	IdentitiesInterval time.Duration
 	// AllowHosts and AllowOrigins widen the Host and Origin checks, as
 	// for the AEP endpoint (--allow-host, --allow-origin); nil means the
 	// listen address, localhost and loopback IPs, and the gateway's own
@@ -138,11 +151,26 @@ type Server struct {
 
 	sealer *stateSealer // requestState wrappers
 
+	// clients is the directory of named clients in force (clients.go);
+	// ids follows the identity document, idsCancel stops it and idsDone
+	// is closed once it stopped (nil without Identities).
+	clients   atomic.Pointer[identity.Directory]
+	ids       *store.Watcher
+	idsCancel context.CancelFunc
+	idsDone   chan struct{}
+	// refusedMu guards refusedLogged: when each reason of a refused
+	// credential was last logged.
+	refusedMu     sync.Mutex
+	refusedLogged map[string]time.Time
+
 	// mu guards the fields below.
 	mu       sync.Mutex
 	sessions map[string]*session
 	rounds   roundTable
 	closed   bool
+	// expiry ends the sessions of the next named client whose access
+	// expires (sweepClients).
+	expiry *time.Timer
 	// forgot is signalled each time a session is forgotten (tests wait on
 	// it).
 	forgot chan struct{}
@@ -165,9 +193,28 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{opts: o, log: o.Logger, policy: policy, sealer: sealer, sessions: map[string]*session{}, forgot: make(chan struct{}, 1)}
+	s := &Server{opts: o, log: o.Logger, policy: policy, sealer: sealer, sessions: map[string]*session{}, forgot: make(chan struct{}, 1),
+		refusedLogged: map[string]time.Time{}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.clients.Store(identity.NewDirectory(nil))
+	if o.Identities != "" {
+		ids, err := store.NewWatcher(store.Options{Path: o.Identities, Interval: o.IdentitiesInterval,
+			OnLoad: func(d *identity.Directory) {
+				s.log.Info("named clients reloaded", "file", o.Identities, "clients", len(d.Document().Clients))
+				s.SetClients(d)
+			},
+			OnError: func(err error) { s.log.Error("named clients", "err", err) }})
+		if err != nil {
+			return nil, err
+		}
+		s.ids = ids
+		s.clients.Store(ids.Directory())
+		var ctx context.Context
+		ctx, s.idsCancel = context.WithCancel(context.Background())
+		s.idsDone = make(chan struct{})
+		go s.watchClients(ctx)
 	}
 	if o.Token != "" {
 		s.auth, s.token = true, sha256.Sum256([]byte(o.Token))
@@ -216,7 +263,15 @@ func (s *Server) Close(ctx context.Context) error {
 		all = append(all, sess)
 	}
 	srv := s.srv
+	if s.expiry != nil {
+		s.expiry.Stop()
+		s.expiry = nil
+	}
 	s.mu.Unlock()
+	if s.idsCancel != nil {
+		s.idsCancel()
+		<-s.idsDone
+	}
 	for _, sess := range all {
 		sess.end("the gateway is shutting down")
 	}
@@ -244,16 +299,17 @@ var (
 	errShutdown = errors.New("the gateway is shutting down")
 )
 
-// newSession starts a bridge session of kind for who on the host. At
-// MaxSessions it first ends the least recently used idle session and
-// waits, within ctx, for it to be gone (see makeRoom).
-func (s *Server) newSession(ctx context.Context, kind sessionKind, who principal) (*session, error) {
+// newSession starts a bridge session of kind for who (the named client
+// client, or nil) on the host. At MaxSessions it first ends the least
+// recently used idle session and waits, within ctx, for it to be gone
+// (see makeRoom).
+func (s *Server) newSession(ctx context.Context, kind sessionKind, who principal, client *identity.Client) (*session, error) {
 	id, err := newSessionID()
 	if err != nil {
 		return nil, err
 	}
 	sctx, cancel := context.WithCancel(context.Background())
-	sess := &session{id: id, kind: kind, owner: who, srv: s, log: s.log, seed: maphash.MakeSeed(), in: make(chan []byte),
+	sess := &session{id: id, kind: kind, owner: who, client: client, srv: s, log: s.log, seed: maphash.MakeSeed(), in: make(chan []byte),
 		ctx: sctx, cancel: cancel, done: make(chan struct{}),
 		streams: map[string]*stream{}, byRequest: map[string]*stream{}, byToken: map[string]*stream{},
 		sentOn: map[string]*stream{}, relations: map[uint64]string{}, rounds: map[roundID]bool{}, lastActive: time.Now()}
@@ -261,9 +317,23 @@ func (s *Server) newSession(ctx context.Context, kind sessionKind, who principal
 		cancel()
 		return nil, err
 	}
+	if client != nil {
+		// A revocation that came between the request's authentication
+		// and the session's registration ends it now; a record that
+		// expires arms the timer.
+		s.sweepClients()
+	}
 	o := s.opts.Session
 	o.ClientConn = sess
 	o.Client, o.ClientOut = nil, nil
+	log := s.log
+	if client != nil {
+		o.ClientIdentity = client.Name
+		if o.Logger != nil {
+			o.Logger = o.Logger.With("client", client.Name)
+		}
+		log = log.With("client", client.Name)
+	}
 	b, err := s.opts.Host.NewSession(o)
 	if err != nil {
 		s.mu.Lock()
@@ -275,7 +345,7 @@ func (s *Server) newSession(ctx context.Context, kind sessionKind, who principal
 	}
 	sess.mu.Lock()
 	sess.b = b
-	sess.log = s.log.With("session", b.Session())
+	sess.log = log.With("session", b.Session())
 	sess.mu.Unlock()
 	sess.armIdle()
 	go s.runSession(sess)

@@ -25,8 +25,14 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // "" means go-sdk's default (MCP 2026-07-28, falling back to initialize).
 func goSDKSession(t *testing.T, g *gw, name, protocol string, opts *sdk.ClientOptions) *sdk.ClientSession {
 	t.Helper()
+	return goSDKSessionWith(t, g, name, protocol, opts, mcpToken)
+}
+
+// goSDKSessionWith is goSDKSession sending token as its bearer.
+func goSDKSessionWith(t *testing.T, g *gw, name, protocol string, opts *sdk.ClientOptions, token string) *sdk.ClientSession {
+	t.Helper()
 	c := sdk.NewClient(&sdk.Implementation{Name: name, Version: "1.0.0"}, opts)
-	tr := &sdk.StreamableClientTransport{Endpoint: g.mcpURL, HTTPClient: &http.Client{Transport: bearer{mcpToken}}}
+	tr := &sdk.StreamableClientTransport{Endpoint: g.mcpURL, HTTPClient: &http.Client{Transport: bearer{token}}}
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
 	cs, err := c.Connect(ctx, tr, &sdk.ClientSessionOptions{ProtocolVersion: protocol})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/agenteventprotocol/aep-mcp-bridge/identity"
 	"github.com/agenteventprotocol/aep-mcp-bridge/internal/hostguard"
 )
 
@@ -29,7 +30,8 @@ var corsHeaders = []string{mcp.HeaderSessionID, mcp.HeaderProtocolVersion, "WWW-
 //   - what only a browser's page load sends (fetch metadata): a
 //     navigation, or a request of another site's page that carries no
 //     allowed Origin (an iframe, an img or script tag);
-//   - the bearer token, unless authentication is off;
+//   - the bearer token, unless authentication is off, or a named
+//     client's credential (clients.go);
 //   - a body bounded in size and in time.
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -52,13 +54,24 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			httpError(w, http.StatusForbidden, msg)
 			return
 		}
-		who, ok := s.authenticate(r)
-		if !ok {
+		who, client, why := s.authenticate(r)
+		if why != "" {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="aep-mcp-bridge"`)
-			httpError(w, http.StatusUnauthorized, "a bearer token is required: send Authorization: Bearer <token>, the gateway's --mcp-token (AEP_MCP_TOKEN, or the mcp-token file in its state folder)")
+			httpError(w, http.StatusUnauthorized, why)
 			return
 		}
-		r = r.WithContext(context.WithValue(r.Context(), principalKey{}, who))
+		if client != nil {
+			if why := s.outOfScope(client); why != "" {
+				s.refused("out-of-scope", client.Name)
+				httpError(w, http.StatusForbidden, why)
+				return
+			}
+		}
+		ctx := context.WithValue(r.Context(), principalKey{}, who)
+		if client != nil {
+			ctx = context.WithValue(ctx, clientKey{}, client)
+		}
+		r = r.WithContext(ctx)
 		if r.Body != nil && r.Method == http.MethodPost {
 			r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBody)
 			// A stalled body ends at the deadline; the handler lifts it
@@ -111,11 +124,12 @@ func asksForEventStream(r *http.Request) bool {
 
 // principal names who a request acts for. A session, and each
 // input_required round it hands out, belongs to the principal that
-// opened it, and only that principal reaches it. Until the gateway has a
-// credential per client, every holder of the client token is one
-// principal (named by a digest of the token, so the gateways of a fleet
-// that share it agree on it), and without a token (--mcp-auth none)
-// every local process is the one principal anonymous.
+// opened it, and only that principal reaches it. A named client is a
+// principal of its own (clientPrincipal); every holder of the shared
+// client token is one principal (named by a digest of the token, so the
+// gateways of a fleet that share it agree on it); without a token
+// (--mcp-auth none) every local process without a client credential is
+// the one principal anonymous.
 type principal string
 
 // anonymous is the principal of every request under --mcp-auth none.
@@ -128,8 +142,12 @@ func tokenHolder(token string) principal {
 	return principal("token:" + hex.EncodeToString(sum[:8]))
 }
 
-// principalKey is the request context key of the request's principal.
-type principalKey struct{}
+// principalKey and clientKey are the request context keys of the
+// request's principal, and of its named client's record.
+type (
+	principalKey struct{}
+	clientKey    struct{}
+)
 
 // principalOf returns the principal guard authenticated r as.
 func principalOf(r *http.Request) principal {
@@ -137,27 +155,36 @@ func principalOf(r *http.Request) principal {
 	return who
 }
 
-// authenticate returns the principal r acts for, and false when it does
-// not carry the client token the gateway requires.
-func (s *Server) authenticate(r *http.Request) (principal, bool) {
-	if !s.auth {
-		return anonymous, true
-	}
-	if !s.authorized(r) {
-		return "", false
-	}
-	return s.holder, true
+// clientOf returns the named client guard authenticated r as, or nil.
+func clientOf(r *http.Request) *identity.Client {
+	c, _ := r.Context().Value(clientKey{}).(*identity.Client)
+	return c
 }
 
-// authorized compares the request's bearer token with the gateway's in
-// constant time (both hashed, so their lengths do not show either).
-func (s *Server) authorized(r *http.Request) bool {
-	h := r.Header.Get("Authorization")
-	scheme, tok, ok := strings.Cut(h, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return false
+// authenticate returns the principal r acts for, with its named client's
+// record when it presented a client credential, or why it is refused.
+func (s *Server) authenticate(r *http.Request) (principal, *identity.Client, string) {
+	tok, ok := bearerOf(r)
+	if ok && identity.LooksLikeCredential(tok) {
+		c, why := s.authenticateClient(tok)
+		if why != "" {
+			return "", nil, why
+		}
+		return clientPrincipal(c), &c, ""
 	}
-	sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+	switch {
+	case !s.auth:
+		return anonymous, nil, ""
+	case !ok || !s.tokenOK(tok):
+		return "", nil, "a bearer token is required: send Authorization: Bearer <token>, the gateway's --mcp-token (AEP_MCP_TOKEN, or the mcp-token file in its state folder), or a client credential (aep-mcp-bridge clients add NAME)"
+	}
+	return s.holder, nil, ""
+}
+
+// tokenOK compares a presented bearer token with the gateway's in
+// constant time (both hashed, so their lengths do not show either).
+func (s *Server) tokenOK(tok string) bool {
+	sum := sha256.Sum256([]byte(tok))
 	return subtle.ConstantTimeCompare(sum[:], s.token[:]) == 1
 }
 

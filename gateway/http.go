@@ -120,7 +120,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 		return
 	case hasInitialize(envs):
 		var err error
-		if sess, err = s.newSession(r.Context(), stateful, principalOf(r)); err != nil {
+		if sess, err = s.newSession(r.Context(), stateful, principalOf(r), clientOf(r)); err != nil {
 			s.refuse(w, err)
 			return
 		}

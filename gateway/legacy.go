@@ -20,7 +20,7 @@ func (s *Server) legacyOpen(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusNotAcceptable, "GET /sse opens an HTTP+SSE session for a client that asks for it: send Accept: text/event-stream")
 		return
 	}
-	sess, err := s.newSession(r.Context(), legacySSE, principalOf(r))
+	sess, err := s.newSession(r.Context(), legacySSE, principalOf(r), clientOf(r))
 	if err != nil {
 		s.refuse(w, err)
 		return

@@ -116,7 +116,7 @@ func TestCloseKillsAnUpstreamThatIgnoresTERM(t *testing.T) {
 	o.Command = []string{"sh", "-c", `trap "" TERM; echo "ready $$" >&2; exec sleep 1000`}
 	o.ServerStderr = &stderr
 	g := startGateway(t, Options{Session: o})
-	if _, err := g.srv.newSession(context.Background(), stateful, anonymous); err != nil {
+	if _, err := g.srv.newSession(context.Background(), stateful, anonymous, nil); err != nil {
 		t.Fatal(err)
 	}
 	stderr.WaitFor(t, "ready ", waitLimit) // the trap is set

@@ -122,9 +122,6 @@ func startGatewayAuth(t *testing.T, o Options) *gw {
 	return g
 }
 
-// authHeader is the header every test client sends.
-func authHeader() map[string]string { return map[string]string{"Authorization": "Bearer " + mcpToken} }
-
 // operatorClient is an operator on the host's AEP endpoint.
 func (g *gw) operatorClient() *operator.Client {
 	return &operator.Client{Endpoint: g.endpoint, Token: aepToken, Agent: "test-operator"}
@@ -137,14 +134,21 @@ type watcher struct {
 	changed   chan struct{}
 	questions []*aep.Event
 	clients   map[string]string // AEP session → client name from session.started
-	ended     map[string]string // AEP session → session.ended reason
-	resolved  map[string]string // question id → resolution or "timeout"
+	// named maps an AEP session to the named client its events carry
+	// (aep.ExtClient), from the first event that carries one; disagreeing
+	// lists the sessions whose events named two, or none on some.
+	named       map[string]string
+	disagreeing map[string]bool
+	ended       map[string]string // AEP session → session.ended reason
+	resolved    map[string]string // question id → resolution or "timeout"
+	by          map[string]string // question id → the by of its attention.answered
 }
 
 // watch starts a watcher; it stops when the test ends.
 func (g *gw) watch() *watcher {
 	g.t.Helper()
-	w := &watcher{changed: make(chan struct{}, 1), clients: map[string]string{}, ended: map[string]string{}, resolved: map[string]string{}}
+	w := &watcher{changed: make(chan struct{}, 1), clients: map[string]string{}, ended: map[string]string{}, resolved: map[string]string{},
+		named: map[string]string{}, disagreeing: map[string]bool{}, by: map[string]string{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	// from=all replays what happened before the stream opened, so no
@@ -166,6 +170,13 @@ func (g *gw) watch() *watcher {
 
 func (w *watcher) add(ev *aep.Event) {
 	w.mu.Lock()
+	var named string
+	json.Unmarshal(ev.Extensions[aep.ExtClient], &named)
+	if prev, seen := w.named[ev.Session]; !seen {
+		w.named[ev.Session] = named
+	} else if prev != named && !strings.HasPrefix(ev.Type, "control.") {
+		w.disagreeing[ev.Session] = true // commands are the operators' events, not the session's
+	}
 	switch ev.Type {
 	case "attention.requested":
 		w.questions = append(w.questions, ev)
@@ -189,6 +200,12 @@ func (w *watcher) add(ev *aep.Event) {
 		}
 		json.Unmarshal(ev.Data, &d)
 		w.resolved[ev.Subject] = d.Resolution
+	case "attention.answered":
+		var d struct {
+			By string `json:"by"`
+		}
+		json.Unmarshal(ev.Data, &d)
+		w.by[ev.Subject] = d.By
 	case "attention.timeout":
 		w.resolved[ev.Subject] = "timeout"
 	}

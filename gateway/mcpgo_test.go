@@ -30,7 +30,12 @@ func mcpgoClient(t *testing.T, g *gw, clientName, protocol string) *client.Clien
 
 // newMCPGoClient is mcpgoClient for any goroutine: it returns its error.
 func newMCPGoClient(ctx context.Context, g *gw, clientName, protocol string) (*client.Client, error) {
-	tr, err := transport.NewStreamableHTTP(g.mcpURL, transport.WithHTTPHeaders(authHeader()))
+	return newMCPGoClientWith(ctx, g, clientName, protocol, mcpToken)
+}
+
+// newMCPGoClientWith is newMCPGoClient sending token as its bearer.
+func newMCPGoClientWith(ctx context.Context, g *gw, clientName, protocol, token string) (*client.Client, error) {
+	tr, err := transport.NewStreamableHTTP(g.mcpURL, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
 	if err != nil {
 		return nil, err
 	}

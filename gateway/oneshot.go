@@ -37,7 +37,7 @@ func (s *Server) stateless(w http.ResponseWriter, r *http.Request, body []byte, 
 		return
 	}
 	if sess == nil {
-		if sess, err = s.newSession(r.Context(), oneShot, who); err != nil {
+		if sess, err = s.newSession(r.Context(), oneShot, who, clientOf(r)); err != nil {
 			s.refuse(w, err)
 			return
 		}

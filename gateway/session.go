@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/bridge"
+	"github.com/agenteventprotocol/aep-mcp-bridge/identity"
 )
 
 // sessionKind says which transport a session's client speaks.
@@ -49,8 +50,11 @@ type session struct {
 	id    string
 	kind  sessionKind
 	owner principal // who opened it; only they reach it
-	srv   *Server
-	seed  maphash.Seed
+	// client is the named client that opened it, or nil (the token's
+	// holder, anonymous); fixed at construction.
+	client *identity.Client
+	srv    *Server
+	seed   maphash.Seed
 
 	in     chan []byte
 	ctx    context.Context // ends when the session ends

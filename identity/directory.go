@@ -211,3 +211,21 @@ func (o Operator) Equal(p Operator) bool {
 	return o.Credential == nil || (o.Credential.ID == p.Credential.ID &&
 		subtle.ConstantTimeCompare(o.Credential.Hash, p.Credential.Hash) == 1)
 }
+
+// Clients reports whether the directory holds any gateway client.
+func (d *Directory) Clients() bool { return len(d.doc.Clients) > 0 }
+
+// CurrentClient reports whether c is still what the directory says of
+// c.Name at now, as Current does for operators. A session of a client no
+// longer current ends.
+func (d *Directory) CurrentClient(c Client, now time.Time) bool {
+	cur, ok := d.doc.Client(c.Name)
+	return ok && !cur.Expired(now) && cur.Equal(c)
+}
+
+// Equal reports whether c and k are the same record: name, scope, expiry
+// and credential.
+func (c Client) Equal(k Client) bool {
+	return c.Name == k.Name && c.Expires.Equal(k.Expires) && slices.Equal(c.Servers.Patterns(), k.Servers.Patterns()) &&
+		c.Credential.ID == k.Credential.ID && subtle.ConstantTimeCompare(c.Credential.Hash, k.Credential.Hash) == 1
+}

@@ -1,6 +1,7 @@
 package identity
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"regexp"
@@ -159,4 +160,42 @@ func FuzzParseGroups(f *testing.F) {
 			t.Fatalf("ParseGroups(%q, %q, %q) = %q; want both, sorted, once", a, b, a, out)
 		}
 	})
+}
+
+// TestCurrentClient: a client's record is current while the directory
+// holds it unchanged and unexpired; a new credential, a narrower scope, a
+// revocation or its expiry make it stale.
+func TestCurrentClient(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	_, v, _ := NewCredential(KindClient, rand.Reader)
+	_, other, _ := NewCredential(KindClient, rand.Reader)
+	scope, _ := ParseScope([]string{"deploy-*"})
+	ci := Client{Name: "ci", Servers: scope, Credential: v, Expires: now.Add(time.Hour)}
+	dir := NewDirectory(&Document{Clients: []Client{ci}})
+	if !dir.Clients() || NewDirectory(nil).Clients() {
+		t.Error("Clients() does not say whether the directory holds clients")
+	}
+	renewed, widened := ci, ci
+	renewed.Credential = other
+	widened.Servers = Scope{}
+	tests := []struct {
+		name string
+		c    Client
+		at   time.Time
+		want bool
+	}{
+		{"as recorded", ci, now, true},
+		{"with another credential", renewed, now, false},
+		{"with another scope", widened, now, false},
+		{"at its expiry", ci, now.Add(time.Hour), false},
+	}
+	for _, tc := range tests {
+		if got := dir.CurrentClient(tc.c, tc.at); got != tc.want {
+			t.Errorf("%s: CurrentClient = %v; want %v", tc.name, got, tc.want)
+		}
+	}
+	if NewDirectory(nil).CurrentClient(ci, now) {
+		t.Error("a revoked client is current")
+	}
 }

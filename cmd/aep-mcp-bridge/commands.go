@@ -43,6 +43,7 @@ func commands() []command {
 		{name: "deny", summary: "deny a held tool call, with a reason the model reads", run: runDeny},
 		{name: "tail", summary: "print events as they happen", run: runTail},
 		{name: "operators", summary: "add, list or revoke named operators (their rights, servers and credentials)", run: runOperators},
+		{name: "clients", summary: "add, list or revoke named clients of the gateway (serve), each with its own credential", run: runClients},
 		{name: "wrap", summary: "run every server of an MCP client's config through the bridge", run: runWrap},
 		{name: "unwrap", summary: "undo wrap", run: runUnwrap},
 		{name: "answers-from", summary: "write an --answers file from recorded session logs", run: runAnswersFrom},

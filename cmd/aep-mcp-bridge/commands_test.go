@@ -147,7 +147,7 @@ func TestAWordThatIsNotASubcommandStartsNothing(t *testing.T) {
 			if code != exitUsage {
 				t.Fatalf("exit %d; want %d (a usage error)\n%s", code, exitUsage, errOut)
 			}
-			for _, want := range []string{"is not a subcommand", "serve, demo, inbox, pending, respond, approve, deny, tail, operators, wrap, unwrap, answers-from, help, version",
+			for _, want := range []string{"is not a subcommand", "serve, demo, inbox, pending, respond, approve, deny, tail, operators, clients, wrap, unwrap, answers-from, help, version",
 				"put its command after --, e.g.: aep-mcp-bridge -- "} {
 				if !strings.Contains(errOut, want) {
 					t.Errorf("stderr lacks %q:\n%s", want, errOut)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"path/filepath"
@@ -40,36 +39,43 @@ close, and its next request is refused.`
 
 // runOperators is `aep-mcp-bridge operators SUBCOMMAND`.
 func runOperators(ctx context.Context, args []string, s stdio) error {
-	fs := newFlagSet("operators", "operators (add|list|revoke) [flags]", operatorsAbout)
+	return runRecords("operators", operatorsAbout, args, s, operatorsAdd, operatorsList, operatorsRevoke)
+}
+
+// runRecords is `aep-mcp-bridge KIND SUBCOMMAND` for the records of the
+// identity document: add, list or revoke.
+func runRecords(kind, about string, args []string, s stdio, add, list, revoke func([]string, stdio) error) error {
+	fs := newFlagSet(kind, kind+" (add|list|revoke) [flags]", about)
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		if err := parseArgs(fs, args, s); err != nil {
 			return err
 		}
-		fmt.Fprintln(s.err, "aep-mcp-bridge operators: give a subcommand: add, list or revoke")
+		fmt.Fprintf(s.err, "aep-mcp-bridge %s: give a subcommand: add, list or revoke\n", kind)
 		fs.SetOutput(s.err)
 		fs.Usage()
 		return errUsage
 	}
 	switch args[0] {
 	case "add":
-		return operatorsAdd(args[1:], s)
+		return add(args[1:], s)
 	case "list":
-		return operatorsList(args[1:], s)
+		return list(args[1:], s)
 	case "revoke":
-		return operatorsRevoke(args[1:], s)
+		return revoke(args[1:], s)
 	}
-	fmt.Fprintf(s.err, "aep-mcp-bridge operators: %q is not a subcommand; give add, list or revoke\n", args[0])
+	fmt.Fprintf(s.err, "aep-mcp-bridge %s: %q is not a subcommand; give add, list or revoke\n", kind, args[0])
 	return errUsage
 }
 
-// parseNamed parses a subcommand that takes one NAME, before or among its
-// flags; the name is returned checked.
-func parseNamed(fs *flag.FlagSet, args []string, s stdio) (string, error) {
+// parseNamed parses a subcommand that takes the NAME of a record of kind
+// ("operator", "client"), before or among its flags; the name is
+// returned checked.
+func parseNamed(fs *flag.FlagSet, args []string, s stdio, kind string) (string, error) {
 	if err := parseArgs(fs, args, s); err != nil {
 		return "", err
 	}
 	if fs.NArg() == 0 {
-		fmt.Fprintf(s.err, "aep-mcp-bridge %s: give the operator's NAME\n", fs.Name())
+		fmt.Fprintf(s.err, "aep-mcp-bridge %s: give the %s's NAME\n", fs.Name(), kind)
 		fs.Usage()
 		return "", errUsage
 	}
@@ -112,7 +118,7 @@ func operatorsAdd(args []string, s stdio) error {
 	expires := fs.String("expires", "", "when its access ends: a duration (12h), days (30d) or a date (2026-12-31); default never")
 	proxy := fs.Bool("proxy", false, "no credential: the name comes from a trusted proxy's --operator-header")
 	state := fs.String("state-dir", "", "the state folder of the bridges it opens; default the bridge's")
-	name, err := parseNamed(fs, args, s)
+	name, err := parseNamed(fs, args, s, "operator")
 	if err != nil {
 		return err
 	}
@@ -124,20 +130,13 @@ func operatorsAdd(args []string, s stdio) error {
 	if err != nil {
 		return bad("--can: %v", err)
 	}
-	scope, err := identity.ParseScope(servers.items())
-	if err != nil {
-		return bad("--servers: %v", err)
-	}
 	member, err := identity.ParseGroups(groups.items())
 	if err != nil {
 		return bad("--group: %v", err)
 	}
-	now := time.Now().UTC().Truncate(time.Second)
-	var until time.Time
-	if *expires != "" {
-		if until, err = identity.ParseExpiry(*expires, now); err != nil {
-			return bad("--expires: %v", err)
-		}
+	scope, now, until, err := recordFlags(servers, *expires, bad)
+	if err != nil {
+		return err
 	}
 	path, err := identitiesPath(*state)
 	if err != nil {
@@ -164,6 +163,23 @@ func operatorsAdd(args []string, s stdio) error {
 		"http://HOST:PORT/#token=CREDENTIAL and the CLI with AEP_TOKEN=CREDENTIAL.\n", name)
 	fmt.Fprintln(s.out, credential)
 	return nil
+}
+
+// recordFlags reads the --servers and --expires of a record being added,
+// as of now; bad reports a usage error.
+func recordFlags(servers listFlag, expires string, bad func(string, ...any) error) (identity.Scope, time.Time, time.Time, error) {
+	scope, err := identity.ParseScope(servers.items())
+	if err != nil {
+		return identity.Scope{}, time.Time{}, time.Time{}, bad("--servers: %v", err)
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	var until time.Time
+	if expires != "" {
+		if until, err = identity.ParseExpiry(expires, now); err != nil {
+			return identity.Scope{}, time.Time{}, time.Time{}, bad("--expires: %v", err)
+		}
+	}
+	return scope, now, until, nil
 }
 
 func groupsText(groups []string) string {
@@ -198,96 +214,119 @@ func operatorsList(args []string, s stdio) error {
 	fs := newFlagSet("operators list", "operators list [--json]",
 		"Lists the named operators: name, right, servers, groups, how it signs in (credential or proxy), when it was added,\n"+
 			"last used (by a bridge serving the endpoint from this state folder) and expires. Never a credential.")
-	asJSON := fs.Bool("json", false, "print the operators as JSON")
-	state := fs.String("state-dir", "", "the state folder of the bridges; default the bridge's")
-	if err := parseArgs(fs, args, s); err != nil {
-		return err
-	}
-	if fs.NArg() != 0 {
-		return noArguments(fs, s)
-	}
-	path, err := identitiesPath(*state)
+	l, err := parseList(fs, args, s, "operators", "the bridges")
 	if err != nil {
 		return err
 	}
-	d, err := store.Load(path)
-	if err != nil {
-		return err
-	}
-	seen := store.LoadSeen(filepath.Dir(path))
 	now := time.Now()
-	out := make([]operatorJSON, 0, len(d.Operators))
-	for _, o := range d.Operators {
+	out := make([]operatorJSON, 0, len(l.doc.Operators))
+	for _, o := range l.doc.Operators {
 		j := operatorJSON{Name: o.Name, Can: o.Can.String(), Servers: o.Servers.Patterns(), Groups: append([]string{}, o.Groups...),
-			Auth: "credential", Created: o.Created, Expired: o.Expired(now)}
+			Auth: "credential", Created: o.Created, Expired: o.Expired(now), LastUse: l.lastUse(store.OperatorKey(o.Name)), Expires: timeOrNil(o.Expires)}
 		if o.Proxy {
 			j.Auth = "proxy"
 		}
-		if t, ok := seen[store.OperatorKey(o.Name)]; ok {
-			j.LastUse = &t
-		}
-		if !o.Expires.IsZero() {
-			j.Expires = &o.Expires
-		}
 		out = append(out, j)
 	}
-	if *asJSON {
-		enc := json.NewEncoder(s.out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
+	if l.asJSON {
+		return printJSON(s, out)
 	}
+	path := l.path
 	if len(out) == 0 {
 		fmt.Fprintf(s.out, "no named operators in %s; only the shared token opens the endpoint (operators add NAME adds one)\n", path)
 		return nil
 	}
 	w := tabwriter.NewWriter(s.out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "NAME\tCAN\tSERVERS\tGROUPS\tAUTH\tCREATED\tLAST USE\tEXPIRES")
-	day := func(t *time.Time) string {
-		if t == nil {
-			return "-"
-		}
-		return t.Local().Format("2006-01-02 15:04")
-	}
 	for _, j := range out {
-		exp := day(j.Expires)
-		if j.Expired {
-			exp += " (expired)"
-		}
 		created := j.Created
 		groups := strings.Join(j.Groups, ",")
 		if groups == "" {
 			groups = "-"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.Name, j.Can, strings.Join(j.Servers, ","), groups, j.Auth, day(&created), day(j.LastUse), exp)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.Name, j.Can, strings.Join(j.Servers, ","), groups, j.Auth,
+			listTime(&created), listTime(j.LastUse), listExpiry(j.Expires, j.Expired))
 	}
 	return w.Flush()
+}
+
+// listing is what a list subcommand reads: the identity document at
+// path, and when each record was last used.
+type listing struct {
+	path   string
+	doc    *identity.Document
+	seen   store.Seen
+	asJSON bool
+}
+
+// parseList parses the flags of KIND list (--json, --state-dir of whose,
+// "the bridges" or "the gateways") and loads what it lists.
+func parseList(fs *flag.FlagSet, args []string, s stdio, kind, whose string) (*listing, error) {
+	asJSON := fs.Bool("json", false, "print the "+kind+" as JSON")
+	state := fs.String("state-dir", "", "the state folder of "+whose+"; default the bridge's")
+	if err := parseArgs(fs, args, s); err != nil {
+		return nil, err
+	}
+	if fs.NArg() != 0 {
+		return nil, noArguments(fs, s)
+	}
+	path, err := identitiesPath(*state)
+	if err != nil {
+		return nil, err
+	}
+	d, err := store.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	return &listing{path: path, doc: d, seen: store.LoadSeen(filepath.Dir(path)), asJSON: *asJSON}, nil
+}
+
+// lastUse is when the record key was last used, or nil.
+func (l *listing) lastUse(key string) *time.Time {
+	if t, ok := l.seen[key]; ok {
+		return &t
+	}
+	return nil
+}
+
+// timeOrNil is t, or nil for the zero time.
+func timeOrNil(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// printJSON prints v as indented JSON on stdout.
+func printJSON(s stdio, v any) error {
+	enc := json.NewEncoder(s.out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// listTime is a time in a list: local, to the minute; "-" for none.
+func listTime(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04")
+}
+
+// listExpiry is an expiry in a list, marked when it has passed.
+func listExpiry(t *time.Time, expired bool) string {
+	if expired {
+		return listTime(t) + " (expired)"
+	}
+	return listTime(t)
 }
 
 func operatorsRevoke(args []string, s stdio) error {
 	fs := newFlagSet("operators revoke", "operators revoke NAME",
 		"Ends a named operator's access: its credential (or its proxy name) opens nothing any more, and every\n"+
 			"running bridge serving the endpoint from this state folder closes its open connections within a second.")
-	state := fs.String("state-dir", "", "the state folder of the bridges; default the bridge's")
-	name, err := parseNamed(fs, args, s)
+	name, path, err := revokeRecord(fs, args, s, "operator", "the bridges", (*identity.Document).RemoveOperator)
 	if err != nil {
 		return err
-	}
-	path, err := identitiesPath(*state)
-	if err != nil {
-		return err
-	}
-	errNone := errors.New("none")
-	err = store.Update(path, func(d *identity.Document) error {
-		if !d.RemoveOperator(name) {
-			return errNone
-		}
-		return nil
-	})
-	switch {
-	case errors.Is(err, errNone):
-		return fmt.Errorf("operators revoke: no operator is named %q in %s; operators list shows them", name, path)
-	case err != nil:
-		return fmt.Errorf("operators revoke: %w", err)
 	}
 	fmt.Fprintf(s.err, "Revoked operator %s: bridges serving from %s close its connections within a second.\n", name, path)
 	return nil

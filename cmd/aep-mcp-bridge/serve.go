@@ -11,6 +11,7 @@ import (
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/bridge"
 	"github.com/agenteventprotocol/aep-mcp-bridge/gateway"
+	"github.com/agenteventprotocol/aep-mcp-bridge/identity/store"
 )
 
 const serveUsage = `usage: aep-mcp-bridge serve [flags] -- COMMAND [ARGS...]   # a spawned server per client session
@@ -94,6 +95,10 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 	if err != nil {
 		return err
 	}
+	dir, err := stateDir(c.stateDir)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", sc.mcpListen)
 	if err != nil {
 		return fmt.Errorf("listening on %s for MCP clients: %w; pass --mcp-listen with a free address", sc.mcpListen, err)
@@ -106,7 +111,7 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 	if addr := h.Addr(); addr != "" {
 		announce(stderr, addr, c)
 	}
-	g, err := gateway.New(gateway.Options{Host: h, Session: o, Token: token, FleetSecret: ho.Token, AllowHosts: c.allowHosts,
+	g, err := gateway.New(gateway.Options{Host: h, Session: o, Token: token, Identities: store.Path(dir), FleetSecret: ho.Token, AllowHosts: c.allowHosts,
 		AllowOrigins: c.allowOrigins, MaxSessions: sc.maxSessions, SessionIdle: sc.sessionIdle, Logger: o.Logger})
 	if err != nil {
 		ln.Close()
@@ -123,7 +128,7 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 		}
 		defer stopWatch()
 	}
-	fmt.Fprintf(stderr, "aep-mcp-bridge: MCP gateway on http://%s/mcp (client token from %s)\n", ln.Addr(), where)
+	fmt.Fprintf(stderr, "aep-mcp-bridge: MCP gateway on http://%s/mcp (client token from %s; named clients from %s)\n", ln.Addr(), where, store.Path(dir))
 	served := make(chan error, 1)
 	go func() { served <- g.Serve(ln) }()
 	var serveErr error

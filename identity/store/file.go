@@ -30,8 +30,17 @@ func Path(dir string) string { return filepath.Join(dir, FileName) }
 // write, is refused with the chmod that fixes it.
 func Load(path string) (*identity.Document, error) {
 	data, err := read(path)
-	if err != nil || data == nil {
+	if err != nil {
 		return &identity.Document{}, err
+	}
+	return decode(path, data)
+}
+
+// decode decodes the file at path, which read returned as data: nil is
+// the empty document.
+func decode(path string, data []byte) (*identity.Document, error) {
+	if data == nil {
+		return &identity.Document{}, nil
 	}
 	d, err := identity.Decode(data)
 	if err != nil {

@@ -193,3 +193,30 @@ func TestWatcherRunsUntilCancelledAndWritesLastUse(t *testing.T) {
 		t.Fatalf("last uses %v; want alice's only (gone has no record)", seen)
 	}
 }
+
+// TestNewWatcherSeesAChangeWhileItStarts: a revocation that lands while
+// NewWatcher reads the file is not lost: the next look loads it, though
+// the watcher started with the document from before it. (Not parallel:
+// it sets the package's afterRead hook.)
+func TestNewWatcherSeesAChangeWhileItStarts(t *testing.T) {
+	path := Path(t.TempDir())
+	var cred string
+	if err := Update(path, addOperator("alice", &cred)); err != nil {
+		t.Fatal(err)
+	}
+	afterRead = func() {
+		if err := Update(path, func(d *identity.Document) error { d.RemoveOperator("alice"); return nil }); err != nil {
+			t.Error(err)
+		}
+	}
+	defer func() { afterRead = func() {} }()
+	w, err := NewWatcher(Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	afterRead = func() {}
+	w.look(false)
+	if _, err := w.Directory().Authenticate(cred, time.Now()); err == nil {
+		t.Fatal("alice, revoked while the watcher started, is still in force after its next look")
+	}
+}

@@ -68,19 +68,26 @@ func NewWatcher(o Options) (*Watcher, error) {
 		o.Interval = DefaultInterval
 	}
 	w := &Watcher{o: o, seen: Seen{}}
+	// Stat before reading, as look does: a change that lands after the
+	// stat is seen by the next look, whatever was read.
+	w.stat, _ = os.Stat(o.Path)
 	data, err := read(o.Path)
 	if err != nil {
 		return nil, err
 	}
-	doc, err := Load(o.Path)
+	afterRead()
+	doc, err := decode(o.Path, data)
 	if err != nil {
 		return nil, err
 	}
-	w.stat, _ = os.Stat(o.Path)
 	w.sum = sha256.Sum256(data)
 	w.dir = identity.NewDirectory(doc)
 	return w, nil
 }
+
+// afterRead is called by NewWatcher once it read the document, before
+// it decodes it; tests change the file there.
+var afterRead = func() {}
 
 // Directory returns the directory in force.
 func (w *Watcher) Directory() *identity.Directory {
