@@ -40,12 +40,12 @@ func runHTTP(ctx context.Context, args []string) error {
 		return err
 	}
 	defer cleanup()
-	url, stop, err := startHTTPServer(serverBin)
+	url, serverPID, stop, err := startHTTPServer(serverBin)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	pumpURL, stopPump, err := startTCPPump(self, url)
+	pumpURL, pumpPID, stopPump, err := startTCPPump(self, url)
 	if err != nil {
 		return err
 	}
@@ -54,59 +54,77 @@ func runHTTP(ctx context.Context, args []string) error {
 	defer os.RemoveAll(logs)
 
 	runs := 0
-	httpClient := func(url string) func() ([]time.Duration, error) {
-		return func() ([]time.Duration, error) {
+	// Each configuration times the calls and reads what its middle
+	// process cost: the server's for the direct rows, else the pump's or
+	// the bridge's.
+	httpClient := func(url string, pid int) func() ([]time.Duration, callCost, error) {
+		return func() ([]time.Duration, callCost, error) {
 			tr, err := transport.NewStreamableHTTP(url)
 			if err != nil {
-				return nil, err
+				return nil, callCost{}, err
 			}
 			c := client.NewClient(tr, client.WithProtocolVersion("2025-11-25"))
 			defer c.Close()
-			return timeCalls(ctx, c, *n)
+			return timeCallsCost(ctx, c, *n, pid)
 		}
 	}
 	configs := []struct {
 		name string
-		run  func() ([]time.Duration, error)
+		run  func() ([]time.Duration, callCost, error)
 	}{
-		{pathHTTPDirect, httpClient(url)},
-		{pathHTTPPump, httpClient(pumpURL)},
-		{pathStdioDirect, func() ([]time.Duration, error) {
-			return measureGo(ctx, []string{serverBin}, 1, *n)
+		{pathHTTPDirect, httpClient(url, serverPID)},
+		{pathHTTPPump, httpClient(pumpURL, pumpPID)},
+		{pathStdioDirect, func() ([]time.Duration, callCost, error) {
+			return measureGoCost(ctx, []string{serverBin}, 1, *n)
 		}},
-		{pathStdioPump, func() ([]time.Duration, error) {
-			return measureGo(ctx, []string{self, "pump", serverBin}, 1, *n)
+		{pathStdioPump, func() ([]time.Duration, callCost, error) {
+			return measureGoCost(ctx, []string{self, "pump", serverBin}, 1, *n)
 		}},
-		{pathBridgeURL, func() ([]time.Duration, error) {
-			argv := []string{"--url", url, "--listen", "off", "--log-dir", logs, "--log-level", "error"}
+		{pathBridgeURL, func() ([]time.Duration, callCost, error) {
+			argv := []string{bridgeBin, "--url", url, "--listen", "off", "--log-dir", logs, "--log-level", "error"}
 			if *profile != "" {
 				runs++
 				argv = append(argv, "--cpuprofile", filepath.Join(*profile, fmt.Sprintf("http-%03d.pprof", runs)))
 			}
-			c, err := client.NewStdioMCPClientWithOptions(bridgeBin, nil, argv)
+			c, cmd, err := spawnGo(argv)
 			if err != nil {
-				return nil, err
+				return nil, callCost{}, err
 			}
 			defer c.Close()
-			c = client.NewClient(c.GetTransport(), client.WithProtocolVersion("2025-11-25"))
-			return timeCalls(ctx, c, *n)
+			return timeCallsCost(ctx, c, *n, cmd.Process.Pid)
 		}},
 	}
-	p50 := map[string][]time.Duration{}
-	p99 := map[string][]time.Duration{}
+	var m httpRounds
 	for r := 0; r < *rounds; r++ {
 		for _, cfg := range configs {
-			lat, err := cfg.run()
+			lat, cost, err := cfg.run()
 			if err != nil {
 				return fmt.Errorf("%s: %w", cfg.name, err)
 			}
-			sortDurations(lat)
-			p50[cfg.name] = append(p50[cfg.name], percentile(lat, 50))
-			p99[cfg.name] = append(p99[cfg.name], percentile(lat, 99))
+			m.add(cfg.name, lat, cost)
 		}
 	}
-	printHTTPTable(os.Stdout, *n, *rounds, p50, p99)
+	printHTTPTable(os.Stdout, *n, *rounds, m)
 	return nil
+}
+
+// httpRounds are runHTTP's measurements by path, one entry per round:
+// p50, p99, and the middle process's CPU time and runs per call.
+type httpRounds struct {
+	p50, p99, cpu map[string][]time.Duration
+	runs          map[string][]float64
+}
+
+// add records one round of a path.
+func (m *httpRounds) add(path string, lat []time.Duration, cost callCost) {
+	if m.p50 == nil {
+		m.p50, m.p99, m.cpu, m.runs = map[string][]time.Duration{}, map[string][]time.Duration{}, map[string][]time.Duration{}, map[string][]float64{}
+	}
+	sortDurations(lat)
+	m.p50[path] = append(m.p50[path], percentile(lat, 50))
+	m.p99[path] = append(m.p99[path], percentile(lat, 99))
+	m.cpu[path] = append(m.cpu[path], cost.cpu)
+	m.runs[path] = append(m.runs[path], cost.runs)
 }
 
 // The paths runHTTP measures.
@@ -122,7 +140,8 @@ const (
 // printHTTPTable prints runHTTP's tables: each path's median p50 and p99;
 // then the bridge above each floor, by the median over rounds of each
 // round's difference and ratio.
-func printHTTPTable(w io.Writer, n, rounds int, p50, p99 map[string][]time.Duration) {
+func printHTTPTable(w io.Writer, n, rounds int, m httpRounds) {
+	p50 := m.p50
 	// Per round: the stdio hop's cost, and the floor it makes with the
 	// direct client.
 	var hop, floor []time.Duration
@@ -131,12 +150,13 @@ func printHTTPTable(w io.Writer, n, rounds int, p50, p99 map[string][]time.Durat
 		hop, floor = append(hop, h), append(floor, p50[pathHTTPDirect][r]+h)
 	}
 	direct := median(p50[pathHTTPDirect])
-	fmt.Fprintf(w, "tools/call round trip to a streamable-HTTP Go server in its own process; %d calls per row and round, %d paired rounds; medians of the rounds\n\n", n, rounds)
-	fmt.Fprintln(w, "| path | p50 µs | p99 µs | p50 vs direct |")
-	fmt.Fprintln(w, "|---|---|---|---|")
+	fmt.Fprintf(w, "tools/call round trip to a streamable-HTTP Go server in its own process; %d calls per row and round, %d paired rounds; medians of the rounds\n", n, rounds)
+	fmt.Fprintf(w, "CPU and runs: the middle process's per call (the server's on the direct rows), from the kernel's scheduler statistics\n\n")
+	fmt.Fprintln(w, "| path | p50 µs | p99 µs | p50 vs direct | CPU µs per call | runs on a CPU per call |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|")
 	for _, name := range []string{pathHTTPDirect, pathHTTPPump, pathStdioDirect, pathStdioPump, pathBridgeURL} {
 		a := median(p50[name])
-		fmt.Fprintf(w, "| %s | %s | %s | %.2f× |\n", name, us(a), us(median(p99[name])), float64(a)/float64(direct))
+		fmt.Fprintf(w, "| %s | %s | %s | %.2f× | %s | %.2f |\n", name, us(a), us(median(m.p99[name])), float64(a)/float64(direct), us(median(m.cpu[name])), medianFloat(m.runs[name]))
 	}
 	fmt.Fprintf(w, "\nthe bridge's p50 above each floor; the stdio hop costs %s µs, the TCP pump's hop %s µs (medians of paired rounds)\n\n",
 		us(median(hop)), us(medianDiff(p50[pathHTTPPump], p50[pathHTTPDirect])))
@@ -174,27 +194,31 @@ func medianRatio(a, b []time.Duration) float64 {
 }
 
 // startHTTPServer runs the mcp-go test server over streamable HTTP in a
-// process of its own on a free loopback port, and returns its MCP URL and
-// the function that stops it.
-func startHTTPServer(serverBin string) (string, func(), error) {
-	cmd := exec.Command(serverBin, "-http", "127.0.0.1:0")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		return "", nil, err
-	}
-	return startListener(cmd, stderr, os.Stderr)
+// process of its own on a free loopback port, and returns its MCP URL,
+// its process id and the function that stops it.
+func startHTTPServer(serverBin string) (string, int, func(), error) {
+	return startAnnounced(exec.Command(serverBin, "-http", "127.0.0.1:0"))
 }
 
 // startTCPPump runs this program's raw TCP pump in front of the server at
 // url, in a process of its own, and returns the URL to reach the server
-// through it and the function that stops it.
-func startTCPPump(self, url string) (string, func(), error) {
-	cmd := exec.Command(self, "tcp-pump", url)
+// through it, its process id and the function that stops it.
+func startTCPPump(self, url string) (string, int, func(), error) {
+	return startAnnounced(exec.Command(self, "tcp-pump", url))
+}
+
+// startAnnounced starts cmd, which says on stderr where it listens, and
+// returns that URL, its process id and the function that stops it.
+func startAnnounced(cmd *exec.Cmd) (string, int, func(), error) {
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
-	return startListener(cmd, stderr, os.Stderr)
+	url, stop, err := startListener(cmd, stderr, os.Stderr)
+	if err != nil {
+		return "", 0, nil, err
+	}
+	return url, cmd.Process.Pid, stop, nil
 }
 
 // startListener starts cmd, whose out (its stdout or stderr) announces
@@ -234,6 +258,27 @@ func timeCalls(ctx context.Context, c *client.Client, n int) ([]time.Duration, e
 		}
 	}
 	return timeEchoes(ctx, c, req, n)
+}
+
+// timeCallsCost is timeCalls that also reads what process pid cost per
+// timed call.
+func timeCallsCost(ctx context.Context, c *client.Client, n, pid int) ([]time.Duration, callCost, error) {
+	if _, err := timeCalls(ctx, c, 0); err != nil {
+		return nil, callCost{}, err
+	}
+	before, err := readSchedStat(pid)
+	if err != nil {
+		return nil, callCost{}, err
+	}
+	lat, err := timeEchoes(ctx, c, echoRequest(), n)
+	if err != nil {
+		return nil, callCost{}, err
+	}
+	after, err := readSchedStat(pid)
+	if err != nil {
+		return nil, callCost{}, err
+	}
+	return lat, after.perCall(before, len(lat)), nil
 }
 
 // timeEchoes times n sequential calls of req.

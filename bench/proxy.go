@@ -140,28 +140,15 @@ func median(d []time.Duration) time.Duration {
 	return s[len(s)/2]
 }
 
-// measureGo spawns argv as an MCP server, initializes an mcp-go client and
-// times n echo calls from conc concurrent callers.
-func measureGo(ctx context.Context, argv []string, conc, n int) ([]time.Duration, error) {
-	lat, _, err := measureGoCost(ctx, argv, conc, n)
-	return lat, err
-}
-
-// measureGoCost is measureGo that also reads what the spawned process
-// cost per timed call.
+// measureGoCost spawns argv as an MCP server, initializes an mcp-go
+// client, times n echo calls from conc concurrent callers, and reads what
+// the spawned process cost per timed call.
 func measureGoCost(ctx context.Context, argv []string, conc, n int) ([]time.Duration, callCost, error) {
-	var cmd *exec.Cmd
-	spawn := transport.WithCommandFunc(func(ctx context.Context, command string, env, args []string) (*exec.Cmd, error) {
-		cmd = exec.CommandContext(ctx, command, args...)
-		cmd.Env = append(os.Environ(), env...)
-		return cmd, nil
-	})
-	c, err := client.NewStdioMCPClientWithOptions(argv[0], nil, argv[1:], spawn)
+	c, cmd, err := spawnGo(argv)
 	if err != nil {
 		return nil, callCost{}, err
 	}
 	defer c.Close()
-	c = client.NewClient(c.GetTransport(), client.WithProtocolVersion("2025-11-25"))
 	if err := c.Start(ctx); err != nil {
 		return nil, callCost{}, err
 	}
@@ -223,6 +210,22 @@ func measureGoCost(ctx context.Context, argv []string, conc, n int) ([]time.Dura
 	}
 	cost := after.perCall(before, len(out))
 	return out, cost, nil
+}
+
+// spawnGo spawns argv as a stdio MCP server of an mcp-go client, and
+// returns the client (not yet initialized) and the spawned process.
+func spawnGo(argv []string) (*client.Client, *exec.Cmd, error) {
+	var cmd *exec.Cmd
+	spawn := transport.WithCommandFunc(func(ctx context.Context, command string, env, args []string) (*exec.Cmd, error) {
+		cmd = exec.CommandContext(ctx, command, args...)
+		cmd.Env = append(os.Environ(), env...)
+		return cmd, nil
+	})
+	c, err := client.NewStdioMCPClientWithOptions(argv[0], nil, argv[1:], spawn)
+	if err != nil {
+		return nil, nil, err
+	}
+	return client.NewClient(c.GetTransport(), client.WithProtocolVersion("2025-11-25")), cmd, nil
 }
 
 // nodeScripts are the TypeScript SDK peers of internal/testpeers/npm.

@@ -33,14 +33,16 @@ func TestHTTPTableFloor(t *testing.T) {
 		pathStdioPump:   {150 * us, 160 * us, 170 * us}, // hops 50, 60, 70
 		pathBridgeURL:   {280 * us, 200 * us, 390 * us}, // above the floor 30, 40, 20
 	}
-	p99 := map[string][]time.Duration{}
-	for k, v := range p50 {
-		p99[k] = v
+	m := httpRounds{p50: p50, p99: p50, cpu: map[string][]time.Duration{}, runs: map[string][]float64{}}
+	for k := range p50 {
+		m.cpu[k] = []time.Duration{30 * us, 10 * us, 20 * us}
+		m.runs[k] = []float64{3, 2, 2.5}
 	}
 	var out bytes.Buffer
-	printHTTPTable(&out, 10, 3, p50, p99)
+	printHTTPTable(&out, 10, 3, m)
 	for _, want := range []string{
 		// Above 80, 100, 90; ratios 1.40, 2.00, 1.30.
+		"| " + pathHTTPDirect + " | 200.0 | 200.0 | 1.00× | 20.0 | 2.50 |",
 		"| " + pathHTTPDirect + " | 200.0 | 90.0 | 1.40× |",
 		// Above 40, 20, 80; ratios 1.17, 1.11, 1.26.
 		"| " + pathHTTPPump + " | 240.0 | 40.0 | 1.17× |",
