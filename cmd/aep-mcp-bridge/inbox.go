@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/scrub"
 	"github.com/agenteventprotocol/aep-mcp-bridge/operator"
 )
 
@@ -65,6 +66,8 @@ func runInbox(ctx context.Context, args []string, s stdio) error {
 		return err
 	}
 	cmd := opener(page)
+	// The browser it starts runs on; it gets none of the secrets' variables.
+	cmd.Env = scrub.ChildEnv(nil, secretEnv...)
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(stderr, "aep-mcp-bridge inbox: starting %s: %v; open the link above yourself\n", cmd.Path, err)
 		return nil

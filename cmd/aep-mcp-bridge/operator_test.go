@@ -215,7 +215,8 @@ func TestBridgeNeverPrintsItsToken(t *testing.T) {
 }
 
 // TestInboxCommand prints the link with the token, and opens it through a
-// private launcher page, never putting the token on a command line.
+// private launcher page, never putting the token on a command line or in
+// the browser's environment.
 func TestInboxCommand(t *testing.T) {
 	state := t.TempDir()
 	tok := strings.Repeat("t", 64)
@@ -232,11 +233,14 @@ func TestInboxCommand(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		testenv.Missing(t, "a FIFO", err.Error())
 	}
-	os.WriteFile(filepath.Join(bin, "xdg-open"), []byte("#!/bin/sh\necho \"$@\" > "+fifo+"\n"), 0o755)
+	// It also shows whatever it got of the secrets' variables: nothing.
+	os.WriteFile(filepath.Join(bin, "xdg-open"), []byte("#!/bin/sh\necho \"$@\" \"[${AEP_TOKEN-}${AEP_MCP_TOKEN-}${AEP_NOTIFY_SECRET-}]\" > "+fifo+"\n"), 0o755)
 	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
 	t.Setenv("DISPLAY", ":99")
 	t.Setenv("WAYLAND_DISPLAY", "")
-	t.Setenv("AEP_TOKEN", "")
+	t.Setenv("AEP_TOKEN", tok)
+	t.Setenv("AEP_MCP_TOKEN", "mcp-token-the-opener-must-not-get")
+	t.Setenv("AEP_NOTIFY_SECRET", "notify-secret-the-opener-must-not-get")
 
 	out, errOut, code := cli(t, "inbox", "--endpoint", srv.URL, "--state-dir", state)
 	if code != 0 || strings.TrimSpace(out) != srv.URL+"/#token="+tok {
@@ -249,8 +253,8 @@ func TestInboxCommand(t *testing.T) {
 	line, _ := bufio.NewReader(f).ReadString('\n')
 	f.Close()
 	launcher := filepath.Join(state, "inbox.html")
-	if strings.TrimSpace(line) != launcher || strings.Contains(line, tok) {
-		t.Fatalf("the opener got %q; want only %s", line, launcher)
+	if strings.TrimSpace(line) != launcher+" []" || strings.Contains(line, tok) {
+		t.Fatalf("the opener got %q; want only %s, and no secret in its environment", line, launcher)
 	}
 	page, _ := os.ReadFile(launcher)
 	fi, _ := os.Stat(launcher)
