@@ -124,7 +124,7 @@ func Dial(o Options) (*Conn, error) {
 		return nil, fmt.Errorf("--transport %q: want streamable or sse", o.Transport)
 	}
 	if !strings.HasPrefix(o.URL, "http://") && !strings.HasPrefix(o.URL, "https://") {
-		return nil, fmt.Errorf("--url %q: want an http:// or https:// URL", o.URL)
+		return nil, fmt.Errorf("--url %s: want an http:// or https:// URL", DisplayURL(o.URL))
 	}
 	c := &Conn{opts: o, hc: o.Client, log: o.Logger, in: make(chan inbound, 256), jobs: make(chan postJob)}
 	if u, err := url.Parse(o.URL); err == nil {

@@ -139,3 +139,17 @@ func TestDisplayURLDropsCredentials(t *testing.T) {
 		}
 	}
 }
+
+// TestDialRefusesAURLWithoutShowingItsCredentials: a --url of another
+// scheme is refused with its address, not its password or query.
+func TestDialRefusesAURLWithoutShowingItsCredentials(t *testing.T) {
+	for _, raw := range []string{"ws://user:pass-s3cret@mcp.example/mcp?api_key=key-s3cret", "HTTPS://user:pass-s3cret@mcp.example/mcp?api_key=key-s3cret"} {
+		_, err := Dial(Options{URL: raw})
+		if err == nil || !strings.Contains(err.Error(), "want an http:// or https:// URL") {
+			t.Fatalf("Dial(%s…): %v; want it refused", raw[:5], err)
+		}
+		if strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("the error shows a credential: %v", err)
+		}
+	}
+}
