@@ -150,6 +150,8 @@ func Dial(o Options) (*Conn, error) {
 	c.ctx, c.stop = context.WithCancel(context.Background())
 	if o.Transport == "sse" {
 		if err := c.startLegacy(); err != nil {
+			c.stop() // ends the stream and its reader
+			c.wg.Wait()
 			return nil, err
 		}
 	}
