@@ -32,8 +32,9 @@ type Options struct {
 	// section describes.
 	Transport string
 	// Client is the HTTP client; nil means one with no overall timeout
-	// (streams and human answers last as long as they need) and a 10 s
-	// dial timeout.
+	// (streams and human answers last as long as they need), a 10 s
+	// dial timeout, and no redirects followed (a 3xx is an error that
+	// says where to). A given client's redirect policy is its own.
 	Client *http.Client
 	// Logger receives logs; nil discards them. Headers are never logged.
 	Logger *slog.Logger
@@ -136,7 +137,7 @@ func Dial(o Options) (*Conn, error) {
 			DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 			TLSHandshakeTimeout: 10 * time.Second,
 			MaxIdleConnsPerHost: 16,
-		}}
+		}, CheckRedirect: noRedirects}
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
