@@ -95,10 +95,21 @@ func hasStatus(err error, code int) bool {
 	return ok && se.Code == code
 }
 
+// withoutURL is err without net/http's *url.Error around it, whose
+// message quotes the request's whole URL, query (?api_key=…) and
+// userinfo included; the cause inside stays matchable with errors.As.
+func withoutURL(err error) error {
+	if ue, ok := errors.AsType[*neturl.Error](err); ok {
+		return ue.Err
+	}
+	return err
+}
+
 // describeNetErr wraps a transport error with what to do about it; the
 // cause stays matchable with errors.As.
 func describeNetErr(rawURL string, err error) error {
 	url := DisplayURL(rawURL)
+	err = withoutURL(err)
 	if dnsErr, ok := errors.AsType[*net.DNSError](err); ok {
 		return fmt.Errorf("cannot resolve the server's host (%s): %w; check --url", url, dnsErr)
 	}

@@ -149,7 +149,7 @@ func (l *legacy) send(body io.Reader, env func() envelope, wrote chan struct{}) 
 	l.c.headers(req.Header)
 	resp, err := l.c.hc.Do(req)
 	if err != nil {
-		abandon(err)
+		abandon(withoutURL(err))
 		l.c.fail(env().ID, describeNetErr(l.endpoint, err).Error())
 		return
 	}
