@@ -3,10 +3,12 @@ package notify
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -14,10 +16,12 @@ import (
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 )
 
-// Bounds of a notify file.
+// Bounds of a notify file, and of a file its url_file or secret_file
+// names.
 const (
-	MaxFileBytes = 1 << 20
-	MaxTargets   = 1000
+	MaxFileBytes      = 1 << 20
+	MaxTargets        = 1000
+	MaxValueFileBytes = 64 << 10
 )
 
 // FileConfig is what a notify file (--notify-file) says:
@@ -83,7 +87,7 @@ func LoadFile(path string) (FileConfig, error) {
 	if _, err := f.ReadAt(data, 0); err != nil && info.Size() > 0 {
 		return FileConfig{}, fmt.Errorf("--notify-file: %w", err)
 	}
-	cfg, err := ParseFile(data, Sources{Env: os.LookupEnv, ReadFile: os.ReadFile, Dir: filepath.Dir(path)})
+	cfg, err := ParseFile(data, Sources{Env: os.LookupEnv, ReadFile: readValueFile, Dir: filepath.Dir(path)})
 	if err != nil {
 		return FileConfig{}, fmt.Errorf("--notify-file %s: %w", path, err)
 	}
@@ -91,6 +95,27 @@ func LoadFile(path string) (FileConfig, error) {
 		return FileConfig{}, fmt.Errorf("--notify-file %s holds a secret and group or others can read it; run chmod 600 %s, or move the secret to secret_env or secret_file", path, path)
 	}
 	return cfg, nil
+}
+
+// readValueFile reads a file a notify file's url_file or secret_file
+// names: a regular file only (a FIFO would block the bridge's start, a
+// device never end), and no more than one byte past MaxValueFileBytes, so
+// the parser can tell it is too large. The FIFO is opened without
+// blocking, and what was opened is what is checked.
+func readValueFile(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	return io.ReadAll(io.LimitReader(f, MaxValueFileBytes+1))
 }
 
 // ParseFile reads a notify file, YAML or JSON. It refuses the whole file
@@ -308,8 +333,8 @@ func (p *fileParser) oneOf(at *yaml.Node, m map[string]*yaml.Node, where, key st
 		path = filepath.Join(p.src.Dir, path)
 	}
 	b, err := p.src.ReadFile(path)
-	if err != nil || len(b) > 64<<10 {
-		p.fail(m[k], where+"."+k, "the file it names cannot be read (or is over 64 KiB); check the path and its permissions")
+	if err != nil || len(b) > MaxValueFileBytes {
+		p.fail(m[k], where+"."+k, "the file it names cannot be read, is not a regular file, or is over 64 KiB; check the path and its permissions")
 		return "", false
 	}
 	val := strings.TrimSpace(string(b))

@@ -5,12 +5,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/testenv"
 )
 
 var testSources = Sources{
@@ -134,4 +136,55 @@ func FuzzParseFile(f *testing.F) {
 			t.Fatalf("a loaded file's targets do not check: %v", err)
 		}
 	})
+}
+
+// TestLoadFileReadsRegularValueFilesOnly: a secret_file or url_file that
+// names a FIFO (which would block the bridge's start until something
+// writes to it) or a device (/dev/zero never ends) is refused at once,
+// as is a regular file over 64 KiB; a regular file is read.
+func TestLoadFileReadsRegularValueFilesOnly(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "secret.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		testenv.Missing(t, "a FIFO", err.Error())
+	}
+	big := filepath.Join(dir, "big")
+	os.WriteFile(big, []byte(strings.Repeat("s", MaxValueFileBytes+1)), 0o600)
+	good := filepath.Join(dir, "good")
+	os.WriteFile(good, []byte(testSecret+"\n"), 0o600)
+	for _, tc := range []struct {
+		name, file string
+		ok         bool
+	}{
+		{"a FIFO", fifo, false},
+		{"a device that never ends", "/dev/zero", false},
+		{"a folder", dir, false},
+		{"over 64 KiB", big, false},
+		{"a regular file", good, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "notify.yaml")
+			os.WriteFile(p, []byte("targets:\n  - url: https://a.example/x\n    secret_file: "+tc.file+"\n"), 0o600)
+			got := make(chan error, 1)
+			go func() {
+				cfg, err := LoadFile(p)
+				if err == nil && cfg.Targets[0].Secret != testSecret {
+					err = errors.New("the secret read is not the file's")
+				}
+				got <- err
+			}()
+			var err error
+			select {
+			case err = <-got:
+			case <-time.After(waitLimit):
+				t.Fatalf("LoadFile is still reading %s", tc.file)
+			}
+			if tc.ok != (err == nil) {
+				t.Fatalf("LoadFile: %v; want it to succeed %v", err, tc.ok)
+			}
+			if err != nil && !strings.Contains(err.Error(), "not a regular file, or is over 64 KiB") {
+				t.Errorf("LoadFile: %v; want it to say why", err)
+			}
+		})
+	}
 }

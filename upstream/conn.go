@@ -32,8 +32,9 @@ type Options struct {
 	// section describes.
 	Transport string
 	// Client is the HTTP client; nil means one with no overall timeout
-	// (streams and human answers last as long as they need) and a 10 s
-	// dial timeout.
+	// (streams and human answers last as long as they need), a 10 s
+	// dial timeout, and no redirects followed (a 3xx is an error that
+	// says where to). A given client's redirect policy is its own.
 	Client *http.Client
 	// Logger receives logs; nil discards them. Headers are never logged.
 	Logger *slog.Logger
@@ -124,7 +125,7 @@ func Dial(o Options) (*Conn, error) {
 		return nil, fmt.Errorf("--transport %q: want streamable or sse", o.Transport)
 	}
 	if !strings.HasPrefix(o.URL, "http://") && !strings.HasPrefix(o.URL, "https://") {
-		return nil, fmt.Errorf("--url %q: want an http:// or https:// URL", o.URL)
+		return nil, fmt.Errorf("--url %s: want an http:// or https:// URL", DisplayURL(o.URL))
 	}
 	c := &Conn{opts: o, hc: o.Client, log: o.Logger, in: make(chan inbound, 256), jobs: make(chan postJob)}
 	if u, err := url.Parse(o.URL); err == nil {
@@ -136,7 +137,7 @@ func Dial(o Options) (*Conn, error) {
 			DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 			TLSHandshakeTimeout: 10 * time.Second,
 			MaxIdleConnsPerHost: 16,
-		}}
+		}, CheckRedirect: noRedirects}
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -150,6 +151,8 @@ func Dial(o Options) (*Conn, error) {
 	c.ctx, c.stop = context.WithCancel(context.Background())
 	if o.Transport == "sse" {
 		if err := c.startLegacy(); err != nil {
+			c.stop() // ends the stream and its reader
+			c.wg.Wait()
 			return nil, err
 		}
 	}

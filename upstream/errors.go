@@ -27,6 +27,9 @@ type HTTPStatusError struct {
 	Code int
 	// Body is the start of the response body, trimmed; it may be "".
 	Body string
+	// Redirect is where a redirect (3xx) pointed, by scheme and host
+	// only; "" for any other status or a redirect without a Location.
+	Redirect string
 }
 
 // maxErrorBody bounds how much of an error response is kept for a message.
@@ -35,12 +38,37 @@ const maxErrorBody = 2048
 // newHTTPStatusError reads the start of resp's body into the error.
 func newHTTPStatusError(req *http.Request, resp *http.Response) *HTTPStatusError {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	return &HTTPStatusError{Method: req.Method, URL: DisplayURL(req.URL.String()), Code: resp.StatusCode, Body: strings.TrimSpace(string(body))}
+	e := &HTTPStatusError{Method: req.Method, URL: DisplayURL(req.URL.String()), Code: resp.StatusCode, Body: strings.TrimSpace(string(body))}
+	if e.redirected() {
+		if to, err := resp.Location(); err == nil {
+			e.Redirect = origin(to)
+		}
+	}
+	return e
 }
+
+// redirected reports whether the status is a redirect, which the bridge
+// does not follow (noRedirects).
+func (e *HTTPStatusError) redirected() bool { return e.Code >= 300 && e.Code < 400 }
+
+// noRedirects is the upstream client's CheckRedirect: a redirect is not
+// followed, since it would carry the client's messages and the --url's
+// headers (X-Api-Key, Mcp-Session-Id; Go drops only Authorization and
+// Cookie) to wherever the server says. The 3xx is the answer
+// (HTTPStatusError).
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 func (e *HTTPStatusError) Error() string {
 	if e.Unauthorized() {
 		return fmt.Sprintf("%v (HTTP %d from %s); pass --header 'Authorization: …' with the server's credentials", ErrUnauthorized, e.Code, e.URL)
+	}
+	if e.redirected() {
+		to := "elsewhere"
+		if e.Redirect != "" {
+			to = "to " + e.Redirect
+		}
+		return fmt.Sprintf("the server answered %s with HTTP %d, a redirect %s, which the bridge does not follow (it would take the --url's headers there); point --url at the final URL",
+			e.Method, e.Code, to)
 	}
 	if e.Body == "" {
 		return fmt.Sprintf("the server answered %s with HTTP %d", e.Method, e.Code)
@@ -67,10 +95,21 @@ func hasStatus(err error, code int) bool {
 	return ok && se.Code == code
 }
 
+// withoutURL is err without net/http's *url.Error around it, whose
+// message quotes the request's whole URL, query (?api_key=…) and
+// userinfo included; the cause inside stays matchable with errors.As.
+func withoutURL(err error) error {
+	if ue, ok := errors.AsType[*neturl.Error](err); ok {
+		return ue.Err
+	}
+	return err
+}
+
 // describeNetErr wraps a transport error with what to do about it; the
 // cause stays matchable with errors.As.
 func describeNetErr(rawURL string, err error) error {
 	url := DisplayURL(rawURL)
+	err = withoutURL(err)
 	if dnsErr, ok := errors.AsType[*net.DNSError](err); ok {
 		return fmt.Errorf("cannot resolve the server's host (%s): %w; check --url", url, dnsErr)
 	}

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -10,6 +11,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/testenv"
 )
 
 // TestDescribeNetErr sends real requests that fail in each way the advice
@@ -138,4 +141,53 @@ func TestDisplayURLDropsCredentials(t *testing.T) {
 			t.Errorf("DisplayURL(%q) = %q; want %q", tc.in, got, tc.want)
 		}
 	}
+}
+
+// TestDialRefusesAURLWithoutShowingItsCredentials: a --url of another
+// scheme is refused with its address, not its password or query.
+func TestDialRefusesAURLWithoutShowingItsCredentials(t *testing.T) {
+	for _, raw := range []string{"ws://user:pass-s3cret@mcp.example/mcp?api_key=key-s3cret", "HTTPS://user:pass-s3cret@mcp.example/mcp?api_key=key-s3cret"} {
+		_, err := Dial(Options{URL: raw})
+		if err == nil || !strings.Contains(err.Error(), "want an http:// or https:// URL") {
+			t.Fatalf("Dial(%s…): %v; want it refused", raw[:5], err)
+		}
+		if strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("the error shows a credential: %v", err)
+		}
+	}
+}
+
+// TestNetworkErrorsDoNotQuoteTheURL: net/http's errors quote the whole
+// request URL, whose query may hold a credential (?api_key=…); what the
+// client is answered and what Dial returns shows the server's address
+// without it.
+func TestNetworkErrorsDoNotQuoteTheURL(t *testing.T) {
+	raw := "http://" + testenv.RefusedAddr(t) + "/mcp?api_key=key-s3cret"
+	t.Run("streamable", func(t *testing.T) {
+		c := dial(t, Options{URL: raw, Transport: "streamable"})
+		if err := c.writeMessage([]byte(initialize)); err != nil {
+			t.Fatal(err)
+		}
+		got := next(t, c)
+		if !strings.Contains(got, "cannot connect to") || strings.Contains(got, "s3cret") {
+			t.Errorf("the client got %s; want a connection error without the query", got)
+		}
+	})
+	t.Run("HTTP+SSE", func(t *testing.T) {
+		c, err := Dial(Options{URL: raw, Transport: "sse"})
+		if err == nil {
+			c.Close()
+			t.Fatal("Dial connected to a refused address")
+		}
+		if !strings.Contains(err.Error(), "cannot connect to") || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("Dial: %v; want a connection error without the query", err)
+		}
+	})
+	t.Run("GET stream", func(t *testing.T) {
+		c := dial(t, Options{URL: raw, Transport: "streamable"})
+		_, err := c.get(context.Background(), "")
+		if err == nil || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("get: %v; want an error without the query", err)
+		}
+	})
 }

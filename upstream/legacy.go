@@ -68,8 +68,15 @@ func (c *Conn) startLegacy() error {
 		if err != nil {
 			return fmt.Errorf("the server's endpoint event %q is not a URL", ep)
 		}
+		to := base.ResolveReference(ref)
+		if !sameOrigin(to, base) {
+			// Every client message, with the --header credentials and the
+			// session, would go there.
+			return fmt.Errorf("the server's endpoint event points to %s, another origin than --url's %s: refused, since the bridge would send the client's messages and the --url's headers there; "+
+				"point --url at the server that takes the messages", origin(to), origin(base))
+		}
 		c.mu.Lock()
-		c.legacy = &legacy{c: c, endpoint: base.ResolveReference(ref).String()}
+		c.legacy = &legacy{c: c, endpoint: to.String()}
 		c.mu.Unlock()
 		return nil
 	case <-t.C:
@@ -142,7 +149,7 @@ func (l *legacy) send(body io.Reader, env func() envelope, wrote chan struct{}) 
 	l.c.headers(req.Header)
 	resp, err := l.c.hc.Do(req)
 	if err != nil {
-		abandon(err)
+		abandon(withoutURL(err))
 		l.c.fail(env().ID, describeNetErr(l.endpoint, err).Error())
 		return
 	}
@@ -150,4 +157,31 @@ func (l *legacy) send(body io.Reader, env func() envelope, wrote chan struct{}) 
 	if resp.StatusCode >= 300 {
 		l.c.fail(env().ID, newHTTPStatusError(req, resp).Error())
 	}
+}
+
+// sameOrigin reports whether a and b have the same scheme, host and port
+// (a default port written out or not), as browsers and the MCP SDKs
+// compare an HTTP+SSE endpoint with the stream's URL.
+func sameOrigin(a, b *url.URL) bool {
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
+}
+
+// port is u's port, or its scheme's default.
+func port(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "http":
+		return "80"
+	case "https":
+		return "443"
+	}
+	return ""
+}
+
+// origin shows u's scheme and host only: a path or query may carry a
+// credential.
+func origin(u *url.URL) string {
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host}).String()
 }

@@ -51,7 +51,7 @@ func (c *Conn) send(ctx context.Context, body io.Reader, outf func() outbound, m
 	}}), body)
 	if err != nil {
 		abandon(err)
-		c.fail(env.ID, "building the request: "+err.Error())
+		c.fail(env.ID, "building the request: "+withoutURL(err).Error())
 		return
 	}
 	c.mu.Lock()
@@ -62,7 +62,7 @@ func (c *Conn) send(ctx context.Context, body io.Reader, outf func() outbound, m
 	a.acknowledge()       // acknowledged, or failed
 	env = outf().envelope // a streamed message's id may come after its params
 	if err != nil {
-		abandon(err)
+		abandon(withoutURL(err))
 		if c.ctx.Err() == nil && ctx.Err() == nil {
 			c.fail(env.ID, describeNetErr(c.opts.URL, err).Error())
 		}

@@ -294,7 +294,7 @@ func (c *Conn) get(ctx context.Context, lastID string) (*http.Response, error) {
 	c.headers(req.Header)
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("GET stream: %w", withoutURL(err))
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()

@@ -4,23 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"html"
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
 
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/scrub"
 	"github.com/agenteventprotocol/aep-mcp-bridge/operator"
 )
 
 // runInbox is `aep-mcp-bridge inbox`: it prints the ready-to-open inbox
 // link, token included, and opens it in a browser when a desktop is
 // there. The token is never put on a command line (other users can read
-// those in the process list): the browser is pointed at a small page in
-// the private state folder that forwards to the link.
+// those in the process list) nor in a file: the browser gets it once from
+// a loopback address (handoff).
 func runInbox(ctx context.Context, args []string, s stdio) error {
 	stdout, stderr := s.out, s.err
 	fs := newFlagSet("inbox", "inbox [--no-open] [--endpoint URL] [--token T] [--state-dir DIR]",
@@ -60,19 +59,27 @@ func runInbox(ctx context.Context, args []string, s stdio) error {
 	if err != nil {
 		return err
 	}
-	page, err := writeLauncher(dir, link)
+	h, err := startHandoff(dir, link)
 	if err != nil {
 		return err
 	}
-	cmd := opener(page)
+	defer h.close()
+	cmd := opener(h.page)
+	// The browser it starts runs on; it gets none of the secrets' variables.
+	cmd.Env = scrub.ChildEnv(nil, secretEnv...)
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(stderr, "aep-mcp-bridge inbox: starting %s: %v; open the link above yourself\n", cmd.Path, err)
 		return nil
 	}
 	// The opener hands the page on and may run as long as the browser
-	// does: leave it running, this command is done.
+	// does: leave it running.
 	cmd.Process.Release()
-	fmt.Fprintf(stderr, "aep-mcp-bridge inbox: opened in the browser (through %s)\n", page)
+	fmt.Fprintf(stderr, "aep-mcp-bridge inbox: opening it in the browser (through %s); waiting for the browser to load it\n", h.page)
+	if !h.wait(ctx) {
+		fmt.Fprintf(stderr, "aep-mcp-bridge inbox: the browser did not load the launcher within %v; it is removed: open the link above yourself\n", handoffWait)
+		return nil
+	}
+	fmt.Fprintln(stderr, "aep-mcp-bridge inbox: opened in the browser; the launcher is removed")
 	return nil
 }
 
@@ -109,37 +116,6 @@ func desktopOpener() func(path string) *exec.Cmd {
 		return nil
 	}
 	return func(p string) *exec.Cmd { return exec.Command(xdg, p) }
-}
-
-// writeLauncher writes, readable by the user only, a page that forwards
-// the browser to link, and returns its path.
-func writeLauncher(dir, link string) (string, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("creating the state folder %s: %w", dir, err)
-	}
-	if err := checkFolder(dir); err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, "inbox.html")
-	page := `<!doctype html><meta charset="utf-8"><meta name="referrer" content="no-referrer">` +
-		`<title>aep-mcp-bridge inbox</title><meta http-equiv="refresh" content="0;url=` + html.EscapeString(link) + `">` +
-		`<p><a href="` + html.EscapeString(link) + `">Open the aep-mcp-bridge inbox</a></p>`
-	tmp, err := os.CreateTemp(dir, ".inbox-*.html")
-	if err != nil {
-		return "", fmt.Errorf("writing the inbox launcher: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.WriteString(page); err != nil {
-		tmp.Close()
-		return "", fmt.Errorf("writing the inbox launcher: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return "", fmt.Errorf("writing the inbox launcher: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return "", fmt.Errorf("writing the inbox launcher: %w", err)
-	}
-	return path, nil
 }
 
 // inboxCommand is the command line that prints the inbox link of the

@@ -120,13 +120,14 @@ func (nf *notifyFlags) options(stateFlag string, redact aep.RedactOptions, logge
 }
 
 // parseNotifyURL reads [FORMAT=]URL. The error names the URL by its
-// scheme and host only.
+// scheme and host only, and never quotes what stands before an "=" that
+// is not a format: it may be a URL without its scheme, and its secret.
 func parseNotifyURL(flagName, v string) (notify.Target, error) {
 	var t notify.Target
 	if name, rest, ok := strings.Cut(v, "="); ok && !strings.Contains(name, ":") {
 		f, err := notify.ParseFormat(name)
 		if err != nil {
-			return t, fmt.Errorf("%s %s…: %w", flagName, name, err)
+			return t, fmt.Errorf("%s: what stands before the first '=' (not shown: it may be a secret) is an %w; give [FORMAT=]URL, the URL with its https:// scheme", flagName, err)
 		}
 		t.Format, v = f, rest
 	}

@@ -35,6 +35,8 @@ func TestNotifyFlagsNeverEchoSecrets(t *testing.T) {
 		{"remote http", []string{"--notify", "http://hooks.example/services/T/B/" + secret, "--", "true"}, 2, `remote host "hooks.example"`},
 		{"javascript", []string{"--notify", "slack=javascript:" + secret, "--", "true"}, 2, "javascript: scheme is refused"},
 		{"unknown format", []string{"--notify", "pager=https://hooks.example/" + secret, "--", "true"}, 2, "unknown format"},
+		{"no scheme, a query", []string{"--notify", "hooks.example/services/" + secret + "?a=b", "--", "true"}, 2, "unknown format"},
+		{"no scheme, a token", []string{"--notify-escalate", "1m", "--notify-escalate-to", secret + "=x", "--", "true"}, 2, "unknown format"},
 		{"public URL with a token", []string{"--notify", "https://hooks.example/x", "--public-url", "https://inbox.example/?token=" + secret, "--", "true"}, 2, "no user info, query or fragment"},
 		{"escalate-to without escalate", []string{"--notify-escalate-to", "https://hooks.example/" + secret, "--", "true"}, 2, "needs --notify-escalate"},
 		{"help", []string{"--notify", "slack=https://hooks.slack.com/services/" + secret, "--help"}, 0, ""},

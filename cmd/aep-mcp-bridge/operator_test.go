@@ -3,12 +3,19 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
+	"html"
+	"io"
+	"io/fs"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
@@ -215,7 +222,8 @@ func TestBridgeNeverPrintsItsToken(t *testing.T) {
 }
 
 // TestInboxCommand prints the link with the token, and opens it through a
-// private launcher page, never putting the token on a command line.
+// private launcher page, never putting the token on a command line or in
+// the browser's environment.
 func TestInboxCommand(t *testing.T) {
 	state := t.TempDir()
 	tok := strings.Repeat("t", 64)
@@ -232,31 +240,81 @@ func TestInboxCommand(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		testenv.Missing(t, "a FIFO", err.Error())
 	}
-	os.WriteFile(filepath.Join(bin, "xdg-open"), []byte("#!/bin/sh\necho \"$@\" > "+fifo+"\n"), 0o755)
+	// It also shows whatever it got of the secrets' variables: nothing.
+	os.WriteFile(filepath.Join(bin, "xdg-open"), []byte("#!/bin/sh\necho \"$@\" \"[${AEP_TOKEN-}${AEP_MCP_TOKEN-}${AEP_NOTIFY_SECRET-}]\" > "+fifo+"\n"), 0o755)
 	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
 	t.Setenv("DISPLAY", ":99")
 	t.Setenv("WAYLAND_DISPLAY", "")
-	t.Setenv("AEP_TOKEN", "")
+	t.Setenv("AEP_TOKEN", tok)
+	t.Setenv("AEP_MCP_TOKEN", "mcp-token-the-opener-must-not-get")
+	t.Setenv("AEP_NOTIFY_SECRET", "notify-secret-the-opener-must-not-get")
 
-	out, errOut, code := cli(t, "inbox", "--endpoint", srv.URL, "--state-dir", state)
-	if code != 0 || strings.TrimSpace(out) != srv.URL+"/#token="+tok {
-		t.Fatalf("exit %d, printed %q (%s)", code, out, errOut)
+	type result struct {
+		out, errOut string
+		code        int
 	}
+	done := make(chan result, 1)
+	go func() {
+		out, errOut, code := cli(t, "inbox", "--endpoint", srv.URL, "--state-dir", state)
+		done <- result{out, errOut, code}
+	}()
 	f, err := os.Open(fifo)
 	if err != nil {
 		t.Fatal(err)
 	}
 	line, _ := bufio.NewReader(f).ReadString('\n')
 	f.Close()
-	launcher := filepath.Join(state, "inbox.html")
-	if strings.TrimSpace(line) != launcher || strings.Contains(line, tok) {
-		t.Fatalf("the opener got %q; want only %s", line, launcher)
+	launcher, env, _ := strings.Cut(strings.TrimSpace(line), " ")
+	if filepath.Dir(launcher) != state || env != "[]" || strings.Contains(line, tok) {
+		t.Fatalf("the opener got %q; want only a launcher in %s, and no secret in its environment", line, state)
 	}
+	// The launcher, and every file, holds no token: it forwards to a
+	// one-use loopback address, which a browser then loads.
 	page, _ := os.ReadFile(launcher)
 	fi, _ := os.Stat(launcher)
-	if !strings.Contains(string(page), srv.URL+"/#token="+tok) || fi.Mode().Perm() != 0o600 {
+	if strings.Contains(string(page), tok) || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("launcher (mode %v):\n%s", fi.Mode().Perm(), page)
 	}
+	m := regexp.MustCompile(`url=(http://127\.0\.0\.1:[0-9]+/[^"]+)"`).FindStringSubmatch(string(page))
+	if m == nil {
+		t.Fatalf("the launcher forwards to no loopback address:\n%s", page)
+	}
+	target := html.UnescapeString(m[1])
+	get := func() (int, string) {
+		resp, err := http.Get(target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get(); code != http.StatusOK || !strings.Contains(body, srv.URL+"/#token="+tok) {
+		t.Fatalf("the launcher's address: %d\n%s", code, body)
+	}
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("inbox did not end once the browser had the link")
+	}
+	if r.code != 0 || strings.TrimSpace(r.out) != srv.URL+"/#token="+tok || !strings.Contains(r.errOut, "opened in the browser") {
+		t.Fatalf("exit %d, printed %q (%s)", r.code, r.out, r.errOut)
+	}
+	if _, err := os.Stat(launcher); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the launcher is still there: %v", err)
+	}
+	if _, err := http.Get(target); err == nil {
+		t.Errorf("the launcher's address still answers")
+	}
+	filepath.WalkDir(state, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && d.Name() != "token" {
+			if b, _ := os.ReadFile(p); strings.Contains(string(b), tok) {
+				t.Errorf("%s holds the token", p)
+			}
+		}
+		return nil
+	})
 
 	t.Setenv("DISPLAY", "")
 	if _, errOut, code := cli(t, "inbox", "--endpoint", srv.URL, "--state-dir", state); code != 0 || !strings.Contains(errOut, "no desktop") {

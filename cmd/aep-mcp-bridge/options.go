@@ -50,6 +50,9 @@ func (c *config) options(stderr io.Writer) (bridge.HostOptions, bridge.Options, 
 	if err != nil {
 		return bad("--log-dir: %v", err)
 	}
+	if err := c.headers.check(); err != nil {
+		return bad("%v", err)
+	}
 	if err := c.headers.fromEnv(c.headerEnv); err != nil {
 		return bad("%v", err)
 	}

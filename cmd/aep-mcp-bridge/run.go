@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -262,17 +263,26 @@ func announce(stderr io.Writer, addr string, c *config) {
 	fmt.Fprintf(stderr, "aep-mcp-bridge: operator inbox at http://%s/; open it with: %s\n", addr, inboxCommand(addr, where, c.stateDir))
 }
 
-// headerFlag collects repeated --header 'Name: value' flags.
+// headerFlag collects repeated --header 'Name: value' flags. A value
+// may be a credential: Set never fails, so the flag package never echoes
+// one, and check and fromEnv name the flag, never the value.
 type headerFlag []string
 
 func (h *headerFlag) String() string { return fmt.Sprintf("%d header(s)", len(*h)) }
 
 func (h *headerFlag) Set(v string) error {
-	name, value, ok := strings.Cut(v, ":")
-	if !ok || strings.TrimSpace(name) == "" {
-		return fmt.Errorf("want 'Name: value', got %q", v)
+	*h = append(*h, v)
+	return nil
+}
+
+// check refuses a --header that is not 'Name: value'.
+func (h headerFlag) check() error {
+	for i, v := range h {
+		if !isHeader(v) {
+			return fmt.Errorf("--header (the %s of %d): want 'Name: value', e.g. --header 'Authorization: Bearer …'; the value is not shown, since it may be a credential",
+				ordinal(i+1), len(h))
+		}
 	}
-	*h = append(*h, strings.TrimSpace(name)+":"+strings.TrimSpace(value))
 	return nil
 }
 
@@ -283,18 +293,40 @@ func (h *headerFlag) fromEnv(names []string) error {
 		if !ok {
 			return fmt.Errorf("--header-env %s: the variable is not set; set it to 'Name: value'", name)
 		}
-		if err := h.Set(v); err != nil {
+		if !isHeader(v) {
 			return fmt.Errorf("--header-env %s: the variable holds no 'Name: value' header", name)
 		}
+		*h = append(*h, v)
 	}
 	return nil
+}
+
+// isHeader reports whether v is 'Name: value' with a name.
+func isHeader(v string) bool {
+	name, _, ok := strings.Cut(v, ":")
+	return ok && strings.TrimSpace(name) != ""
+}
+
+// ordinal spells n as 1st, 2nd, 3rd, 4th….
+func ordinal(n int) string {
+	suffix := "th"
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+	case n%10 == 1:
+		suffix = "st"
+	case n%10 == 2:
+		suffix = "nd"
+	case n%10 == 3:
+		suffix = "rd"
+	}
+	return strconv.Itoa(n) + suffix
 }
 
 func (h headerFlag) header() http.Header {
 	out := http.Header{}
 	for _, kv := range h {
 		name, value, _ := strings.Cut(kv, ":")
-		out.Add(name, value)
+		out.Add(strings.TrimSpace(name), strings.TrimSpace(value))
 	}
 	return out
 }
