@@ -170,7 +170,7 @@ func policyThrough(ctx context.Context, n, rounds int) error {
 	p50s, p99s := make([][]time.Duration, len(configs)), make([][]time.Duration, len(configs))
 	for range rounds {
 		for i := range configs {
-			lat, err := measureGo(ctx, argv[i], 1, n)
+			lat, _, err := measureGoCost(ctx, argv[i], 1, n)
 			if err != nil {
 				return fmt.Errorf("through the bridge, %s: %w", configs[i].name, err)
 			}
