@@ -49,17 +49,20 @@
 // wrapping and unwrapping), legacy.go (HTTP+SSE), session.go (a session's
 // connection to its bridge session, and routing), stream.go and pump.go
 // (streams, and writing them to connections), guard.go (Host, Origin,
-// fetch metadata, token, principals, limits), envelope.go (what the
+// fetch metadata, token, principals, limits), clients.go (named clients), envelope.go (what the
 // gateway reads of a message, and the one rewrite of its members).
 //
 // Security: every request passes the Host and Origin rules of package
 // hostguard (the DNS-rebinding defence the transport spec requires), the
 // fetch-metadata rule (a browser's navigation, or another site's page
 // with no allowed Origin, opens nothing), and the bearer token (compared
-// in constant time) unless authentication is off; bodies, headers and
-// idle connections are bounded. Each request acts for a principal (the
-// token's holder, or anonymous), and a session belongs to the principal
-// that opened it. Session ids are 128 random bits, and a session's
+// in constant time) unless authentication is off, or a named client's
+// credential (clients.go: `aep-mcp-bridge clients add`); bodies, headers
+// and idle connections are bounded. Each request acts for a principal (a
+// named client, the token's holder, or anonymous), and a session belongs
+// to the principal that opened it; a named client's sessions end when its
+// record is revoked, changed or expires, and carry its name on every event
+// (aep.ExtClient) and log line. Session ids are 128 random bits, and a session's
 // messages, streams and event ids are reachable only through its own id,
 // so one session can never see or answer another's. A stateless retry is
 // routed only by a wrapper the gateway (or its fleet) minted, bound to
