@@ -89,6 +89,7 @@ type Options struct {
 	// hub and host are set by Host.NewSession; a session made with New
 	// alone has a hub of its own.
 	hub  *bus.Hub
+	sink bus.Sink // where the session's events reach hub: the plane's sink
 	host *Host
 }
 
@@ -152,7 +153,11 @@ func New(o Options) (*Bridge, error) {
 		b.jsonl = l
 		sinks = append(sinks, l)
 	}
-	sinks = append(sinks, b.hub)
+	if o.sink != nil {
+		sinks = append(sinks, o.sink)
+	} else {
+		sinks = append(sinks, b.hub)
+	}
 	sinks = append(sinks, o.Sinks...)
 	em, err := bus.NewEmitter(bus.EmitterOptions{Agent: o.Agent, Session: b.session, Host: o.Host,
 		Capture: o.Capture, AttentionCapture: o.AttentionCapture, Sinks: sinks, Logger: b.log})
