@@ -91,3 +91,6 @@ func (t planeTarget) Submit(cmd aep.Event, _ []byte, by plane.Principal) plane.O
 	}
 	return plane.Outcome{Ack: res.Raw, Duplicate: res.Duplicate}
 }
+
+// Plane returns the host's part in its operator plane.
+func (h *Host) Plane() plane.Member { return h.plane }
