@@ -245,3 +245,74 @@ func addFleetOperator(t *testing.T, path, name, scope string) string {
 	}
 	return text
 }
+
+// TestFleetGatewaysGo: the gateway serving an operator's inbox goes
+// away, and the operator, on another gateway, sees the same open set and
+// answers there; then the asking gateway shuts down with a question
+// open, and every other gateway sees its session end and the question
+// leave the open set (its client's call is dismissed with it).
+func TestFleetGatewaysGo(t *testing.T) {
+	cl := startCluster(t)
+	prefix := fmt.Sprintf("gw%d", fleetPrefixes.Add(1))
+	a := fleetGateway(t, cl.Node(0).URL(), prefix, bridge.HostOptions{})
+	b := fleetGateway(t, cl.Node(1).URL(), prefix, bridge.HostOptions{})
+	c := fleetGateway(t, cl.Node(2).URL(), prefix, bridge.HostOptions{})
+	cs := goSDKSession(t, c, "client-of-c", "2025-11-25", nil)
+	first := ask(t, cs, "Seen from B, then from A?")
+	second := ask(t, cs, "Open when C goes?")
+	wa := a.watch()
+	q1, q2 := wa.question(t, "Seen from B, then from A?"), wa.question(t, "Open when C goes?")
+	onBHub := planetest.Subscribe(t, b.host.Hub()) // B's hub, in the process: it ends with B
+	for _, q := range []*aep.Event{q1, q2} {
+		onBHub.Until("the question on B", planetest.Is("attention.requested", q.ID))
+	}
+	openOn := func(g *gw) map[string]bool {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+		defer cancel()
+		qs, err := g.operatorClient().Pending(ctx)
+		if err != nil {
+			t.Fatalf("pending: %v", err)
+		}
+		out := map[string]bool{}
+		for _, q := range qs {
+			out[q.ID] = true
+		}
+		return out
+	}
+	onB := openOn(b)
+	if !onB[q1.ID] || !onB[q2.ID] || len(onB) != 2 {
+		t.Fatalf("B's open set %v; want the two questions", onB)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := b.srv.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.host.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if onA := openOn(a); len(onA) != len(onB) || !onA[q1.ID] || !onA[q2.ID] {
+		t.Fatalf("A's open set %v once B is gone; want B's, %v", onA, onB)
+	}
+	a.answer(t, q1, aep.Answer{Values: map[string]any{"environment": "staging", "confirm": true}})
+	if got := result(t, "the call answered on A", first); !strings.Contains(got, `"staging"`) {
+		t.Fatalf("C's server received %s; want the accept sent on A", got)
+	}
+
+	if err := c.srv.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.host.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wa.waitFor(t, "A seeing C's session end and its question settled", func(w *watcher) bool {
+		return w.ended[q2.Session] != "" && w.resolved[q2.ID] != ""
+	})
+	if onA := openOn(a); len(onA) != 0 {
+		t.Fatalf("A's open set %v once C is gone; want none", onA)
+	}
+	if got := result(t, "the call left open on C", second); strings.Contains(got, `"accept"`) {
+		t.Fatalf("the question left open when C went was accepted: %s", got)
+	}
+}
