@@ -3,12 +3,20 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/operator"
+	"github.com/agenteventprotocol/aep-mcp-bridge/plane/natsnode"
 )
 
 // TestNATSFlagsReachTheHost: --nats and its flags put the operator plane
@@ -76,5 +84,65 @@ func TestNATSFlagsReachTheHost(t *testing.T) {
 		if !strings.Contains(help.String(), f) {
 			t.Errorf("serve does not take %s", f)
 		}
+	}
+}
+
+// TestGatewayFleetOnNATS runs three gateway processes, each given one
+// node of a three-node JetStream cluster with --nats: a client of the
+// third asks, the operator answers on the first's endpoint, and the
+// answer reaches the third's server.
+func TestGatewayFleetOnNATS(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "aep-mcp-bridge")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("building the binary: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl, err := natsnode.StartCluster(ctx, natsnode.ClusterOptions{Dir: filepath.Join(dir, "nats"), User: "fleet", Password: "fleet-cluster-password"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Stop) // after the processes stop: cleanups run last first
+	const token, mcpToken = "fleet-token-0123456789abcdefghijklmnop", "fleet-mcp-token-0123456789abcdefghijklm"
+	var endpoints, mcpURLs []string
+	for i := range cl.Len() {
+		url := strings.Replace(cl.Node(i).URL(), "nats://", "nats://fleet:fleet-cluster-password@", 1)
+		p := startProcess(t, bin, "serve", "--listen", "127.0.0.1:0", "--mcp-listen", "127.0.0.1:0", "--agent", fmt.Sprintf("gw%d", i),
+			"--nats", url, "--nats-prefix", "cmdfleet", "--token", token, "--mcp-token", mcpToken,
+			"--state-dir", filepath.Join(dir, fmt.Sprint(i)), "--log-dir", "off", "--route", "remote", "--", bin, "demo-server")
+		endpoints = append(endpoints, "http://"+p.stderr.boundAddr(t, "AEP endpoint on http://"))
+		mcpURLs = append(mcpURLs, "http://"+p.stderr.boundAddr(t, "MCP gateway on http://")+"/mcp")
+		if strings.Contains(p.stderr.String(), "fleet-cluster-password") {
+			t.Fatalf("gateway %d logged the cluster's password", i)
+		}
+	}
+	got := make(chan string, 1)
+	go func() {
+		r, err := deployThrough(ctx, mcpURLs[2], mcpToken, "client-of-c")
+		if err != nil {
+			r = "error: " + err.Error()
+		}
+		got <- r
+	}()
+	op := &operator.Client{Endpoint: endpoints[0], Token: token, Agent: "fleet-operator"}
+	q := operator.StreamOptions{Filter: json.RawMessage(`{"type":["attention.requested"]}`), From: aep.FromAll}
+	err = op.Stream(ctx, q, func(ev *aep.Event, _ []byte) bool {
+		ack, err := op.Respond(ctx, operator.Question{ID: ev.ID, Session: ev.Session}, aep.Answer{Values: map[string]any{"service": "svc-across"}}, 30*time.Second, nil)
+		if err != nil || !ack.Accepted {
+			t.Errorf("answering on gateway A a question of gateway C: %v %+v", err, ack)
+		}
+		return false
+	})
+	if err != nil {
+		t.Fatalf("gateway A's stream: %v", err)
+	}
+	select {
+	case r := <-got:
+		if !strings.Contains(r, `"service":"svc-across"`) {
+			t.Fatalf("gateway C's server received %s; want the answer sent on gateway A", r)
+		}
+	case <-ctx.Done():
+		t.Fatal("no result at gateway C's client")
 	}
 }
