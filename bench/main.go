@@ -10,6 +10,7 @@
 //	go run ./bench sse      # a 64 MB SSE event each way, TypeScript SDK server: direct vs bridge --url, with its RSS
 //	go run ./bench policy   # decision time per call for policies of 10, 100 and 1,000 rules
 //	go run ./bench notify   # 1,000 questions' raise time without and with --notify to a 200 ms webhook
+//	go run ./bench fleet    # 1,000 questions across 3 gateways on a 3-node NATS cluster vs the in-memory plane
 //
 // The helper modes "pump", "tcp-pump", "flood-server" and "fanout-server" are the
 // baselines' and targets' processes.
@@ -23,7 +24,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: bench proxy|pending|fanout|http|ingest|gateway|sse|policy|notify [flags]")
+		fmt.Fprintln(os.Stderr, "usage: bench proxy|pending|fanout|http|ingest|gateway|sse|policy|notify|fleet [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -55,6 +56,8 @@ func main() {
 		err = runSSE(ctx, os.Args[2:])
 	case "notify":
 		err = runNotify(ctx, os.Args[2:])
+	case "fleet":
+		err = runFleet(ctx, os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown mode %q", os.Args[1])
 	}

@@ -101,6 +101,7 @@ type Options struct {
 	// hub and host are set by Host.NewSession; a session made with New
 	// alone has a hub of its own.
 	hub  *bus.Hub
+	sink bus.Sink // where the session's events reach hub: the plane's sink
 	host *Host
 }
 
@@ -165,7 +166,11 @@ func New(o Options) (*Bridge, error) {
 		b.jsonl = l
 		sinks = append(sinks, l)
 	}
-	sinks = append(sinks, b.hub)
+	if o.sink != nil {
+		sinks = append(sinks, o.sink)
+	} else {
+		sinks = append(sinks, b.hub)
+	}
 	sinks = append(sinks, o.Sinks...)
 	var ext map[string]any
 	if o.ClientIdentity != "" {

@@ -21,6 +21,8 @@ import (
 	"github.com/agenteventprotocol/aep-mcp-bridge/identity"
 	"github.com/agenteventprotocol/aep-mcp-bridge/identity/store"
 	"github.com/agenteventprotocol/aep-mcp-bridge/notify"
+	"github.com/agenteventprotocol/aep-mcp-bridge/plane"
+	"github.com/agenteventprotocol/aep-mcp-bridge/plane/natsplane"
 	"github.com/agenteventprotocol/aep-mcp-bridge/proof"
 	"github.com/agenteventprotocol/aep-mcp-bridge/relay"
 )
@@ -85,6 +87,13 @@ type HostOptions struct {
 	// host's; an empty PublicURL links to the endpoint's own address. nil
 	// means no notifications.
 	Notify *notify.Options
+	// NATS, if set, puts the operator plane on NATS JetStream
+	// (--nats and the --nats-* flags): every bridge and gateway given the
+	// same servers and prefix is a front door of the same open questions
+	// and history, and commands reach a session's owner wherever it runs.
+	// Its Token, Key, Agent and Instance are the host's; a nil Logger is
+	// the host's. nil keeps the plane in this process (plane.Local).
+	NATS *natsplane.Options
 	// Logger receives logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -104,9 +113,13 @@ const (
 //
 // A Host is safe for concurrent use.
 type Host struct {
-	opts   HostOptions
-	log    *slog.Logger
-	hub    *bus.Hub
+	opts HostOptions
+	log  *slog.Logger
+	hub  *bus.Hub
+	// plane is the host's part in the operator plane, whose hub is hub;
+	// local is the plane when it is this process's alone.
+	plane  plane.Member
+	local  *plane.Local
 	ep     *endpoint.Endpoint // nil without an endpoint (off, or joined)
 	srv    *http.Server
 	ln     net.Listener
@@ -154,18 +167,26 @@ func NewHost(o HostOptions) (*Host, error) {
 	if o.Token == "" && (o.Listen != "" || o.Listener != nil || len(o.Relays) > 0) {
 		return nil, errors.New("the AEP endpoint and relay links need a bearer token: set AEP_TOKEN or pass --token")
 	}
-	h := &Host{opts: o, log: o.Logger, hub: bus.NewHub(), sessions: map[string]*Bridge{}}
+	h := &Host{opts: o, log: o.Logger, sessions: map[string]*Bridge{}}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	h.linkCtx, h.linkCancel = context.WithCancel(context.Background())
+	if err := h.joinPlane(); err != nil {
+		h.cancel()
+		h.linkCancel()
+		return nil, err
+	}
 	fail := func(err error) (*Host, error) {
 		h.cancel()
 		h.linkCancel()
 		if h.ln != nil {
 			h.ln.Close()
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		h.leavePlane(ctx)
 		return nil, err
 	}
 	if err := h.listen(); err != nil {
@@ -238,7 +259,7 @@ func (h *Host) newLinks() error {
 	for _, u := range h.opts.Relays {
 		targets = append(targets, target{url: u, plainRemote: h.opts.PlainRelay})
 	}
-	if len(targets) > 0 {
+	if len(targets) > 0 && h.key == nil {
 		key, err := proof.NewKey(rand.Reader)
 		if err != nil {
 			return err
@@ -284,6 +305,12 @@ func (h *Host) listen() error {
 	if !errors.Is(err, syscall.EADDRINUSE) {
 		return fmt.Errorf("listening on %s for the AEP endpoint: %w; pass --listen with another address, or --listen off", addr, err)
 	}
+	if h.fleet() {
+		// Every front door of the plane serves this process's sessions:
+		// there is nothing to join.
+		h.log.Info("the AEP endpoint's port is taken; this bridge serves no endpoint, and its sessions are on every front door of the operator plane", "listen", addr)
+		return nil
+	}
 	// The port's holder must prove it knows the token before this bridge
 	// joins it; the token itself never goes to it.
 	ctx, cancel := context.WithTimeout(h.ctx, 10*time.Second)
@@ -315,6 +342,9 @@ func (h *Host) serve() error {
 		h.ids = ids
 		eo.Operators = ids.Directory()
 		eo.OnOperator = func(name string, at time.Time) { ids.Used(store.OperatorKey(name), at) }
+	}
+	if h.fleet() {
+		eo.Plane = h.plane
 	}
 	ep, err := endpoint.New(eo)
 	if err != nil {
@@ -406,7 +436,7 @@ func (h *Host) NewSession(o Options) (*Bridge, error) {
 	for _, l := range h.links {
 		o.Sinks = append(o.Sinks, l)
 	}
-	o.hub, o.host = h.hub, h
+	o.hub, o.sink, o.host = h.hub, h.plane.Sink(), h
 	b, err := New(o)
 	if err != nil {
 		return nil, err
@@ -416,6 +446,10 @@ func (h *Host) NewSession(o Options) (*Bridge, error) {
 	if h.closed {
 		b.closeLog()
 		return nil, errors.New("the bridge is shutting down; no new sessions are accepted")
+	}
+	if err := h.plane.Claim(b.binding(h.opts.Instance), planeTarget{b.intake}); err != nil {
+		b.closeLog()
+		return nil, err
 	}
 	h.sessions[b.session] = b
 	if h.ep != nil {
@@ -446,6 +480,7 @@ func (h *Host) detach(b *Bridge) {
 	if h.ep != nil {
 		h.ep.RemoveClaim(b.session)
 	}
+	h.plane.Release(b.session)
 }
 
 // ended marks a session's Run as returned.
@@ -509,7 +544,9 @@ func (h *Host) Close(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	h.hub.Close()
+	if err := h.leavePlane(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 

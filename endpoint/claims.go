@@ -127,7 +127,7 @@ func (e *Endpoint) rosterEntries(p authority.Principal) []aep.RosterEntry {
 		}
 		entries = append(entries, entry)
 	}
-	return entries
+	return append(entries, e.planeEntries(p, entries)...)
 }
 
 // socketTarget forwards commands to the emitter behind a connection,

@@ -19,6 +19,7 @@ import (
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
 	"github.com/agenteventprotocol/aep-mcp-bridge/identity"
 	"github.com/agenteventprotocol/aep-mcp-bridge/internal/hostguard"
+	"github.com/agenteventprotocol/aep-mcp-bridge/plane"
 	"github.com/agenteventprotocol/aep-mcp-bridge/proof"
 )
 
@@ -29,6 +30,12 @@ type Options struct {
 	Token string
 	// Hub is the event hub the endpoint serves. Required.
 	Hub *bus.Hub
+	// Plane, if set, is the operator plane Hub belongs to (its member's
+	// Hub): a command for a session that no session of this process nor
+	// any of its connections claims goes through it to the process that
+	// owns the session, and the roster lists the plane's sessions too.
+	// nil routes commands in this process only.
+	Plane plane.Member
 	// Agent names the endpoint in its hello; "" means "aep-mcp-bridge".
 	Agent string
 	// MaxEvent bounds one event: a POSTed event, one NDJSON line, one

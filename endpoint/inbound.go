@@ -296,8 +296,21 @@ func (s *socket) command(ev *aep.Event, data []byte) {
 		return
 	}
 	from := control.Sender{Authenticated: true, By: p.Name, ReadOnly: why != nil}
-	claim, why := s.e.route(ev.Session)
-	if why != nil {
+	claim, refused := s.e.route(ev.Session)
+	if refused != nil && refused.Reason == authority.ReasonNoRoute && s.e.opts.Plane != nil {
+		// Another process of the operator plane may own the session. A
+		// read-only operator's command is refused here: only a session
+		// of this process records it.
+		if why != nil {
+			s.errorFrame("", ev.ID, why.Code(), why.Detail)
+			return
+		}
+		if code, detail := s.e.planeCommand(p, ev, data); code != "" {
+			s.errorFrame("", ev.ID, code, detail)
+		}
+		return
+	}
+	if why = refused; why != nil {
 		// AEP-0004 §4.2: a connection-scoped refusal; it never enters
 		// the session's history.
 		s.errorFrame("", ev.ID, why.Code(), why.Detail)

@@ -76,11 +76,19 @@ func startGateway(t *testing.T, o Options) *gw {
 // gateway without authentication (--mcp-auth none).
 func startGatewayAuth(t *testing.T, o Options) *gw {
 	t.Helper()
+	return startGatewayHost(t, o, bridge.HostOptions{})
+}
+
+// startGatewayHost is startGatewayAuth on a host of ho, its listener and
+// token filled in.
+func startGatewayHost(t *testing.T, o Options, ho bridge.HostOptions) *gw {
+	t.Helper()
 	aepLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	host, err := bridge.NewHost(bridge.HostOptions{Listener: aepLn, Token: aepToken})
+	ho.Listener, ho.Token = aepLn, aepToken
+	host, err := bridge.NewHost(ho)
 	if err != nil {
 		t.Fatal(err)
 	}

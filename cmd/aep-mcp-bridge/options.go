@@ -97,7 +97,10 @@ func (c *config) options(stderr io.Writer) (bridge.HostOptions, bridge.Options, 
 		ho.Relays, ho.PlainRelay = []string{c.relay}, c.relayAllowPlain
 	}
 
-	if ho.Listen != "" || len(ho.Relays) > 0 {
+	if ho.NATS, err = c.nats.options(); err != nil {
+		return bad("%v", err)
+	}
+	if ho.Listen != "" || len(ho.Relays) > 0 || ho.NATS != nil {
 		dir, err := stateDir(c.stateDir)
 		if err != nil {
 			return bridge.HostOptions{}, bridge.Options{}, err

@@ -62,6 +62,7 @@ type config struct {
 	trustedProxies     string
 	cpuProfile         string
 	notify             notifyFlags
+	nats               natsFlags
 	command            []string
 	version            bool
 
@@ -145,6 +146,7 @@ func (c *config) flagSet(name string, usage func(io.Writer)) *flag.FlagSet {
 	fs.StringVar(&c.redactEnv, "redact-env", "", "comma-separated environment variable names whose values are secrets to redact")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of this process to FILE until it exits (read it with go tool pprof)")
 	c.notify.define(fs)
+	c.nats.define(fs)
 	return fs
 }
 

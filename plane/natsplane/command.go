@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/identity"
 	"github.com/agenteventprotocol/aep-mcp-bridge/plane"
 	"github.com/agenteventprotocol/aep-mcp-bridge/proof"
 )
@@ -177,6 +178,10 @@ func (m *Member) takeCommand(msg *nats.Msg) {
 		answer("no-route", fmt.Sprintf("no session %q in this bridge: it has ended", cmd.Session))
 		return
 	}
+	if why := m.outOfScope(c.By, cmd.Session); why != "" {
+		answer("unauthorized", why)
+		return
+	}
 	out := cl.t.Submit(*cmd, c.Raw, c.By)
 	m.record(cmd, out)
 	answer(out.Code, out.Detail)
@@ -193,4 +198,21 @@ func (m *Member) record(cmd *aep.Event, out plane.Outcome) {
 		return
 	}
 	m.enqueue(item{op: opRecord, key: recordKey(m.fp, cmd.Source, cmd.ID), tok: token(ack.Source, ack.Session), raw: out.Ack, keep: true})
+}
+
+// outOfScope checks again, on the session's owner, the scope of a named
+// operator the front door let through: a session whose server is not in
+// it, or not known here, is refused. It returns why, or "".
+func (m *Member) outOfScope(by plane.Principal, session string) string {
+	if len(by.Scopes) == 0 {
+		return ""
+	}
+	scope, err := identity.ParseScope(by.Scopes)
+	if err != nil {
+		return "the front door sent an operator's scope that does not parse: " + err.Error()
+	}
+	if server, known := m.hub.ServerOf(session); !known || !scope.Allows(server) {
+		return fmt.Sprintf("operator %q reaches the questions of servers %s only, and this session's server is not among them (or not known yet)", by.Name, scope)
+	}
+	return ""
 }
