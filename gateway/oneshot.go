@@ -33,7 +33,7 @@ func (s *Server) stateless(w http.ResponseWriter, r *http.Request, body []byte, 
 		if errors.Is(err, errTooManyRounds) {
 			code, prefix = mcp.INTERNAL_ERROR, ""
 		}
-		rpcErrorReply(w, http.StatusOK, env.ID, code, prefix+err.Error())
+		rpcErrorReply(w, codeStatus(code), env.ID, code, prefix+err.Error())
 		return
 	}
 	if sess == nil {

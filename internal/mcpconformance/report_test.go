@@ -146,13 +146,8 @@ func tail(s string) string {
 // each named where it lives.
 var (
 	knownServer = []known{
-		{leg: leg2026, scenario: "server-stateless",
-			why: "MCP 2026-07-28 streamable HTTP in the gateway: (a) every JSON-RPC error of a stateless request is answered with HTTP 200 " +
-				"(gateway/pump.go servePost → writeJSON), where the transport wants 400 for invalid _meta (-32602), " +
-				"UnsupportedProtocolVersion (-32022) and MissingRequiredClientCapability (-32021), and 404 for a method the server does not have (-32601); " +
-				"(b) a request whose MCP-Protocol-Version header names 2026-07-28 but whose _meta lacks the version is refused by the gateway itself " +
-				"(gateway/http.go post: \"no Mcp-Session-Id header\", -32600, id null) instead of reaching the server, which answers -32602 with the request's id; " +
-				"(c) through serve -- CMD no notifications/tools/list_changed or prompts/list_changed reaches the open subscription stream (a SHOULD: warnings)"},
+		{leg: leg2026, scenario: "server-stateless", via: "serve -- CMD",
+			why: "through serve -- CMD no notifications/tools/list_changed or prompts/list_changed reaches the open subscription stream (a SHOULD: warnings)"},
 		{leg: leg2026, scenario: "input-required-result-capability-check", route: "both",
 			why: "elicit/mrtr.go inputRequired: under --route both the bridge declares elicitation in the request's _meta (DESIGN decision 2), so the server's input_required " +
 				"holds an elicitation/create for the bridge beside the sampling request the client declared; a round with any request other than elicitation passes " +
