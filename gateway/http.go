@@ -268,6 +268,7 @@ func (sess *session) open(reqs []*envelope, jsonOnly bool) (*stream, int, error)
 		if sess.kind == oneShot {
 			st.request = requestBinding(e.Method, e.subject())
 			st.modern = mcp.IsModernProtocol(e.Params.Meta.ProtocolVersion)
+			st.listsTools = e.Method == string(mcp.MethodToolsList)
 		}
 	}
 	st.gen++

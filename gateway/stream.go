@@ -76,6 +76,9 @@ type stream struct {
 	// modern is set for a one-shot session's MCP 2026-07-28 request,
 	// whose JSON-RPC errors carry their HTTP status (errorStatus).
 	modern bool
+	// listsTools is set for a one-shot session's tools/list, whose
+	// result teaches the gateway's toolHeaders.
+	listsTools bool
 	// gen counts the connections that attached; a connection whose gen
 	// is no longer current was taken over by a resumption (or closed for
 	// not reading) and stops. stop, set while a connection writes the

@@ -153,17 +153,6 @@ var (
 				"holds an elicitation/create for the bridge beside the sampling request the client declared; a round with any request other than elicitation passes " +
 				"whole to the client (\"Sampling and roots are the client's to answer\"), which then gets an elicitation it never declared. The bridge should answer the " +
 				"elicitation through operators, pass the rest to the client, and add the operators' inputResponses to the client's retry"},
-		{leg: leg2026, scenario: "http-custom-header-server-validation",
-			why: "(a scenario the suite marks pending) Mcp-Param-* headers (SEP-2243): through serve --url each stateless request is a one-shot session with an upstream " +
-				"connection of its own (gateway/oneshot.go), and upstream/modern.go learns a tool's x-mcp-header bindings only from a tools/list result that same " +
-				"connection relayed, so the bridge's tools/call carries no Mcp-Param-* header and the server refuses it (-32020); through serve -- CMD the gateway is the " +
-				"HTTP server that reads the body but checks only MCP-Protocol-Version, Mcp-Method and Mcp-Name against it (gateway/oneshot.go headersMismatch), " +
-				"so a mismatched or malformed Mcp-Param-* header is not refused with 400 and -32020"},
 	}
-	knownClient = []known{
-		{leg: leg2026, scenario: "http-custom-headers", via: "serve --url",
-			why: "each stateless request through serve is a one-shot session with an upstream connection of its own (gateway/oneshot.go), and upstream/modern.go " +
-				"learns a tool's x-mcp-header bindings only from a tools/list result that same connection relayed, so the tools/call reaches the suite's server " +
-				"without the Mcp-Param-* headers the client sent; through --url (stdio) one connection relays both, and the headers are there"},
-	}
+	knownClient = []known{}
 )
