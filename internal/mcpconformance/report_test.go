@@ -148,11 +148,6 @@ var (
 	knownServer = []known{
 		{leg: leg2026, scenario: "server-stateless", via: "serve -- CMD",
 			why: "through serve -- CMD no notifications/tools/list_changed or prompts/list_changed reaches the open subscription stream (a SHOULD: warnings)"},
-		{leg: leg2026, scenario: "input-required-result-capability-check", route: "both",
-			why: "elicit/mrtr.go inputRequired: under --route both the bridge declares elicitation in the request's _meta (DESIGN decision 2), so the server's input_required " +
-				"holds an elicitation/create for the bridge beside the sampling request the client declared; a round with any request other than elicitation passes " +
-				"whole to the client (\"Sampling and roots are the client's to answer\"), which then gets an elicitation it never declared. The bridge should answer the " +
-				"elicitation through operators, pass the rest to the client, and add the operators' inputResponses to the client's retry"},
 	}
 	knownClient = []known{}
 )
