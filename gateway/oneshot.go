@@ -134,8 +134,11 @@ func (h *toolHeaders) learn(msg []byte) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, t := range resp.Result.Tools {
-		tool := &mcp.Tool{Name: t.Name, RawInputSchema: t.InputSchema}
-		if len(t.InputSchema) == 0 || len(mcp.ExtractParamHeaderBindings(tool)) == 0 {
+		var binds []mcp.ParamHeaderBinding
+		if len(t.InputSchema) > 0 {
+			binds = mcp.ExtractParamHeaderBindings(&mcp.Tool{Name: t.Name, RawInputSchema: t.InputSchema})
+		}
+		if len(binds) == 0 {
 			delete(h.tools, t.Name)
 			continue
 		}
@@ -143,9 +146,38 @@ func (h *toolHeaders) learn(msg []byte) {
 			h.tools = map[string]*mcp.Tool{}
 		}
 		if _, known := h.tools[t.Name]; known || len(h.tools) < maxToolHeaders {
-			h.tools[t.Name] = tool
+			h.tools[t.Name] = &mcp.Tool{Name: t.Name, RawInputSchema: bindingSchema(binds)}
 		}
 	}
+}
+
+// bindingSchema is the least inputSchema that carries binds: nested
+// properties down to each annotation, and nothing else of the server's
+// schema, so what the gateway keeps per tool is the size of its
+// bindings.
+func bindingSchema(binds []mcp.ParamHeaderBinding) json.RawMessage {
+	root := map[string]any{}
+	for _, b := range binds {
+		node := root
+		for i, name := range b.Path {
+			props, _ := node["properties"].(map[string]any)
+			if props == nil {
+				props = map[string]any{}
+				node["properties"] = props
+			}
+			child, _ := props[name].(map[string]any)
+			if child == nil {
+				child = map[string]any{}
+				props[name] = child
+			}
+			if i == len(b.Path)-1 {
+				child["x-mcp-header"] = b.Header
+			}
+			node = child
+		}
+	}
+	out, _ := json.Marshal(root)
+	return out
 }
 
 // get returns the tool named name when it has x-mcp-header bindings the

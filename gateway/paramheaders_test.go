@@ -19,6 +19,7 @@ func TestParamHeadersChecked(t *testing.T) {
 	var tools toolHeaders
 	tools.learn([]byte(`{"jsonrpc":"2.0","id":1,"result":{"tools":[` +
 		`{"name":"sql","inputSchema":{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"},"n":{"type":"integer","x-mcp-header":"N"}}}},` +
+		`{"name":"nested","inputSchema":{"type":"object","properties":{"cfg":{"type":"object","properties":{"tenant":{"type":"integer","x-mcp-header":"Tenant"}}}}}},` +
 		`{"name":"plain","inputSchema":{"type":"object","properties":{"q":{"type":"string"}}}}]}}`))
 	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`
 	for _, tc := range []struct {
@@ -36,6 +37,8 @@ func TestParamHeadersChecked(t *testing.T) {
 		{"bad Base64 padding", "sql", `{"region":"Hello"}`, map[string]string{"Region": "=?base64?SGVsbG8?="}, "Base64"},
 		{"bad Base64 characters", "sql", `{"region":"Hello"}`, map[string]string{"Region": "=?base64?SGVs!!!bG8=?="}, "Base64"},
 		{"a header for an absent argument", "sql", `{}`, map[string]string{"Region": "us-west1"}, "Mcp-Param-Region"},
+		{"nested, matching", "nested", `{"cfg":{"tenant":7}}`, map[string]string{"Tenant": "7"}, ""},
+		{"nested, missing", "nested", `{"cfg":{"tenant":7}}`, nil, "Mcp-Param-Tenant"},
 		{"a tool without bindings", "plain", `{"q":"x"}`, map[string]string{"Region": "anything"}, ""},
 		{"a tool the gateway never saw listed", "other", `{"region":"x"}`, nil, ""},
 	} {
