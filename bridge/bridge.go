@@ -36,6 +36,10 @@ type Options struct {
 	URL       string
 	Header    http.Header
 	Transport string
+	// ToolHeaders, for a remote upstream, shares the x-mcp-header
+	// bindings its connection learns with the other sessions' connections
+	// to the same server (upstream.Options.ToolHeaders).
+	ToolHeaders *upstream.ToolHeaders
 	// Env is the spawned upstream's environment; nil means the bridge's
 	// own. Either way AEP_TOKEN and AEP_MCP_TOKEN are removed from it.
 	Env []string
@@ -291,7 +295,7 @@ type upstreamConn struct {
 // dial connects to the remote server or spawns the command.
 func (b *Bridge) dial() (upstreamConn, error) {
 	if b.opts.URL != "" {
-		conn, err := upstream.Dial(upstream.Options{URL: b.opts.URL, Header: b.opts.Header, Transport: b.opts.Transport, Logger: b.log})
+		conn, err := upstream.Dial(upstream.Options{URL: b.opts.URL, Header: b.opts.Header, Transport: b.opts.Transport, ToolHeaders: b.opts.ToolHeaders, Logger: b.log})
 		if err != nil {
 			return upstreamConn{}, err
 		}

@@ -59,6 +59,11 @@ type round struct {
 	// clientCopy: the client also got the input_required (it declared
 	// elicitation, route both); the first to answer wins.
 	clientCopy bool
+	// split: the client got the round's other requests alone, the
+	// operators its elicitations; the client's retry, held until every
+	// operator answered (held), carries both answers upstream.
+	split bool
+	held  *heldRetry
 	// final is the final response (its id aside) once the bridge's
 	// retry got it, or the error once the exchange failed; clientRt are
 	// the ids of the client retries waiting for it.
@@ -111,29 +116,34 @@ func (p *Proxy) inputRequired(m *message, raw []byte) ([]byte, bool) {
 	if r == nil || r.params == nil || route == RouteClient {
 		return nil, false // not a request the bridge can retry: pass through
 	}
-	for _, req := range res.InputRequests {
-		var ir struct {
-			Method string `json:"method"`
-		}
-		json.Unmarshal(req, &ir)
-		if ir.Method != string(mcp.MethodElicitationCreate) {
-			// Sampling and roots are the client's to answer.
-			return nil, false
-		}
+	asks, others := splitInputRequests(res.InputRequests)
+	if len(others) > 0 && (len(asks) == 0 || r.clientElicit && route == RouteBoth) {
+		// Sampling and roots are the client's to answer; so is an
+		// elicitation beside them that the client declared itself.
+		return nil, false
 	}
 	rd := &round{clientID: r.id, method: r.method, params: r.params, clientCopy: r.clientElicit && route == RouteBoth}
+	if len(others) > 0 {
+		// A round that mixes elicitations the client never declared
+		// (the bridge declared them, DESIGN decision 2) with requests
+		// only the client can answer: operators answer the
+		// elicitations, the client gets the rest, and its retry carries
+		// both (splitRetry).
+		rd.split = true
+		res.InputRequests = asks
+	}
 	k := idKey(r.id)
 	p.mu.Lock()
 	// The bridge answers this exchange alone, or, when the client gets a
 	// copy, until the input_required passes on: while its questions are
 	// raised, the end of the client's request abandons it (endRequest).
 	p.byClient[k] = rd
-	if rd.clientCopy {
+	if rd.clientCopy || rd.split {
 		p.keepState(res.RequestState, rd)
 	}
 	p.mu.Unlock()
 	p.startRound(rd, res.InputRequests, res.RequestState)
-	if !rd.clientCopy {
+	if !rd.clientCopy && !rd.split {
 		return nil, true
 	}
 	p.mu.Lock()
@@ -153,7 +163,33 @@ func (p *Proxy) inputRequired(m *message, raw []byte) ([]byte, bool) {
 		return nil, true
 	}
 	p.settle(m)
+	if rd.split {
+		out, err := setPath(raw, others, "result", "inputRequests")
+		if err != nil {
+			p.failRound(rd, "the bridge could not pass the client its part of the input_required: "+err.Error())
+			return nil, true
+		}
+		return out, true
+	}
 	return raw, true // the client races the operators
+}
+
+// splitInputRequests parts a round's input requests into elicitations
+// and the others (sampling, roots).
+func splitInputRequests(reqs map[string]json.RawMessage) (asks, others map[string]json.RawMessage) {
+	asks, others = map[string]json.RawMessage{}, map[string]json.RawMessage{}
+	for key, req := range reqs {
+		var ir struct {
+			Method string `json:"method"`
+		}
+		json.Unmarshal(req, &ir)
+		if ir.Method == string(mcp.MethodElicitationCreate) {
+			asks[key] = req
+		} else {
+			others[key] = req
+		}
+	}
+	return asks, others
 }
 
 // forgetStateLocked forgets rd under requestState state; p.mu is held.
@@ -295,8 +331,18 @@ func (p *Proxy) roundAnswer(rd *round, key string, res attention.Resolution) {
 	}
 	rd.waiting--
 	ready := rd.waiting == 0
+	var held *heldRetry
+	if ready && rd.split {
+		held, rd.held = rd.held, nil
+	}
 	p.mu.Unlock()
-	if ready {
+	switch {
+	case !ready:
+	case rd.split:
+		if held != nil {
+			p.forwardHeld(rd, held)
+		}
+	default:
 		p.retry(rd)
 	}
 }
@@ -452,7 +498,11 @@ func (p *Proxy) failRound(rd *round, msg string) {
 	rd.state = roundFailed
 	var final json.RawMessage
 	var waiting []json.RawMessage
-	if rd.clientCopy {
+	if rd.held != nil {
+		rd.clientRt = append(rd.clientRt, rd.held.m.ID)
+		rd.held = nil
+	}
+	if rd.clientCopy || rd.split {
 		// The client got the input_required: its own retry is its
 		// request now. A retry that waits for the bridge's (the operators
 		// won), now or later, gets this error under its own id.
@@ -463,7 +513,7 @@ func (p *Proxy) failRound(rd *round, msg string) {
 	p.mu.Unlock()
 	p.dismissRound(rd)
 	p.settleID(rd.clientID)
-	if !rd.clientCopy {
+	if !rd.clientCopy && !rd.split {
 		p.writeClient(errorResponse(rd.clientID, codeInvalidParams, msg))
 		return
 	}

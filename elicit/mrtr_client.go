@@ -28,6 +28,9 @@ func (p *Proxy) clientRetry(m *message, raw []byte) ([]byte, bool) {
 	if ok {
 		p.forgetStateLocked(state, rd)
 	}
+	if ok && rd.split {
+		return p.splitRetry(rd, m, raw) // unlocks p.mu
+	}
 	operatorsWon := ok && (rd.state == roundDone || rd.n > 0)
 	var final json.RawMessage
 	if operatorsWon {
@@ -148,4 +151,55 @@ func (p *Proxy) answerClientRetry(final, id json.RawMessage) {
 		return
 	}
 	p.writeClient(b)
+}
+
+// heldRetry is a client's retry of a split round that waits for the
+// operators' answers.
+type heldRetry struct {
+	m   *message
+	raw []byte
+}
+
+// splitRetry handles the client's retry of a split round; p.mu is held,
+// and released. Once every operator answered, the retry passes on with
+// their answers added (as an ordinary request); before, it is held and
+// forwardHeld sends it when the last answer comes; if the round failed,
+// the retry gets its error.
+func (p *Proxy) splitRetry(rd *round, m *message, raw []byte) ([]byte, bool) {
+	switch {
+	case rd.state == roundFailed:
+		final := rd.final
+		p.mu.Unlock()
+		p.answerClientRetry(final, m.ID)
+		return nil, true
+	case rd.state == roundAsking && rd.waiting > 0:
+		if rd.held != nil {
+			// A second retry of one round: the server would see two.
+			p.mu.Unlock()
+			p.writeClient(errorResponse(m.ID, codeInvalidParams, "Invalid params: this requestState was already used by a retry that waits for an operator's answer"))
+			return nil, true
+		}
+		// m's members are slices of raw, which the caller reuses: the
+		// held retry is a copy, parsed again.
+		held := &heldRetry{raw: slices.Clone(raw), m: &message{}}
+		if err := held.m.parse(held.raw); err != nil {
+			p.mu.Unlock()
+			return p.withOperatorAnswers(rd, m, raw), false
+		}
+		rd.held = held
+		p.mu.Unlock()
+		p.log.Info("multi round-trip: the client's retry waits for the operators' answers to the round's elicitations")
+		return nil, true
+	}
+	p.mu.Unlock()
+	return p.withOperatorAnswers(rd, m, raw), false
+}
+
+// forwardHeld sends a held client retry upstream with the operators'
+// answers, as clientMessage forwards a request.
+func (p *Proxy) forwardHeld(rd *round, h *heldRetry) {
+	out := p.withOperatorAnswers(rd, h.m, h.raw)
+	out, declared := p.injectMetaCapabilities(h.m, out)
+	p.track(h.m, declared)
+	p.later(func() { p.writeServer(out) })
 }

@@ -106,3 +106,66 @@ func TestClientRetryWaitingAtTheEnd(t *testing.T) {
 		t.Errorf("the client received (-want +got):\n%s", diff)
 	}
 }
+
+// TestSplitRound: under route both a client that declared sampling but
+// not elicitation gets a round that mixes the two (the bridge declared
+// elicitation to the server). The client gets the sampling request
+// alone; the operators get the elicitation; the client's retry, held
+// when it comes before the operator's answer, reaches the server with
+// both inputResponses and the client's requestState.
+func TestSplitRound(t *testing.T) {
+	const (
+		meta  = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}`
+		call  = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x",` + meta + `}}`
+		mixed = `{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","requestState":"s1","inputRequests":{` +
+			`"ask":{"method":"elicitation/create","params":{"message":"ok?","requestedSchema":{"type":"object","properties":{"ok":{"type":"boolean"}}}}},` +
+			`"gen":{"method":"sampling/createMessage","params":{"messages":[],"maxTokens":1}}}}}`
+		retry = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x","inputResponses":{"gen":{"role":"assistant","content":{"type":"text","text":"hi"},"model":"m"}},"requestState":"s1",` + meta + `}}`
+	)
+	for _, early := range []bool{true, false} {
+		t.Run(fmt.Sprintf("the client retries before the operator answers: %t", early), func(t *testing.T) {
+			cl, sv := newMemConn(), newMemConn()
+			life := &fakeLifecycle{}
+			p := New(Options{Client: cl, Server: sv, Manager: life, Route: RouteBoth})
+			p.fromClient([]byte(call))
+			written(sv)
+			p.fromServer([]byte(mixed))
+			got := written(cl)
+			if len(got) != 1 || !strings.Contains(got[0], `"gen"`) || strings.Contains(got[0], `elicitation/create`) {
+				t.Fatalf("the client got %q; want the input_required with the sampling request alone", got)
+			}
+			if len(life.raised) != 1 {
+				t.Fatalf("questions raised: %d; want 1 (the elicitation)", len(life.raised))
+			}
+			answer := func() {
+				life.raised[0].Deliver(attention.Resolution{Outcome: attention.Answered, Decision: translate.Decision{Outcome: translate.OutcomeAccept, Content: map[string]any{"ok": true}}})
+			}
+			if !early {
+				answer()
+				if out := written(sv); len(out) != 0 {
+					t.Fatalf("the server got %q after the operator's answer; want nothing: the client's retry carries it", out)
+				}
+			}
+			p.fromClient([]byte(retry))
+			if early {
+				if out := written(sv); len(out) != 0 {
+					t.Fatalf("the server got %q before the operator answered; want the client's retry held", out)
+				}
+				answer()
+			}
+			out := written(sv)
+			if len(out) != 1 {
+				t.Fatalf("the server got %q; want the client's retry", out)
+			}
+			for _, want := range []string{`"id":2`, `"requestState":"s1"`, `"gen":{`, `"ask":{"action":"accept","content":{"ok":true}}`} {
+				if !strings.Contains(out[0], want) {
+					t.Errorf("the retry upstream %s lacks %s", out[0], want)
+				}
+			}
+			p.fromServer([]byte(`{"jsonrpc":"2.0","id":2,"result":{"content":[],"resultType":"complete"}}`))
+			if got := written(cl); len(got) != 1 || !strings.Contains(got[0], `"id":2`) {
+				t.Errorf("the client got %q; want the final result under its retry's id", got)
+			}
+		})
+	}
+}

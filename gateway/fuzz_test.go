@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/identity"
 )
@@ -145,6 +146,47 @@ func FuzzAuthenticate(f *testing.F) {
 		default:
 			if tok != token || who != s.holder {
 				t.Fatalf("%q authenticated as %s", h, who)
+			}
+		}
+	})
+}
+
+// FuzzParamHeaders feeds a server's tools/list result and a client's
+// tools/call body and Mcp-Param-Region header to the gateway's
+// x-mcp-header check: it never panics, and a tool it learned refuses a
+// call whose bound argument is present but whose header is absent.
+func FuzzParamHeaders(f *testing.F) {
+	f.Add([]byte(`{"result":{"tools":[{"name":"sql","inputSchema":{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}}]}}`),
+		[]byte(`{"region":"us-west1"}`), "us-west1")
+	f.Add([]byte(`{"result":{"tools":[{"name":"sql","inputSchema":{"properties":{"a":{"properties":{"b":{"x-mcp-header":"Region"}}}}}}]}}`),
+		[]byte(`{"a":{"b":12}}`), "=?base64?MTI=?=")
+	f.Add([]byte(`{"result":{"tools":[{"name":"sql","inputSchema":[]}]}}`), []byte(`null`), "")
+	f.Fuzz(func(t *testing.T, list, args []byte, header string) {
+		var tools toolHeaders
+		tools.learn(list)
+		body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{
+			"_meta": map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28"}, "name": "sql", "arguments": json.RawMessage(args)}})
+		if err != nil {
+			return // args is not JSON
+		}
+		env, ok := parse(body)
+		if !ok {
+			return
+		}
+		r := httptest.NewRequest("POST", "/mcp", nil)
+		r.Header.Set(mcp.HeaderProtocolVersion, "2026-07-28")
+		r.Header.Set(mcp.HeaderMethod, "tools/call")
+		r.Header.Set(mcp.HeaderName, "sql")
+		if header != "" {
+			r.Header["Mcp-Param-Region"] = []string{header}
+		}
+		got := headersMismatch(r, body, &env, &tools)
+		var a struct {
+			Region json.RawMessage `json:"region"`
+		}
+		if header == "" && got == "" && tools.get("sql") != nil && json.Unmarshal(args, &a) == nil && len(a.Region) > 0 && string(a.Region) != "null" {
+			if binds := mcp.ExtractParamHeaderBindings(tools.get("sql")); len(binds) == 1 && len(binds[0].Path) == 1 && binds[0].Path[0] == "region" && binds[0].Header == "Region" {
+				t.Fatalf("a call with region %s and no Mcp-Param-Region header was accepted", a.Region)
 			}
 		}
 	})

@@ -19,6 +19,7 @@ import (
 	"github.com/agenteventprotocol/aep-mcp-bridge/identity"
 	"github.com/agenteventprotocol/aep-mcp-bridge/identity/store"
 	"github.com/agenteventprotocol/aep-mcp-bridge/internal/hostguard"
+	"github.com/agenteventprotocol/aep-mcp-bridge/upstream"
 )
 
 // Options configure a gateway. Zero values mean the documented defaults.
@@ -150,6 +151,7 @@ type Server struct {
 	wg     sync.WaitGroup // session goroutines
 
 	sealer *stateSealer // requestState wrappers
+	tools  toolHeaders  // x-mcp-header bindings, for stateless requests
 
 	// clients is the directory of named clients in force (clients.go);
 	// ids follows the identity document, idsCancel stops it and idsDone
@@ -185,6 +187,11 @@ func New(o Options) (*Server, error) {
 		return nil, errors.New("the gateway needs an upstream: a command after --, or --url")
 	}
 	o.defaults()
+	if o.Session.URL != "" && o.Session.ToolHeaders == nil {
+		// Each stateless request has a connection of its own: the
+		// bindings one tools/list teaches serve every later tools/call.
+		o.Session.ToolHeaders = upstream.NewToolHeaders()
+	}
 	policy, err := hostguard.New(o.AllowHosts, o.AllowOrigins)
 	if err != nil {
 		return nil, err

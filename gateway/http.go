@@ -110,10 +110,23 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 		if !s.versionOK(w, r, sess) {
 			return
 		}
-	case len(envs) == 1 && envs[0].isRequest() && envs[0].Method != string(mcp.MethodInitialize) && envs[0].Params.Meta.ProtocolVersion != "":
+	case len(envs) == 1 && envs[0].isRequest() && envs[0].Params.Meta.ProtocolVersion != "" &&
+		(envs[0].Method != string(mcp.MethodInitialize) || mcp.IsModernProtocol(envs[0].Params.Meta.ProtocolVersion)):
 		// MCP 2026-07-28: a request carrying its version in _meta is
-		// served without a session; a session id on it is ignored.
+		// served without a session; a session id on it is ignored. An
+		// initialize that names a modern version is such a request too:
+		// the server, which has no initialize in that revision, answers
+		// it (404 and -32601, errorStatus).
 		s.stateless(w, r, body, &envs[0], sseOK)
+		return
+	case sid == "" && len(envs) == 1 && envs[0].isRequest() && mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)):
+		// A request under a modern MCP-Protocol-Version whose _meta
+		// lacks the version: under 2026-07-28 every request carries it
+		// (basic/versioning), so this is invalid params, 400, under the
+		// request's own id, as a server that validates _meta answers.
+		rpcErrorReply(w, http.StatusBadRequest, envs[0].ID, mcp.INVALID_PARAMS,
+			fmt.Sprintf("Invalid params: the MCP-Protocol-Version header is %s, so the request's _meta must carry %q with that version; add it, or start a session with initialize under an earlier revision",
+				r.Header.Get(mcp.HeaderProtocolVersion), mcp.MetaKeyProtocolVersion))
 		return
 	case sid != "":
 		httpError(w, http.StatusNotFound, "no such MCP session: it ended (DELETE, idle expiry, its server exited) or never existed here; start a new one with initialize")
@@ -254,6 +267,8 @@ func (sess *session) open(reqs []*envelope, jsonOnly bool) (*stream, int, error)
 		}
 		if sess.kind == oneShot {
 			st.request = requestBinding(e.Method, e.subject())
+			st.modern = mcp.IsModernProtocol(e.Params.Meta.ProtocolVersion)
+			st.listsTools = e.Method == string(mcp.MethodToolsList)
 		}
 	}
 	st.gen++
@@ -365,10 +380,15 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request) {
 }
 
 // writeJSON answers a POST with its responses as one JSON body: the
-// response, or for a batch the array of them.
-func writeJSON(w http.ResponseWriter, evs []*event) error {
+// response, or for a batch the array of them, with HTTP status 200
+// unless errorStatus says otherwise for a modern request.
+func writeJSON(w http.ResponseWriter, st *stream, evs []*event) error {
+	status := http.StatusOK
+	if st.modern && len(evs) == 1 {
+		status = errorStatus(evs[0].data)
+	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
+	w.WriteHeader(status)
 	if len(evs) == 1 {
 		_, err := w.Write(evs[0].data)
 		return err
@@ -380,4 +400,36 @@ func writeJSON(w http.ResponseWriter, evs []*event) error {
 	b, _ := json.Marshal(arr)
 	_, err := w.Write(b)
 	return err
+}
+
+// errorStatus is the HTTP status of an MCP 2026-07-28 response answered
+// as one JSON body (basic/transports/streamable-http, Protocol Version
+// Header and Server Validation; basic/versioning): 404 for a method the
+// server does not implement (-32601); 400 for invalid params (-32602,
+// which covers invalid _meta), HeaderMismatch (-32020),
+// MissingRequiredClientCapability (-32021) and UnsupportedProtocolVersion
+// (-32022); 200 for any other response, an error included, since the
+// request itself was served.
+func errorStatus(msg []byte) int {
+	var resp struct {
+		Error *struct {
+			Code int `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(msg, &resp) != nil || resp.Error == nil {
+		return http.StatusOK
+	}
+	return codeStatus(resp.Error.Code)
+}
+
+// codeStatus is the HTTP status of a modern JSON-RPC error response with
+// code (errorStatus).
+func codeStatus(code int) int {
+	switch code {
+	case mcp.METHOD_NOT_FOUND:
+		return http.StatusNotFound
+	case mcp.INVALID_PARAMS, mcp.HEADER_MISMATCH, mcp.MISSING_REQUIRED_CLIENT_CAPABILITY, mcp.UNSUPPORTED_PROTOCOL_VERSION:
+		return http.StatusBadRequest
+	}
+	return http.StatusOK
 }

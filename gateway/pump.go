@@ -42,7 +42,7 @@ func (sess *session) servePost(w http.ResponseWriter, r *http.Request, st *strea
 			return
 		case m == modeJSON && finished:
 			http.NewResponseController(w).SetWriteDeadline(time.Now().Add(writeTimeout))
-			if writeJSON(w, evs) == nil {
+			if writeJSON(w, st, evs) == nil {
 				sess.delivered(st, evs)
 			}
 			sess.detach(st, gen, true)

@@ -263,6 +263,9 @@ func (s *session) respondLocked(m json.RawMessage, env *envelope) {
 	if k == s.initID && env.Result != nil && env.Result.ProtocolVersion != "" {
 		s.version = env.Result.ProtocolVersion
 	}
+	if st.listsTools && env.Result != nil {
+		s.srv.tools.learn(m)
+	}
 	if s.kind == oneShot && env.Result != nil && env.Result.ResultType == string(mcp.ResultTypeInputRequired) {
 		m = s.wrapStateLocked(st, m, env)
 	}

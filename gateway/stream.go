@@ -73,6 +73,12 @@ type stream struct {
 	// request binds the requestState wrappers of the stream's one
 	// 2026-07-28 request to it (its method and name).
 	request binding
+	// modern is set for a one-shot session's MCP 2026-07-28 request,
+	// whose JSON-RPC errors carry their HTTP status (errorStatus).
+	modern bool
+	// listsTools is set for a one-shot session's tools/list, whose
+	// result teaches the gateway's toolHeaders.
+	listsTools bool
 	// gen counts the connections that attached; a connection whose gen
 	// is no longer current was taken over by a resumption (or closed for
 	// not reading) and stops. stop, set while a connection writes the

@@ -49,6 +49,13 @@ type Options struct {
 	// answered with an error that names the limit. Zero means
 	// DefaultMaxWholeMessage.
 	MaxWholeMessage int
+	// ToolHeaders, when set, holds the x-mcp-header bindings the
+	// connection learns from tools/list results and mirrors into a
+	// tools/call's Mcp-Param-* headers, shared with the other connections
+	// to the same server: a gateway opens one connection per stateless
+	// request, so a tools/call's connection never relayed the tools/list
+	// that taught the bindings. Nil keeps them to this connection.
+	ToolHeaders *ToolHeaders
 }
 
 // DefaultMaxWholeMessage is the MaxWholeMessage of a zero Options: 16 MiB,
@@ -128,6 +135,10 @@ func Dial(o Options) (*Conn, error) {
 		return nil, fmt.Errorf("--url %s: want an http:// or https:// URL", DisplayURL(o.URL))
 	}
 	c := &Conn{opts: o, hc: o.Client, log: o.Logger, in: make(chan inbound, 256), jobs: make(chan postJob)}
+	c.modern.bindings = o.ToolHeaders
+	if c.modern.bindings == nil {
+		c.modern.bindings = NewToolHeaders()
+	}
 	if u, err := url.Parse(o.URL); err == nil {
 		c.url = u
 	}

@@ -106,9 +106,9 @@ type modernState struct {
 	// version is the last modern protocol version a request carried; the
 	// version header of a notification that carries none.
 	version string
-	// bindings are the x-mcp-header annotations of each tool, by name,
-	// from the last tools/list results.
-	bindings map[string][]paramBinding
+	// bindings are the x-mcp-header annotations of each tool (its own
+	// lock guards them; never nil once dialled).
+	bindings *ToolHeaders
 	// lists holds the ids (compact JSON) of modern tools/list requests in
 	// flight, whose results teach bindings.
 	lists map[string]bool
@@ -199,8 +199,11 @@ func (s *modernState) setHeaders(h http.Header, o outbound, legacy string) {
 	if v == "" && !o.isRequest() && legacy == "" {
 		v = s.version
 	}
-	binds := s.bindings[o.name]
 	s.mu.Unlock()
+	var binds []paramBinding
+	if o.Method == string(mcp.MethodToolsCall) {
+		binds = s.bindings.get(o.name)
+	}
 	if !isModern(v) {
 		return
 	}
@@ -264,19 +267,13 @@ func (s *modernState) inbound(m []byte, warn func(tool, reason string)) []byte {
 		binds, err := headerBindings(t.InputSchema)
 		if err != "" {
 			warn(t.Name, err)
+			learned[t.Name] = nil // excluded: no headers for it either
 			continue
 		}
-		if len(binds) > 0 {
-			learned[t.Name] = binds
-		}
+		learned[t.Name] = binds
 		kept = append(kept, raw)
 	}
-	s.mu.Lock()
-	if s.bindings == nil {
-		s.bindings = map[string][]paramBinding{}
-	}
-	maps.Copy(s.bindings, learned)
-	s.mu.Unlock()
+	s.bindings.learn(learned)
 	if len(kept) == len(tools) {
 		return m
 	}
@@ -295,6 +292,49 @@ func (s *modernState) inbound(m []byte, warn func(tool, reason string)) []byte {
 		return m
 	}
 	return out
+}
+
+// maxToolHeaders bounds the tools whose bindings a ToolHeaders keeps; a
+// server that lists more has its other tools' calls posted without
+// Mcp-Param-* headers, which it refuses (HeaderMismatch) where they
+// were due.
+const maxToolHeaders = 4096
+
+// ToolHeaders holds the x-mcp-header bindings of one server's tools, by
+// tool name, learned from its tools/list results: the last listing of a
+// tool wins, and a tool listed without bindings has none. It is safe for
+// concurrent use by the connections that share it (Options.ToolHeaders).
+type ToolHeaders struct {
+	// mu guards m.
+	mu sync.Mutex
+	m  map[string][]paramBinding
+}
+
+// NewToolHeaders returns an empty ToolHeaders, to share among the
+// connections to one server.
+func NewToolHeaders() *ToolHeaders { return &ToolHeaders{m: map[string][]paramBinding{}} }
+
+// learn records the bindings of each tool of one tools/list result (nil
+// for a tool without any).
+func (h *ToolHeaders) learn(tools map[string][]paramBinding) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for name, binds := range tools {
+		if len(binds) == 0 {
+			delete(h.m, name)
+			continue
+		}
+		if _, known := h.m[name]; known || len(h.m) < maxToolHeaders {
+			h.m[name] = binds
+		}
+	}
+}
+
+// get returns the bindings of the tool named name, or nil.
+func (h *ToolHeaders) get(name string) []paramBinding {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.m[name]
 }
 
 // paramBinding is one x-mcp-header annotation: the property path in the

@@ -299,3 +299,32 @@ func sender(t *testing.T, c *Conn) func(msg string) string {
 		return next(t, c)
 	}
 }
+
+// TestToolHeadersAreShared: connections that share a ToolHeaders (a
+// gateway's one-shot sessions) mirror the x-mcp-header bindings one of
+// them learned: the tools/call on a second connection carries
+// Mcp-Param-Region; a connection of its own, which never saw tools/list,
+// cannot. A later listing without the annotation unlearns it.
+func TestToolHeadersAreShared(t *testing.T) {
+	s := &recordingServer{}
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	shared := NewToolHeaders()
+	call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sql","arguments":{"region":"eu-west-1","q":"select 1"},` + modernMeta + `}}`
+
+	sender(t, dial(t, Options{URL: srv.URL, Transport: "streamable", ToolHeaders: shared}))(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + modernMeta + `}}`)
+	sender(t, dial(t, Options{URL: srv.URL, Transport: "streamable", ToolHeaders: shared}))(call)
+	sender(t, dial(t, Options{URL: srv.URL, Transport: "streamable"}))(call)
+	if got := s.header(1, "Mcp-Param-Region"); got != "eu-west-1" {
+		t.Errorf("tools/call on a connection sharing the bindings: Mcp-Param-Region %q; want eu-west-1", got)
+	}
+	if got := s.header(2, "Mcp-Param-Region"); got != "" {
+		t.Errorf("tools/call on a connection of its own: Mcp-Param-Region %q; want none (it never saw tools/list)", got)
+	}
+
+	shared.learn(map[string][]paramBinding{"sql": nil})
+	sender(t, dial(t, Options{URL: srv.URL, Transport: "streamable", ToolHeaders: shared}))(call)
+	if got := s.header(3, "Mcp-Param-Region"); got != "" {
+		t.Errorf("tools/call after a listing without the annotation: Mcp-Param-Region %q; want none", got)
+	}
+}
