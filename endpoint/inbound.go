@@ -283,19 +283,18 @@ func (s *socket) handleEvent(data []byte) {
 
 // command routes a command to the one session that claims it (AEP-0004
 // §4), with who sent it: the principal the connection authenticated. A
-// command outside the principal's scope, or from a principal that may
-// not command, is refused on the connection and never reaches the
-// session; an operator's that may read the session but not answer goes to
-// the session, which records the refusal where the operator sees it
-// (control.rejected{unauthorized}), when the session can tell who sent it.
+// command the principal may not send is refused on its own connection and
+// never reaches the session: outside its scope, or from a principal that
+// may not command; a read-only operator's too, with an error naming its
+// right, so a reader cannot fill a session's history (and its log) with
+// commands and their rejections.
 func (s *socket) command(ev *aep.Event, data []byte) {
 	p := s.e.access.Principal(s.auth)
-	why := p.MayCommand(ev, s.e.opts.Hub)
-	if why != nil && why.Reason != authority.ReasonReadOnly {
+	if why := p.MayCommand(ev, s.e.opts.Hub); why != nil {
 		s.errorFrame("", ev.ID, why.Code(), why.Detail)
 		return
 	}
-	from := control.Sender{Authenticated: true, By: p.Name, ReadOnly: why != nil}
+	from := control.Sender{Authenticated: true, By: p.Name}
 	claim, why := s.e.route(ev.Session)
 	if why != nil {
 		// AEP-0004 §4.2: a connection-scoped refusal; it never enters

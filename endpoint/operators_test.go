@@ -248,8 +248,17 @@ func TestOperatorCommands(t *testing.T) {
 		t.Fatalf("got %v; want the pong after C2", p)
 	}
 	bob := f.dialAs(t, bearerHeader(f.creds["bob"]))
-	// A reader in scope: routed as read-only, for the session to refuse.
-	bob.send(respondFrame("C3", "bill", f.billQ.ID, "bob"))
+	// A reader in scope: refused on its own connection, naming its right,
+	// every time; none of it reaches the session (whose history it would
+	// fill with a command and a rejection each).
+	for i := range 3 {
+		id := fmt.Sprintf("C3-%d", i)
+		bob.send(respondFrame(id, "bill", f.billQ.ID, "bob"))
+		if e := bob.read(); e["type"] != "error" || e["code"] != "unauthorized" || e["cause"] != id ||
+			!strings.Contains(fmt.Sprint(e["detail"]), `operator "bob" may read, not answer: its right is read`) {
+			t.Fatalf("bob answering billing: %v; want an unauthorized error naming his right", e)
+		}
+	}
 	// A reader out of scope: refused here.
 	bob.send(respondFrame("C4", "web", f.webQ.ID, "bob"))
 	if e := bob.read(); e["code"] != "unauthorized" || e["cause"] != "C4" {
@@ -258,7 +267,7 @@ func TestOperatorCommands(t *testing.T) {
 	for _, tc := range []struct {
 		tg   *recordingTarget
 		want string
-	}{{f.tgWeb, "[{true alice false}]"}, {f.tgBill, "[{true bob true}]"}} {
+	}{{f.tgWeb, "[{true alice false}]"}, {f.tgBill, "[]"}} {
 		tc.tg.mu.Lock()
 		got := fmt.Sprint(tc.tg.froms)
 		tc.tg.mu.Unlock()
@@ -445,9 +454,9 @@ func TestNewRefusesAHeaderWithoutProxies(t *testing.T) {
 }
 
 // TestSendersReachEmittersThatHonourThem: an emitter whose hello
-// advertises sender frames gets one naming the operator before each
-// command; one that does not gets the command bare, and a read-only
-// operator's command is refused for it.
+// advertises sender frames gets one naming who sent each command, just
+// before it; one that does not gets the command bare. A read-only
+// operator's command reaches neither: its own connection refuses it.
 func TestSendersReachEmittersThatHonourThem(t *testing.T) {
 	t.Parallel()
 	f := newOpsFixture(t)
@@ -468,16 +477,21 @@ func TestSendersReachEmittersThatHonourThem(t *testing.T) {
 		}
 		bob := f.dialAs(t, bearerHeader(f.creds["bob"]))
 		bob.send(respondFrame("B-"+session, session, "Q-"+session, "bob"))
+		if e := bob.read(); e["code"] != "unauthorized" || e["cause"] != "B-"+session ||
+			!strings.Contains(fmt.Sprint(e["detail"]), "may read, not answer") {
+			t.Fatalf("bob's command: %v; want unauthorized on his connection, naming his right", e)
+		}
+		tok := f.dialAs(t, bearerHeader(testToken))
+		tok.send(respondFrame("T-"+session, session, "Q-"+session, "mallory"))
 		if honours {
 			s, ok := aep.DecodeSender([]byte(mustJSON(em.read())))
-			cmd := em.read()
-			if !ok || s.By != "bob" || !s.ReadOnly || s.Cause != "B-"+session || cmd["id"] != "B-"+session {
-				t.Fatalf("the emitter got %+v then %v; want bob's sender frame, read-only, then his command", s, cmd)
+			if !ok || s.By != "token holder" || s.ReadOnly || s.Cause != "T-"+session {
+				t.Fatalf("the emitter got the sender frame %+v (%v); want the token holder's, for T-%s", s, ok, session)
 			}
-			continue
 		}
-		if e := bob.read(); e["code"] != "unauthorized" || e["cause"] != "B-"+session {
-			t.Fatalf("bob's command to an emitter that cannot tell who sent it: %v; want unauthorized", e)
+		// The next frame is the token holder's command: bob's never came.
+		if cmd := em.read(); cmd["id"] != "T-"+session {
+			t.Fatalf("the emitter got %v; want the token holder's command, and nothing of bob's", cmd)
 		}
 	}
 }
