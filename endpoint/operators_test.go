@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -66,13 +68,15 @@ func addOperator(t *testing.T, d *identity.Document, name string, can identity.R
 	return text
 }
 
-func newOpsFixture(t *testing.T) *opsFixture {
+// newOpsFixture builds the fixture over a hub with ho (one at most; the
+// defaults without).
+func newOpsFixture(t *testing.T, ho ...bus.HubOptions) *opsFixture {
 	t.Helper()
 	f := &opsFixture{tgWeb: &recordingTarget{}, tgBill: &recordingTarget{}, doc: &identity.Document{}, creds: map[string]string{}, logs: &testenv.Buffer{}}
 	f.creds["alice"] = addOperator(t, f.doc, "alice", identity.Answer, false, "deploy-*")
 	f.creds["bob"] = addOperator(t, f.doc, "bob", identity.Read, false, "billing")
 	addOperator(t, f.doc, "carol", identity.Answer, true)
-	hub := bus.NewHub()
+	hub := bus.NewHubWith(append(ho, bus.HubOptions{})[0])
 	var err error
 	if f.web, err = bus.NewEmitter(bus.EmitterOptions{Agent: "bridge", Session: "web", Host: "h", Sinks: []bus.Sink{hub}}); err != nil {
 		t.Fatal(err)
@@ -290,6 +294,61 @@ func TestOperatorCommands(t *testing.T) {
 	if e := alice.sendEvent(remoteEvent(f.web.Source(), "web", "E1", "attention.requested", "x", 99)); e == nil || e["code"] != "unauthorized" ||
 		!strings.Contains(e["detail"].(string), "never emit") {
 		t.Errorf("alice's event: %v; want unauthorized", e)
+	}
+}
+
+// TestReplayExhaustedOnlyOfSessionsInScope: a resume position older than
+// the buffer is reported (replay-exhausted) only for the sessions the
+// operator sees, on SSE and the WebSocket: naming another server's session
+// there would tell that it exists.
+func TestReplayExhaustedOnlyOfSessionsInScope(t *testing.T) {
+	t.Parallel()
+	f := newOpsFixture(t, bus.HubOptions{ReplayPerSession: 2})
+	for range 3 { // evicts each session's start and question from replay
+		emit(t, f.web, "progress.status", map[string]any{"phase": "p"})
+		emit(t, f.bill, "progress.status", map[string]any{"phase": "p"})
+	}
+	from := `[{"session":"bill","epoch":0,"seq":0},{"session":"web","epoch":0,"seq":0}]`
+	for who, want := range map[string]string{"alice": "web", "bob": "bill", "token": "bill web"} {
+		cred := f.creds[who]
+		if who == "token" {
+			cred = testToken
+		}
+		req, _ := http.NewRequest("GET", f.srv.URL+"/stream?live=0&from="+url.QueryEscape(from), nil)
+		req.Header = bearerHeader(cred)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sse []string
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if rest, ok := strings.CutPrefix(sc.Text(), ": replay-exhausted "); ok {
+				sse = append(sse, strings.Fields(rest)[0])
+			}
+		}
+		resp.Body.Close()
+
+		c := f.dialAs(t, bearerHeader(cred))
+		c.send(`{"type":"subscribe","id":"r","from":` + from + `}`)
+		if s := c.read(); s["type"] != "subscribed" {
+			t.Fatalf("%s's subscribe: %v", who, s)
+		}
+		c.send(`{"type":"ping","t":"end"}`) // answered after the subscription's frames
+		var ws []string
+		for fr := c.read(); fr["type"] != "pong"; fr = c.read() {
+			if fr["type"] == "replay-exhausted" {
+				ws = append(ws, fmt.Sprint(fr["session"]))
+			}
+		}
+		slices.Sort(sse)
+		slices.Sort(ws)
+		if got := strings.Join(sse, " "); got != want {
+			t.Errorf("%s's SSE stream reported replay-exhausted of %q; want %q", who, got, want)
+		}
+		if got := strings.Join(ws, " "); got != want {
+			t.Errorf("%s's WebSocket reported replay-exhausted of %q; want %q", who, got, want)
+		}
 	}
 }
 
