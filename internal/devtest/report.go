@@ -48,10 +48,10 @@ func newReport(out io.Writer, verbose bool) *report {
 }
 
 // read takes events from r until EOF, copying each line to raw when it
-// is not nil.
-func (r *report) read(events io.Reader, raw io.Writer) error {
+// is not nil; it stops at a line over maxLine bytes, with an error.
+func (r *report) read(events io.Reader, raw io.Writer, maxLine int) error {
 	sc := bufio.NewScanner(events)
-	sc.Buffer(make([]byte, 64*1024), 64<<20)
+	sc.Buffer(make([]byte, min(64*1024, maxLine)), maxLine)
 	for sc.Scan() {
 		line := sc.Bytes()
 		if raw != nil {

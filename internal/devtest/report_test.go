@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -98,6 +99,25 @@ func indexFrom(lines []string, from int, want string) int {
 		}
 	}
 	return -1
+}
+
+// TestRunEndsWhenALineIsTooLong: when reading go test's events stops
+// early (a line over the limit), go test still gets its output read to
+// the end, so it exits, and run reports the error and a failed status
+// instead of waiting for ever on a full pipe.
+func TestRunEndsWhenALineIsTooLong(t *testing.T) {
+	var out, errOut bytes.Buffer
+	done := make(chan int, 1)
+	go func() { done <- runLimited([]string{"-count=1", "./testdata/loud"}, &out, &errOut, 512) }()
+	var code int
+	select {
+	case code = <-done:
+	case <-time.After(3 * time.Minute): // a guard against the hang, not a measure
+		t.Fatalf("run did not return: it waits for go test, which waits for room in its stdout pipe\nstderr so far:\n%s", errOut.String())
+	}
+	if want := "devtest: a line of go test's events is over 512 bytes, so nothing after it was reported; run go test -count=1 ./testdata/loud to see it all"; code != 1 || !strings.Contains(errOut.String(), want) {
+		t.Errorf("exit status %d, stderr:\n%s\nwant 1 and %q", code, errOut.String(), want)
+	}
 }
 
 // TestSummary words the last line for the skips the run saw.
