@@ -96,7 +96,7 @@ func (s *socket) allowed(f aep.Frame) bool {
 	case aep.IsEventType(f.Type) && !aep.IsCommand(f.Type):
 		return true
 	}
-	now := time.Now()
+	now := s.e.opts.now()
 	if s.flood.take(now) {
 		return true
 	}
