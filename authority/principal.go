@@ -127,8 +127,8 @@ func (p Principal) Filter(servers Servers) func(ev *aep.Event) bool {
 // commands only sessions whose server is known and in scope
 // (ReasonScope), which the sender's connection is told, the command never
 // reaching the session; one that may see the session but not answer is
-// refused ReasonReadOnly, which the session itself records
-// (control.rejected{unauthorized}) when it can tell who sent the command.
+// refused ReasonReadOnly, on its connection too: a reader's commands
+// never reach a session's history.
 func (p Principal) MayCommand(cmd *aep.Event, servers Servers) *Refusal {
 	if !p.Scope.All() {
 		server, known := servers.ServerOf(cmd.Session)

@@ -452,7 +452,9 @@ type From struct {
 //  2. the buffered events from selects and f matches, minus those open
 //     questions (already delivered).
 //
-// It reports positions that predate the buffer.
+// It reports positions that predate the buffer, of every session from
+// names, whatever f: a caller whose f hides sessions from its subscriber
+// leaves their entries out too.
 func (h *Hub) SubscribeFrom(f Filter, from From, n int) (*Subscription, []Exhausted) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -3,6 +3,7 @@ package elicit
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -17,8 +18,13 @@ import (
 //     requests.
 //
 // The server's name is the subject of its questions (unless --name says
-// otherwise); the client's name is in session.started and credits its
-// answers.
+// otherwise), and so what operator scopes match; the client's name is in
+// session.started and credits its answers.
+//
+// The server's name is the first it gives, whichever message gives it: a
+// 2026-07-28 server could otherwise rename itself in any result's _meta,
+// mid-session, and so pick which scoped operators see its next question.
+// A later, different name is ignored and logged, once a session.
 
 // implementation is the name and version of a peer.
 type implementation struct {
@@ -27,14 +33,19 @@ type implementation struct {
 }
 
 // learnServer learns the server's name from a response: the initialize
-// result's serverInfo, or the serverInfo _meta of any result.
+// result's serverInfo, or the serverInfo _meta of any result. The first
+// name stays.
 func (p *Proxy) learnServer(m *message) {
 	if len(m.Result) == 0 {
 		return
 	}
 	p.mu.Lock()
 	isInit := p.initID != "" && idKey(m.ID) == p.initID
+	settled := p.serverName != "" && p.renameLogged
 	p.mu.Unlock()
+	if settled {
+		return // named, and a rename already said: nothing left to learn
+	}
 	var name string
 	switch {
 	case isInit:
@@ -51,11 +62,32 @@ func (p *Proxy) learnServer(m *message) {
 			name = info.Name
 		}
 	}
-	if name != "" {
-		p.mu.Lock()
-		p.serverName = name
-		p.mu.Unlock()
+	if name == "" {
+		return
 	}
+	p.mu.Lock()
+	kept := p.serverName
+	if kept == "" {
+		p.serverName = name
+	}
+	renamed := kept != "" && kept != name && !p.renameLogged
+	if renamed {
+		p.renameLogged = true
+	}
+	p.mu.Unlock()
+	if renamed {
+		p.log.Warn("the MCP server renamed itself mid-session; its first name stays the subject of its questions (and what operator scopes match), and further renames are not logged",
+			"server", kept, "ignored", clipName(name))
+	}
+}
+
+// clipName bounds a name the server gave for a log line.
+func clipName(name string) string {
+	const most = 256
+	if len(name) <= most {
+		return name
+	}
+	return strings.ToValidUTF8(name[:most], "") + "…"
 }
 
 // clientMeta reads the per-request client info and protocol version of a

@@ -222,8 +222,11 @@ type Proxy struct {
 	clientElicit, clientForm, clientURL bool
 	clientInfo                          ClientInfo
 	sessionStarted                      bool
-	serverName                          string
-	initID                              string
+	// serverName is the first name the server gave; renameLogged is set
+	// once a later, different one was logged (identity.go).
+	serverName   string
+	renameLogged bool
+	initID       string
 }
 
 type inflight struct {

@@ -84,10 +84,10 @@ type Options struct {
 	// Test knobs: the connection queue (0 means socketQueue), the
 	// liveness timers (0 means pingEvery and pongWait), the handshake
 	// deadline (0 means handshakeWait), the grace of a peer proving the
-	// token (0 means proveGrace), the clock of the proving slots and of
-	// operators' expiry (nil means time.Now), a hook run after a departed
-	// connection's sources are released, and the TCP peer of a request
-	// (nil means its RemoteAddr).
+	// token (0 means proveGrace), the clock of the proving slots, of
+	// operators' expiry and of the flood control (nil means time.Now), a
+	// hook run after a departed connection's sources are released, and
+	// the TCP peer of a request (nil means its RemoteAddr).
 	queue               int
 	pingEvery, pongWait time.Duration
 	handshakeWait       time.Duration

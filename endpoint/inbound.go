@@ -96,7 +96,7 @@ func (s *socket) allowed(f aep.Frame) bool {
 	case aep.IsEventType(f.Type) && !aep.IsCommand(f.Type):
 		return true
 	}
-	now := time.Now()
+	now := s.e.opts.now()
 	if s.flood.take(now) {
 		return true
 	}
@@ -283,34 +283,27 @@ func (s *socket) handleEvent(data []byte) {
 
 // command routes a command to the one session that claims it (AEP-0004
 // §4), with who sent it: the principal the connection authenticated. A
-// command outside the principal's scope, or from a principal that may
-// not command, is refused on the connection and never reaches the
-// session; an operator's that may read the session but not answer goes to
-// the session, which records the refusal where the operator sees it
-// (control.rejected{unauthorized}), when the session can tell who sent it.
+// command the principal may not send is refused on its own connection and
+// never reaches the session: outside its scope, or from a principal that
+// may not command; a read-only operator's too, with an error naming its
+// right, so a reader cannot fill a session's history (and its log) with
+// commands and their rejections.
 func (s *socket) command(ev *aep.Event, data []byte) {
 	p := s.e.access.Principal(s.auth)
-	why := p.MayCommand(ev, s.e.opts.Hub)
-	if why != nil && why.Reason != authority.ReasonReadOnly {
+	if why := p.MayCommand(ev, s.e.opts.Hub); why != nil {
 		s.errorFrame("", ev.ID, why.Code(), why.Detail)
 		return
 	}
-	from := control.Sender{Authenticated: true, By: p.Name, ReadOnly: why != nil}
-	claim, refused := s.e.route(ev.Session)
-	if refused != nil && refused.Reason == authority.ReasonNoRoute && s.e.opts.Plane != nil {
-		// Another process of the operator plane may own the session. A
-		// read-only operator's command is refused here: only a session
-		// of this process records it.
-		if why != nil {
-			s.errorFrame("", ev.ID, why.Code(), why.Detail)
-			return
-		}
+	from := control.Sender{Authenticated: true, By: p.Name}
+	claim, why := s.e.route(ev.Session)
+	if why != nil && why.Reason == authority.ReasonNoRoute && s.e.opts.Plane != nil {
+		// Another process of the operator plane may own the session.
 		if code, detail := s.e.planeCommand(p, ev, data); code != "" {
 			s.errorFrame("", ev.ID, code, detail)
 		}
 		return
 	}
-	if why = refused; why != nil {
+	if why != nil {
 		// AEP-0004 §4.2: a connection-scoped refusal; it never enters
 		// the session's history.
 		s.errorFrame("", ev.ID, why.Code(), why.Detail)

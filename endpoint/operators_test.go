@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -66,13 +68,15 @@ func addOperator(t *testing.T, d *identity.Document, name string, can identity.R
 	return text
 }
 
-func newOpsFixture(t *testing.T) *opsFixture {
+// newOpsFixture builds the fixture over a hub with ho (one at most; the
+// defaults without).
+func newOpsFixture(t *testing.T, ho ...bus.HubOptions) *opsFixture {
 	t.Helper()
 	f := &opsFixture{tgWeb: &recordingTarget{}, tgBill: &recordingTarget{}, doc: &identity.Document{}, creds: map[string]string{}, logs: &testenv.Buffer{}}
 	f.creds["alice"] = addOperator(t, f.doc, "alice", identity.Answer, false, "deploy-*")
 	f.creds["bob"] = addOperator(t, f.doc, "bob", identity.Read, false, "billing")
 	addOperator(t, f.doc, "carol", identity.Answer, true)
-	hub := bus.NewHub()
+	hub := bus.NewHubWith(append(ho, bus.HubOptions{})[0])
 	var err error
 	if f.web, err = bus.NewEmitter(bus.EmitterOptions{Agent: "bridge", Session: "web", Host: "h", Sinks: []bus.Sink{hub}}); err != nil {
 		t.Fatal(err)
@@ -248,8 +252,17 @@ func TestOperatorCommands(t *testing.T) {
 		t.Fatalf("got %v; want the pong after C2", p)
 	}
 	bob := f.dialAs(t, bearerHeader(f.creds["bob"]))
-	// A reader in scope: routed as read-only, for the session to refuse.
-	bob.send(respondFrame("C3", "bill", f.billQ.ID, "bob"))
+	// A reader in scope: refused on its own connection, naming its right,
+	// every time; none of it reaches the session (whose history it would
+	// fill with a command and a rejection each).
+	for i := range 3 {
+		id := fmt.Sprintf("C3-%d", i)
+		bob.send(respondFrame(id, "bill", f.billQ.ID, "bob"))
+		if e := bob.read(); e["type"] != "error" || e["code"] != "unauthorized" || e["cause"] != id ||
+			!strings.Contains(fmt.Sprint(e["detail"]), `operator "bob" may read, not answer: its right is read`) {
+			t.Fatalf("bob answering billing: %v; want an unauthorized error naming his right", e)
+		}
+	}
 	// A reader out of scope: refused here.
 	bob.send(respondFrame("C4", "web", f.webQ.ID, "bob"))
 	if e := bob.read(); e["code"] != "unauthorized" || e["cause"] != "C4" {
@@ -258,7 +271,7 @@ func TestOperatorCommands(t *testing.T) {
 	for _, tc := range []struct {
 		tg   *recordingTarget
 		want string
-	}{{f.tgWeb, "[{true alice false}]"}, {f.tgBill, "[{true bob true}]"}} {
+	}{{f.tgWeb, "[{true alice false}]"}, {f.tgBill, "[]"}} {
 		tc.tg.mu.Lock()
 		got := fmt.Sprint(tc.tg.froms)
 		tc.tg.mu.Unlock()
@@ -281,6 +294,61 @@ func TestOperatorCommands(t *testing.T) {
 	if e := alice.sendEvent(remoteEvent(f.web.Source(), "web", "E1", "attention.requested", "x", 99)); e == nil || e["code"] != "unauthorized" ||
 		!strings.Contains(e["detail"].(string), "never emit") {
 		t.Errorf("alice's event: %v; want unauthorized", e)
+	}
+}
+
+// TestReplayExhaustedOnlyOfSessionsInScope: a resume position older than
+// the buffer is reported (replay-exhausted) only for the sessions the
+// operator sees, on SSE and the WebSocket: naming another server's session
+// there would tell that it exists.
+func TestReplayExhaustedOnlyOfSessionsInScope(t *testing.T) {
+	t.Parallel()
+	f := newOpsFixture(t, bus.HubOptions{ReplayPerSession: 2})
+	for range 3 { // evicts each session's start and question from replay
+		emit(t, f.web, "progress.status", map[string]any{"phase": "p"})
+		emit(t, f.bill, "progress.status", map[string]any{"phase": "p"})
+	}
+	from := `[{"session":"bill","epoch":0,"seq":0},{"session":"web","epoch":0,"seq":0}]`
+	for who, want := range map[string]string{"alice": "web", "bob": "bill", "token": "bill web"} {
+		cred := f.creds[who]
+		if who == "token" {
+			cred = testToken
+		}
+		req, _ := http.NewRequest("GET", f.srv.URL+"/stream?live=0&from="+url.QueryEscape(from), nil)
+		req.Header = bearerHeader(cred)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sse []string
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if rest, ok := strings.CutPrefix(sc.Text(), ": replay-exhausted "); ok {
+				sse = append(sse, strings.Fields(rest)[0])
+			}
+		}
+		resp.Body.Close()
+
+		c := f.dialAs(t, bearerHeader(cred))
+		c.send(`{"type":"subscribe","id":"r","from":` + from + `}`)
+		if s := c.read(); s["type"] != "subscribed" {
+			t.Fatalf("%s's subscribe: %v", who, s)
+		}
+		c.send(`{"type":"ping","t":"end"}`) // answered after the subscription's frames
+		var ws []string
+		for fr := c.read(); fr["type"] != "pong"; fr = c.read() {
+			if fr["type"] == "replay-exhausted" {
+				ws = append(ws, fmt.Sprint(fr["session"]))
+			}
+		}
+		slices.Sort(sse)
+		slices.Sort(ws)
+		if got := strings.Join(sse, " "); got != want {
+			t.Errorf("%s's SSE stream reported replay-exhausted of %q; want %q", who, got, want)
+		}
+		if got := strings.Join(ws, " "); got != want {
+			t.Errorf("%s's WebSocket reported replay-exhausted of %q; want %q", who, got, want)
+		}
 	}
 }
 
@@ -445,9 +513,9 @@ func TestNewRefusesAHeaderWithoutProxies(t *testing.T) {
 }
 
 // TestSendersReachEmittersThatHonourThem: an emitter whose hello
-// advertises sender frames gets one naming the operator before each
-// command; one that does not gets the command bare, and a read-only
-// operator's command is refused for it.
+// advertises sender frames gets one naming who sent each command, just
+// before it; one that does not gets the command bare. A read-only
+// operator's command reaches neither: its own connection refuses it.
 func TestSendersReachEmittersThatHonourThem(t *testing.T) {
 	t.Parallel()
 	f := newOpsFixture(t)
@@ -468,16 +536,21 @@ func TestSendersReachEmittersThatHonourThem(t *testing.T) {
 		}
 		bob := f.dialAs(t, bearerHeader(f.creds["bob"]))
 		bob.send(respondFrame("B-"+session, session, "Q-"+session, "bob"))
+		if e := bob.read(); e["code"] != "unauthorized" || e["cause"] != "B-"+session ||
+			!strings.Contains(fmt.Sprint(e["detail"]), "may read, not answer") {
+			t.Fatalf("bob's command: %v; want unauthorized on his connection, naming his right", e)
+		}
+		tok := f.dialAs(t, bearerHeader(testToken))
+		tok.send(respondFrame("T-"+session, session, "Q-"+session, "mallory"))
 		if honours {
 			s, ok := aep.DecodeSender([]byte(mustJSON(em.read())))
-			cmd := em.read()
-			if !ok || s.By != "bob" || !s.ReadOnly || s.Cause != "B-"+session || cmd["id"] != "B-"+session {
-				t.Fatalf("the emitter got %+v then %v; want bob's sender frame, read-only, then his command", s, cmd)
+			if !ok || s.By != "token holder" || s.ReadOnly || s.Cause != "T-"+session {
+				t.Fatalf("the emitter got the sender frame %+v (%v); want the token holder's, for T-%s", s, ok, session)
 			}
-			continue
 		}
-		if e := bob.read(); e["code"] != "unauthorized" || e["cause"] != "B-"+session {
-			t.Fatalf("bob's command to an emitter that cannot tell who sent it: %v; want unauthorized", e)
+		// The next frame is the token holder's command: bob's never came.
+		if cmd := em.read(); cmd["id"] != "T-"+session {
+			t.Fatalf("the emitter got %v; want the token holder's command, and nothing of bob's", cmd)
 		}
 	}
 }

@@ -55,7 +55,7 @@ func (e *Endpoint) serveStream(w http.ResponseWriter, r *http.Request) {
 		}
 		defer untrack()
 	}
-	sub, exhausted := e.opts.Hub.SubscribeFrom(visible(principalOf(r), e.opts.Hub, req.filter.Match), req.from, subscriptionQueue)
+	sub, exhausted := subscribeAs(principalOf(r), e.opts.Hub, req)
 	defer sub.Close()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/authority"
@@ -91,7 +92,7 @@ func (s *socket) subscribe(f aep.Frame) {
 		s.errorFrame(f.ID, "", "limit-exceeded", fmt.Sprintf("at most %d subscriptions per connection", maxSubscriptions))
 		return
 	}
-	sub, exhausted := s.e.opts.Hub.SubscribeFrom(visible(s.e.access.Principal(s.auth), s.e.opts.Hub, req.filter.Match), req.from, subscriptionQueue)
+	sub, exhausted := subscribeAs(s.e.access.Principal(s.auth), s.e.opts.Hub, req)
 	ss := &socketSub{id: f.ID, sub: sub, ceiling: req.ceiling, last: map[string]bus.Position{}}
 	s.mu.Lock()
 	if s.draining {
@@ -213,6 +214,15 @@ func parseFrom(raw json.RawMessage) (bus.From, error) {
 		out.Positions = append(out.Positions, bus.Position{Session: *p.Session, Epoch: e, Seq: *p.Seq})
 	}
 	return out, nil
+}
+
+// subscribeAs subscribes for p to what req asks, within what p may see
+// (visible), and returns the resume positions older than the buffer of
+// the sessions p sees only: reporting another's would tell that it
+// exists.
+func subscribeAs(p authority.Principal, hub *bus.Hub, req subscription) (*bus.Subscription, []bus.Exhausted) {
+	sub, exhausted := hub.SubscribeFrom(visible(p, hub, req.filter.Match), req.from, subscriptionQueue)
+	return sub, slices.DeleteFunc(exhausted, func(x bus.Exhausted) bool { return !p.SeesSession(x.Session, hub) })
 }
 
 // visible narrows a subscription's filter to what p may see, on every

@@ -41,7 +41,12 @@ var questionRe = regexp.MustCompile(`respond ([0-9A-Z]{26}) --values`)
 // startDemo runs the demo in-process and returns its output and question.
 func startDemo(t *testing.T, extra ...string) (stdout *lockedBuffer, addr, state, id string, done <-chan error) {
 	t.Helper()
-	state = t.TempDir()
+	return startDemoIn(t, t.TempDir(), extra...)
+}
+
+// startDemoIn is startDemo with the state folder state.
+func startDemoIn(t *testing.T, state string, extra ...string) (stdout *lockedBuffer, addr, _, id string, done <-chan error) {
+	t.Helper()
 	stdout = &lockedBuffer{}
 	ch := make(chan error, 1)
 	args := append([]string{"demo", "--listen", "127.0.0.1:0", "--state-dir", state, "--log-dir", "off"}, extra...)

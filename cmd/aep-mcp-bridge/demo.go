@@ -22,6 +22,7 @@ import (
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/bridge"
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
+	"github.com/agenteventprotocol/aep-mcp-bridge/identity/store"
 	"github.com/agenteventprotocol/aep-mcp-bridge/inbox"
 )
 
@@ -85,7 +86,7 @@ func parseDemoFlags(args []string, s stdio) (demoConfig, error) {
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "how long the question waits; unanswered, the server gets cancel")
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:8787", "the endpoint address; a busy port falls back to a free one")
 	fs.StringVar(&c.token, "token", "", "bearer token (default: AEP_TOKEN, else the stored one)")
-	fs.StringVar(&c.state, "state-dir", "", "where the token is stored")
+	fs.StringVar(&c.state, "state-dir", "", "where the token and the named operators are stored")
 	fs.StringVar(&c.logDir, "log-dir", "~/.aep/logs", "JSONL session logs; off disables them")
 	fs.BoolVar(&c.insecureToken, "insecure-token", false, "accept a --token or AEP_TOKEN shorter than 32 characters")
 	c.notify.define(fs)
@@ -133,14 +134,17 @@ func runDemo(ctx context.Context, args []string, s stdio) error {
 	if err != nil {
 		return fmt.Errorf("listening for the demo's endpoint: %w", err)
 	}
-	notifyLog := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	no, err := c.notify.options(c.state, redactOptions(""), notifyLog)
+	warnLog := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	no, err := c.notify.options(c.state, redactOptions(""), warnLog)
 	if err != nil {
 		ln.Close()
 		fmt.Fprintln(stderr, "aep-mcp-bridge demo:", err)
 		return errUsage
 	}
-	h, err := bridge.NewHost(bridge.HostOptions{Listener: ln, Token: token, Root: inbox.Handler(), Instance: "demo", Notify: no})
+	// The endpoint serves from the state folder: its named operators
+	// reach it, as they reach run's and serve's.
+	h, err := bridge.NewHost(bridge.HostOptions{Listener: ln, Token: token, Root: inbox.Handler(), Instance: "demo", Notify: no,
+		Identities: store.Path(dir), Logger: warnLog})
 	if err != nil {
 		ln.Close()
 		return err

@@ -2,7 +2,9 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,6 +47,41 @@ func TestDemoSaysHowTheQuestionEnded(t *testing.T) {
 				t.Errorf("an accepted answer is reported as a refusal:\n%s", s)
 			}
 		})
+	}
+}
+
+// TestDemoFollowsTheNamedOperators: the demo serves its endpoint from the
+// state folder, so the operators recorded there reach it with their
+// credentials, limited to their scopes, and the record says who answered.
+func TestDemoFollowsTheNamedOperators(t *testing.T) {
+	state := t.TempDir()
+	alice := addOp(t, state, "alice", "--servers", "aep-mcp-bridge-*")
+	carol := addOp(t, state, "carol", "--servers", "billing")
+	stdout, addr, _, id, done := startDemoIn(t, state)
+	endpoint := []string{"--endpoint", "http://" + addr}
+	for who, want := range map[string]string{alice: "[" + id + "]", carol: "[]"} {
+		out, errOut, code := cli(t, append([]string{"pending", "--json", "--token", who}, endpoint...)...)
+		var qs []struct{ ID string }
+		json.Unmarshal([]byte(out), &qs)
+		var ids []string
+		for _, q := range qs {
+			ids = append(ids, q.ID)
+		}
+		if got := fmt.Sprint(ids); code != 0 || got != want {
+			t.Errorf("pending with an operator's credential: exit %d, questions %s, stderr %q; want %s", code, got, errOut, want)
+		}
+	}
+	if out, errOut, code := cli(t, append([]string{"respond", id, "--decline", "--token", carol}, endpoint...)...); code == 0 {
+		t.Errorf("carol, scoped to billing, answered the demo's question: %q %q", out, errOut)
+	}
+	if out, errOut, code := cli(t, append([]string{"respond", id, "--decline", "--token", alice}, endpoint...)...); code != 0 {
+		t.Fatalf("alice's decline: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if s := stdout.String(); !strings.Contains(s, "An operator (alice) declined") {
+		t.Errorf("the demo said:\n%s\nwant alice named as who declined", s)
 	}
 }
 

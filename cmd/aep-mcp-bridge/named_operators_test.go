@@ -255,12 +255,13 @@ func TestNamedOperatorsOnAHubWithTwoServers(t *testing.T) {
 		}
 	}
 
-	// bob may only read: his answer is recorded and refused where he sees
-	// it, by billing's own bridge.
+	// bob may only read: his answer is refused on his own connection,
+	// naming his right, and never reaches billing's session (its history
+	// and log are checked below).
 	bob.send(respond("bob-1", billSession, bill["id"].(string), "bob", `{"service":"bob-was-here"}`))
-	rej := bob.await("the rejection of bob's answer", func(f map[string]any) bool { return f["type"] == "control.rejected" && f["cause"] == "bob-1" })
-	if dataOf(rej)["reason"] != "unauthorized" || !strings.Contains(fmt.Sprint(dataOf(rej)["detail"]), `"bob" may read this session, not answer`) {
-		t.Errorf("bob's answer was rejected with %v; want unauthorized, naming him", dataOf(rej))
+	rej := bob.await("the refusal of bob's answer", func(f map[string]any) bool { return f["type"] == "error" && f["cause"] == "bob-1" })
+	if rej["code"] != "unauthorized" || !strings.Contains(fmt.Sprint(rej["detail"]), `operator "bob" may read, not answer`) {
+		t.Errorf("bob's answer was refused with %v; want unauthorized, naming his right", rej)
 	}
 	// alice out of her scope: refused on her connection, never sent.
 	alice.send(respond("alice-1", billSession, bill["id"].(string), "mallory", `{"service":"alice-was-here"}`))
@@ -301,6 +302,13 @@ func TestNamedOperatorsOnAHubWithTwoServers(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("%s's session log does not record %s's answer (files %v)", server, by, files)
+		}
+	}
+	// bob's refused answer is in no log: it never reached a session.
+	files, _ := filepath.Glob(filepath.Join(logs, "*", "*.jsonl"))
+	for _, f := range files {
+		if b, _ := os.ReadFile(f); strings.Contains(string(b), "bob-1") {
+			t.Errorf("the session log %s records bob's refused command bob-1", f)
 		}
 	}
 

@@ -110,6 +110,9 @@ func (c *config) options(stderr io.Writer) (bridge.HostOptions, bridge.Options, 
 		}
 		if ho.Listen != "" {
 			ho.Identities = store.Path(dir)
+			if c.name == "" {
+				warnScopesTrustServerName(ho.Identities, logger)
+			}
 		}
 	}
 	o := bridge.Options{
@@ -119,6 +122,27 @@ func (c *config) options(stderr io.Writer) (bridge.HostOptions, bridge.Options, 
 		URL: c.url, Header: c.headers.header(), Transport: c.transport, Policy: pol,
 	}
 	return ho, o, nil
+}
+
+// warnScopesTrustServerName says, once at start, that the identity
+// document at path has operators scoped by server and that without --name
+// their scopes match the name the MCP server gives itself. A document
+// that does not load says nothing here: the endpoint reports it.
+func warnScopesTrustServerName(path string, log *slog.Logger) {
+	d, err := store.Load(path)
+	if err != nil {
+		return
+	}
+	var scoped []string
+	for _, o := range d.Operators {
+		if !o.Servers.All() {
+			scoped = append(scoped, o.Name)
+		}
+	}
+	if len(scoped) > 0 {
+		log.Warn("operator scopes match the name the MCP server gives itself (its serverInfo; the first it gives stays), so the server picks which scoped operators see its questions; give --name to set the name scopes match",
+			"scoped_operators", strings.Join(scoped, ","))
+	}
 }
 
 // redactOptions configures the redaction pipeline: home paths, and the

@@ -79,3 +79,51 @@ func TestAllowPlainReachesTheOperatorClient(t *testing.T) {
 		}
 	}
 }
+
+// TestScopesTrustTheServersNameWarning: a bridge serving an endpoint whose
+// operators include a scoped one, and started without --name, says once
+// on stderr that scopes then match the name the server gives itself; with
+// --name, with no scoped operator, or without an endpoint, it says
+// nothing.
+func TestScopesTrustTheServersNameWarning(t *testing.T) {
+	tok := strings.Repeat("t", 32)
+	const warning = "operator scopes match the name the MCP server gives itself"
+	for _, tc := range []struct {
+		name      string
+		operators [][]string // operators add arguments
+		args      []string
+		warns     bool
+	}{
+		{name: "a scoped operator, no --name", operators: [][]string{{"alice"}, {"bob", "--servers", "deploy-*"}, {"carol", "--servers", "billing"}}, warns: true},
+		{name: "a scoped operator, --name", operators: [][]string{{"bob", "--servers", "deploy-*"}}, args: []string{"--name", "deploy-web"}},
+		{name: "no scoped operator", operators: [][]string{{"alice"}}},
+		{name: "no operators", operators: nil},
+		{name: "no endpoint", operators: [][]string{{"bob", "--servers", "deploy-*"}}, args: []string{"--listen", "off"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			state := t.TempDir()
+			for _, o := range tc.operators {
+				addOp(t, state, o...)
+			}
+			var stderr bytes.Buffer
+			args := append([]string{"--listen", "127.0.0.1:0", "--token", tok, "--state-dir", state, "--log-dir", "off"}, tc.args...)
+			c, err := parseFlags(append(args, "--", "true"), stdio{out: io.Discard, err: &stderr})
+			if err != nil {
+				t.Fatalf("parseFlags: %v\n%s", err, stderr.String())
+			}
+			if _, _, err := c.options(&stderr); err != nil {
+				t.Fatalf("options: %v\n%s", err, stderr.String())
+			}
+			want := 0
+			if tc.warns {
+				want = 1
+			}
+			if got := strings.Count(stderr.String(), warning); got != want {
+				t.Errorf("stderr says %q %d times; want %d. stderr:\n%s", warning, got, want, stderr.String())
+			}
+			if tc.warns && !strings.Contains(stderr.String(), "--name") {
+				t.Errorf("the warning does not say what to do (--name):\n%s", stderr.String())
+			}
+		})
+	}
+}

@@ -16,18 +16,29 @@
 package main
 
 import (
+	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
+// maxEventLine bounds one line of go test's -json stream.
+const maxEventLine = 64 << 20
+
 // run runs go test with args and reports to stdout; it returns the exit
 // status.
 func run(args []string, stdout, stderr io.Writer) int {
+	return runLimited(args, stdout, stderr, maxEventLine)
+}
+
+// runLimited is run with a bound on one line of go test's events.
+func runLimited(args []string, stdout, stderr io.Writer, maxLine int) int {
 	rawJSON := slices.Contains(args, "-json")
 	goArgs := append([]string{"test", "-json"}, slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "-json" })...)
 	cmd := exec.Command("go", goArgs...)
@@ -50,7 +61,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if rawJSON {
 		raw = stdout
 	}
-	readErr := r.read(events, raw)
+	readErr := r.read(events, raw, maxLine)
+	// Wait closes the pipe only once go test has exited, and go test
+	// cannot exit while its writes wait for room in the pipe: whatever
+	// read left is read to the end first.
+	io.Copy(io.Discard, events)
 	code := 0
 	if err := cmd.Wait(); err != nil {
 		code = 1
@@ -58,7 +73,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 			code = exit.ExitCode()
 		}
 	}
-	if readErr != nil {
+	switch {
+	case errors.Is(readErr, bufio.ErrTooLong):
+		fmt.Fprintf(stderr, "devtest: a line of go test's events is over %d bytes, so nothing after it was reported; run go test %s to see it all\n",
+			maxLine, strings.Join(args, " "))
+		code = max(code, 1)
+	case readErr != nil:
 		fmt.Fprintln(stderr, "devtest: reading go test's events:", readErr)
 		code = max(code, 1)
 	}

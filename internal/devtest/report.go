@@ -25,6 +25,7 @@ type event struct {
 type pkg struct {
 	events []event
 	failed map[string]bool // tests that failed
+	ended  map[string]bool // tests that passed, failed or skipped
 }
 
 // skip is one test that skipped, and the first line of its reason.
@@ -48,10 +49,10 @@ func newReport(out io.Writer, verbose bool) *report {
 }
 
 // read takes events from r until EOF, copying each line to raw when it
-// is not nil.
-func (r *report) read(events io.Reader, raw io.Writer) error {
+// is not nil; it stops at a line over maxLine bytes, with an error.
+func (r *report) read(events io.Reader, raw io.Writer, maxLine int) error {
 	sc := bufio.NewScanner(events)
-	sc.Buffer(make([]byte, 64*1024), 64<<20)
+	sc.Buffer(make([]byte, min(64*1024, maxLine)), maxLine)
 	for sc.Scan() {
 		line := sc.Bytes()
 		if raw != nil {
@@ -79,7 +80,7 @@ func (r *report) add(ev event) {
 	}
 	p := r.pkgs[ev.Package]
 	if p == nil {
-		p = &pkg{failed: map[string]bool{}}
+		p = &pkg{failed: map[string]bool{}, ended: map[string]bool{}}
 		r.pkgs[ev.Package] = p
 	}
 	p.events = append(p.events, ev)
@@ -90,6 +91,10 @@ func (r *report) add(ev event) {
 			delete(r.pkgs, ev.Package)
 		}
 		return
+	}
+	switch ev.Action {
+	case "pass", "fail", "skip":
+		p.ended[ev.Test] = true
 	}
 	switch ev.Action {
 	case "pass":
@@ -105,7 +110,10 @@ func (r *report) add(ev event) {
 
 // flush prints a package that ended: with -v everything it printed;
 // otherwise, as go test does, its result line, and when it failed the
-// output of its failed tests and its own lines.
+// output of its failed tests and its own lines, and that of the tests
+// that never ended: go test's -timeout panic and goroutine dump, which
+// say which test hung, come as the running test's output, and that test
+// gets no result.
 func (r *report) flush(name string, p *pkg) {
 	failed := p.events[len(p.events)-1].Action == "fail"
 	for _, ev := range p.events {
@@ -118,7 +126,7 @@ func (r *report) flush(name string, p *pkg) {
 			if !failed && !resultLine(ev.Output) {
 				continue
 			}
-		case !failed || !p.failed[ev.Test] || marker(ev.Output):
+		case !failed || (p.ended[ev.Test] && !p.failed[ev.Test]) || marker(ev.Output):
 			continue
 		}
 		io.WriteString(r.out, ev.Output)

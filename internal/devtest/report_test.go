@@ -2,9 +2,12 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -98,6 +101,87 @@ func indexFrom(lines []string, from int, want string) int {
 		}
 	}
 	return -1
+}
+
+// TestRunEndsWhenALineIsTooLong: when reading go test's events stops
+// early (a line over the limit), go test still gets its output read to
+// the end, so it exits, and run reports the error and a failed status
+// instead of waiting for ever on a full pipe.
+func TestRunEndsWhenALineIsTooLong(t *testing.T) {
+	var out, errOut bytes.Buffer
+	done := make(chan int, 1)
+	go func() { done <- runLimited([]string{"-count=1", "./testdata/loud"}, &out, &errOut, 512) }()
+	var code int
+	select {
+	case code = <-done:
+	case <-time.After(3 * time.Minute): // a guard against the hang, not a measure
+		t.Fatalf("run did not return: it waits for go test, which waits for room in its stdout pipe\nstderr so far:\n%s", errOut.String())
+	}
+	if want := "devtest: a line of go test's events is over 512 bytes, so nothing after it was reported; run go test -count=1 ./testdata/loud to see it all"; code != 1 || !strings.Contains(errOut.String(), want) {
+		t.Errorf("exit status %d, stderr:\n%s\nwant 1 and %q", code, errOut.String(), want)
+	}
+}
+
+// TestRunShowsWhyAPackageFailedWithoutAFailingTest: a package that fails
+// while no test failed (go test's -timeout ends it while a test hangs, or
+// its TestMain exits) prints what says why: the timeout's panic and
+// goroutine dump (test2json files them under the test that was running,
+// which never ends), or what TestMain printed.
+func TestRunShowsWhyAPackageFailedWithoutAFailingTest(t *testing.T) {
+	const base = "github.com/agenteventprotocol/aep-mcp-bridge/internal/devtest/testdata/"
+	tests := []struct {
+		name    string
+		args    []string
+		want    []string // lines, in order
+		wantNot []string
+	}{
+		{
+			name: "a test that hangs until -timeout",
+			args: []string{"-count=1", "-timeout", "2s", "./testdata/hangs"},
+			want: []string{
+				"    hangs_test.go:10: about to wait for ever",
+				"panic: test timed out after 2s",
+				"\t\tTestHangs (",
+				"\t" + "${DIR}/testdata/hangs/hangs_test.go:11 +0x",
+				"FAIL\t" + base + "hangs\tXs",
+			},
+			wantNot: []string{"a passing test's log", "=== RUN"},
+		},
+		{
+			name: "a TestMain that exits",
+			args: []string{"-count=1", "./testdata/mainexit"},
+			want: []string{"the fixture this package needs is missing: set it up first", "FAIL\t" + base + "mainexit\tXs"},
+		},
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			if code := run(tt.args, &out, &errOut); code != 1 {
+				t.Errorf("exit status %d; want 1", code)
+			}
+			got := durations.ReplaceAllString(out.String(), "Xs")
+			lines := strings.Split(got, "\n")
+			at := 0
+			for _, w := range tt.want {
+				w = strings.ReplaceAll(w, "${DIR}", dir)
+				i := slices.IndexFunc(lines[at:], func(l string) bool { return strings.HasPrefix(l, w) })
+				if i < 0 {
+					t.Errorf("the output lacks a line starting %q after line %d:\n%s", w, at, got)
+					continue
+				}
+				at += i + 1
+			}
+			for _, w := range tt.wantNot {
+				if strings.Contains(got, w) {
+					t.Errorf("the output has %q:\n%s", w, got)
+				}
+			}
+		})
+	}
 }
 
 // TestSummary words the last line for the skips the run saw.
