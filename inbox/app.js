@@ -725,7 +725,9 @@
     }
     if (!c) return;
     c.scrollIntoView({ block: "start" });
-    const first = c.querySelector("input, select, textarea, button, a[href]");
+    // A permission request's first control is its first verdict (Allow),
+    // not the reason beside Deny.
+    const first = c.querySelector("button[data-verdict]") || c.querySelector("input, select, textarea, button, a[href]");
     if (first) { first.focus(); return; }
     c.tabIndex = -1;
     c.focus();
