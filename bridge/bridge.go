@@ -9,8 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,7 +39,8 @@ type Options struct {
 	// to the same server (upstream.Options.ToolHeaders).
 	ToolHeaders *upstream.ToolHeaders
 	// Env is the spawned upstream's environment; nil means the bridge's
-	// own. Either way AEP_TOKEN and AEP_MCP_TOKEN are removed from it.
+	// own. Either way the bridge's credentials and the variables it read
+	// a secret from are removed from it (upstream.Start).
 	Env []string
 	// Client is the MCP client's stream; ClientOut where its messages go.
 	// Both are unused when ClientConn is set.
@@ -305,33 +304,12 @@ func (b *Bridge) dial() (upstreamConn, error) {
 		}
 		return upstreamConn{conn: conn}, nil
 	}
-	p, err := upstream.Start(b.opts.Command, serverEnv(b.opts.Env), b.opts.ServerStderr)
+	p, err := upstream.Start(b.opts.Command, b.opts.Env, b.opts.ServerStderr)
 	if err != nil {
 		return upstreamConn{}, err
 	}
 	b.log.Info("upstream started", "pid", p.Pid())
 	return upstreamConn{conn: elicit.NewStreamConn(p.Stdout(), p.Stdin(), p.Stdout().Close, 0), proc: p}, nil
-}
-
-// bridgeSecrets are the environment variables that hold the bridge's own
-// credentials: the upstream server is never given them (the threat model:
-// a server gets its questions' answers, never the token).
-var bridgeSecrets = []string{"AEP_TOKEN", "AEP_MCP_TOKEN"}
-
-// serverEnv is the spawned server's environment: env, or this process's
-// when env is nil, without the bridge's own credentials.
-func serverEnv(env []string) []string {
-	if env == nil {
-		env = os.Environ()
-	}
-	out := make([]string, 0, len(env))
-	for _, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
-		if !slices.Contains(bridgeSecrets, name) {
-			out = append(out, kv)
-		}
-	}
-	return out
 }
 
 // RelatedWriter is implemented by a ClientConn that sends each server

@@ -28,25 +28,18 @@ type Process struct {
 	status string
 }
 
-// Credentials are the environment variables that hold the bridge's own
-// credentials. A spawned server never gets them, whatever environment it
-// is given (the threat model: a server gets its questions' answers, never
-// a token), nor any other variable the bridge read a secret from
-// (scrub.Hide: the notification secret, a notify file's url_env and
-// secret_env, --header-env).
-var Credentials = []string{"AEP_TOKEN", "AEP_MCP_TOKEN", "AEP_NOTIFY_SECRET"}
-
 // Start starts argv with its stdio connected to pipes and its stderr to
 // stderr, in its own process group so the whole tree can be signalled (npx,
 // shells and wrappers spawn grandchildren). env nil means this process's
-// environment; either way, without Credentials and the variables
-// scrub.Hide was given.
+// environment; either way, without the bridge's credentials and the
+// variables it read a secret from (scrub.ChildEnv): a server gets its
+// questions' answers, never a token.
 func Start(argv []string, env []string, stderr io.Writer) (*Process, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("no upstream server command: pass it after --, e.g. aep-mcp-bridge -- npx -y @modelcontextprotocol/server-everything")
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = childEnv(env)
+	cmd.Env = scrub.ChildEnv(env)
 	cmd.Stderr = stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	in, err := cmd.StdinPipe()
@@ -67,12 +60,6 @@ func Start(argv []string, env []string, stderr io.Writer) (*Process, error) {
 	c := &Process{cmd: cmd, stdin: in, stdout: r, done: make(chan struct{})}
 	go c.wait()
 	return c, nil
-}
-
-// childEnv is env, or this process's environment when env is nil,
-// without Credentials and the variables scrub.Hide was given.
-func childEnv(env []string) []string {
-	return scrub.ChildEnv(env, Credentials...)
 }
 
 // Stdin is the server's standard input: the bridge writes client messages

@@ -66,7 +66,7 @@ func runInbox(ctx context.Context, args []string, s stdio) error {
 	defer h.close()
 	cmd := opener(h.page)
 	// The browser it starts runs on; it gets none of the secrets' variables.
-	cmd.Env = scrub.ChildEnv(nil, secretEnv...)
+	cmd.Env = scrub.ChildEnv(nil)
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(stderr, "aep-mcp-bridge inbox: starting %s: %v; open the link above yourself\n", cmd.Path, err)
 		return nil

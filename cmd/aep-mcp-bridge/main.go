@@ -37,15 +37,11 @@ func main() {
 	// before anything else runs; the program still reads them. The
 	// variables that flags and a notify file name are hidden once read
 	// (hideSecretEnv).
-	if err := scrub.Hide(secretEnv, secretFlags); err != nil {
+	if err := scrub.Hide(scrub.Credentials(), secretFlags); err != nil {
 		fmt.Fprintln(os.Stderr, "aep-mcp-bridge: warning:", err)
 	}
 	os.Exit(mainCode(os.Args[1:]))
 }
-
-// secretEnv are the environment variables that hold the bridge's own
-// secrets: the tokens and the notification signing secret.
-var secretEnv = []string{"AEP_TOKEN", "AEP_MCP_TOKEN", notifySecretEnv}
 
 // secretFlags are the flags whose values may be secrets: the tokens, a
 // header for a remote server (Authorization) and a webhook URL (a chat

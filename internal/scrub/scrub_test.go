@@ -155,3 +155,17 @@ func TestChildEnv(t *testing.T) {
 		t.Errorf("Secrets() = %q", got)
 	}
 }
+
+// TestChildEnvWithholdsTheCredentials: the bridge's own credentials leave
+// every child's environment whether or not Hide was told of them, so a
+// program that spawns without calling Hide first (a test, a subcommand)
+// still withholds them.
+func TestChildEnvWithholdsTheCredentials(t *testing.T) {
+	given := []string{"AEP_TOKEN=a", "AEP_MCP_TOKEN=m", "AEP_NOTIFY_SECRET=n", "AEP_TOKEN_FILE=/f", "HOME=/h"}
+	if diff := cmp.Diff([]string{"AEP_TOKEN_FILE=/f", "HOME=/h"}, ChildEnv(given)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"AEP_TOKEN", "AEP_MCP_TOKEN", "AEP_NOTIFY_SECRET"}, Credentials()); diff != "" {
+		t.Errorf("Credentials (-want +got):\n%s", diff)
+	}
+}

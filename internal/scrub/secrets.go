@@ -7,14 +7,24 @@ import (
 	"sync"
 )
 
+// credentials are the environment variables that hold the bridge's own
+// secrets: its AEP token, its MCP gateway's client token, and the secret
+// that signs its json notifications.
+var credentials = []string{"AEP_TOKEN", "AEP_MCP_TOKEN", "AEP_NOTIFY_SECRET"}
+
+// Credentials returns the environment variables that hold the bridge's
+// own secrets (AEP_TOKEN, AEP_MCP_TOKEN, AEP_NOTIFY_SECRET): the one list
+// of them. ChildEnv always withholds them.
+func Credentials() []string { return slices.Clone(credentials) }
+
 // secret is the set of environment variables this process read a secret
-// from: Hide adds the names it is given, and ChildEnv leaves them out of
-// every environment a child is given. The environment is the process's,
-// so the set is too.
-var secret struct {
+// from: Credentials, and the names Hide is given. ChildEnv leaves them
+// out of every environment a child is given. The environment is the
+// process's, so the set is too.
+var secret = struct {
 	mu    sync.Mutex
 	names []string
-}
+}{names: Credentials()}
 
 // remember adds names to the set.
 func remember(names []string) {
@@ -27,8 +37,8 @@ func remember(names []string) {
 	}
 }
 
-// Secrets returns the names of the environment variables Hide was given
-// so far, in the order it was given them.
+// Secrets returns the names of the environment variables ChildEnv
+// withholds: Credentials, then those Hide was given, in that order.
 func Secrets() []string {
 	secret.mu.Lock()
 	defer secret.mu.Unlock()
@@ -36,9 +46,9 @@ func Secrets() []string {
 }
 
 // ChildEnv returns env, or this process's environment when env is nil,
-// without every variable Hide was given and without the variables named
-// in also: the environment for a process this one spawns, which must not
-// inherit the secrets this one read.
+// without Credentials, every variable Hide was given, and the variables
+// named in also: the environment for a process this one spawns, which
+// must not inherit the secrets this one read.
 func ChildEnv(env []string, also ...string) []string {
 	if env == nil {
 		env = os.Environ()
