@@ -54,23 +54,37 @@ func (t *Table[L, P]) RemoveLocal(session string) {
 	})
 }
 
-// Sequenced registers, once, c as a claimant of session, which it just
-// wrote under source with a sequence number (an emitter owns the sessions
-// it sequences: their commands are routed to it), unless c no longer
-// writes source: another connection took it over since, and c's claims
-// went with it.
-func (t *Table[L, P]) Sequenced(c *Conn[P], source, session string) {
+// Sequenced registers, once, c as a claimant of session, which it is
+// writing under source with a sequence number (an emitter owns the
+// sessions it sequences: their commands are routed to it), unless c no
+// longer writes source: another connection took it over since, and c's
+// claims went with it. It reports whether the claim is new, so a caller
+// that registers the claim before the event is published (an operator
+// who sees the event must find its route) can take a new claim back with
+// Unsequenced when the event is refused.
+func (t *Table[L, P]) Sequenced(c *Conn[P], source, session string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if h := t.sources[source]; h == nil || h.conn != c {
-		return
+		return false
 	}
 	for _, cl := range t.claims {
 		if cl.conn == c && cl.session == session {
-			return
+			return false
 		}
 	}
 	t.claims = append(t.claims, claim[L, P]{session: session, conn: c})
+	return true
+}
+
+// Unsequenced takes back the claim Sequenced just registered for c on
+// session, when the event that made it was refused.
+func (t *Table[L, P]) Unsequenced(c *Conn[P], session string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.claims = slices.DeleteFunc(t.claims, func(cl claim[L, P]) bool {
+		return cl.conn == c && cl.session == session
+	})
 }
 
 // Route finds the one claimant of session's commands (AEP-0004 §4.5): a

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/authority"
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
 )
 
@@ -517,5 +518,44 @@ func TestAJoinedBridgeTakesItsSessionFromASquatter(t *testing.T) {
 	}
 	if cmd := bridge.read(); cmd["id"] != "C1" {
 		t.Fatalf("the bridge got %v; want the command C1", cmd)
+	}
+}
+
+// TestAQuestionIsRoutableTheMomentItIsPublished: an emitter's claim on
+// the session it sequences exists before any consumer sees its question,
+// so an operator who answers at once is routed to the emitter, not told
+// that nobody owns the session. The hub's filter runs while the event is
+// fanned out, so it observes the route at the moment of publication; a
+// refused event leaves no claim behind.
+func TestAQuestionIsRoutableTheMomentItIsPublished(t *testing.T) {
+	f := newFixture(t, bus.HubOptions{ReplayPerSession: 4, ReplaySessions: 8}, Options{MaxBody: 64 << 10})
+	seen := make(chan string, 4)
+	sub := f.hub.Subscribe(func(ev *aep.Event) bool {
+		if ev.Session == "remote-s" && ev.Type == "attention.requested" {
+			if _, why := f.ep.route(ev.Session); why != nil {
+				seen <- why.Detail
+			} else {
+				seen <- ""
+			}
+		}
+		return false
+	}, 4)
+	defer sub.Close()
+	c := emitterConn(t, f.srv, "i")
+	if e := c.sendEvent(remoteEvent("aep://vm/agent/e", "remote-s", "Q1", "attention.requested", "", 1)); e != nil {
+		t.Fatalf("question refused: %v", e)
+	}
+	if why := <-seen; why != "" {
+		t.Fatalf("route when the question was published: %s", why)
+	}
+
+	// A question whose id another emitter's open question holds is
+	// refused, and the session it named is not claimed.
+	other := emitterConn(t, f.srv, "j")
+	if e := other.sendEvent(remoteEvent("aep://vm/agent/other", "other-s", "Q1", "attention.requested", "", 1)); e == nil || e["code"] != "unauthorized" {
+		t.Fatalf("reused question id: %v; want unauthorized", e)
+	}
+	if _, why := f.ep.route("other-s"); why == nil || why.Reason != authority.ReasonNoRoute {
+		t.Fatalf("route of a refused event's session: %v; want no-route", why)
 	}
 }

@@ -267,17 +267,19 @@ func (s *socket) handleEvent(data []byte) {
 		s.errorFrame("", ev.ID, "unauthorized", why)
 		return
 	}
+	// An emitter owns the sessions it sequences: commands for them are
+	// routed to this connection. The claim is made before the event is
+	// published, so an operator who answers the moment it arrives finds
+	// the route.
+	claimed := ev.Session != "" && ev.Seq != nil && s.e.access.Sequenced(s.auth, ev.Source, ev.Session)
 	if err := s.e.opts.Hub.IngestFrom(s.e.access.Writer(s.auth), []*aep.Event{ev}, [][]byte{data}); err != nil {
+		if claimed {
+			s.e.access.Unsequenced(s.auth, ev.Session)
+		}
 		var ie *bus.IngestError
 		if errors.As(err, &ie) {
 			s.errorFrame("", ev.ID, ie.Code, ie.Detail)
 		}
-		return
-	}
-	if ev.Session != "" && ev.Seq != nil {
-		// An emitter owns the sessions it sequences: commands for them
-		// are routed to this connection.
-		s.e.access.Sequenced(s.auth, ev.Source, ev.Session)
 	}
 }
 
