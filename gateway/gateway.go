@@ -151,7 +151,10 @@ type Server struct {
 	wg     sync.WaitGroup // session goroutines
 
 	sealer *stateSealer // requestState wrappers
-	tools  toolHeaders  // x-mcp-header bindings, for stateless requests
+	// maxInflight bounds the requests in flight on a shared session
+	// (maxSharedInflight; tests lower it before the first request).
+	maxInflight int
+	tools       toolHeaders // x-mcp-header bindings, for stateless requests
 
 	// clients is the directory of named clients in force (clients.go);
 	// ids follows the identity document, idsCancel stops it and idsDone
@@ -202,7 +205,7 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{opts: o, log: o.Logger, policy: policy, sealer: sealer, sessions: map[string]*session{}, shared: map[principal]*sharedSlot{}, forgot: make(chan struct{}, 1),
+	s := &Server{opts: o, log: o.Logger, policy: policy, sealer: sealer, sessions: map[string]*session{}, shared: map[principal]*sharedSlot{}, maxInflight: maxSharedInflight, forgot: make(chan struct{}, 1),
 		refusedLogged: map[string]time.Time{}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -68,7 +69,7 @@ const maxSharedInflight = 256
 const maxCtl = 1024
 
 // errSharedBusy refuses a request past maxSharedInflight.
-var errSharedBusy = fmt.Errorf("this client has %d requests in flight on the gateway's server (the most it serves at once); retry when some are answered", maxSharedInflight)
+var errSharedBusy = errors.New("this client has as many requests in flight on the gateway's server as it serves at once; retry when some are answered")
 
 // sharedSlot is the shared session of one principal, or its start.
 type sharedSlot struct {
@@ -143,7 +144,7 @@ func (s *Server) serveShared(w http.ResponseWriter, r *http.Request, sess *sessi
 			continue
 		case errors.Is(err, errSharedBusy):
 			w.Header().Set("Retry-After", "1")
-			httpError(w, http.StatusServiceUnavailable, err.Error())
+			httpError(w, http.StatusServiceUnavailable, fmt.Sprintf("%v (%d)", err, s.maxInflight))
 			return
 		case err != nil:
 			rpcErrorReply(w, http.StatusBadRequest, env.ID, mcp.INVALID_REQUEST, "Invalid Request: "+err.Error())
@@ -172,7 +173,17 @@ func (sess *session) openShared(body []byte, env *envelope, jsonOnly bool) ([]by
 	if sess.ctx.Err() != nil || sess.closed {
 		return nil, nil, 0, errSessionEnded
 	}
-	if len(sess.byRequest) >= maxSharedInflight {
+	if up := sess.b.Upstream(); strings.HasPrefix(up, "exited") || strings.HasPrefix(up, "failed") {
+		// The server is gone and the session ending: the bridge records
+		// that before it fails the requests in flight, so a client that
+		// saw that error and retries reaches a new server.
+		if sess.reason == "" {
+			sess.reason = "the server " + up
+		}
+		sess.cancel()
+		return nil, nil, 0, errSessionEnded
+	}
+	if len(sess.byRequest) >= sess.srv.maxInflight {
 		return nil, nil, 0, errSharedBusy
 	}
 	sess.seq++
