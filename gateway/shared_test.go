@@ -182,3 +182,88 @@ func TestSharedInflightBound(t *testing.T) {
 		t.Errorf("the request once the first was answered: got %s", got.raw)
 	}
 }
+
+// TestSharedListenStreamHearsAnotherRequest: under serve -- COMMAND, a
+// change one stateless request makes reaches the subscriptions/listen
+// stream another request opened, as a stateless HTTP server delivers
+// it (MCP 2026-07-28 basic/patterns/subscriptions), with go-sdk's server
+// over stdio. Both requests use id 1: the listen stream's notifications
+// carry the client's id as their subscriptionId. Another named client's
+// listen stream, on its own server, hears nothing of it.
+func TestSharedListenStreamHearsAnotherRequest(t *testing.T) {
+	ids := newIdentities(t)
+	otherCred := ids.add("other", time.Time{})
+	g := startGateway(t, Options{Session: bridge2026(gosdkBin, elicit.RouteRemote), Identities: ids.path})
+	c := &modern{t: t, g: g, name: "listener"}
+	other := &modern{t: t, g: g, name: "other-app", token: otherCred}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	frames := c.listen(ctx, `1`)
+	otherFrames := other.listen(ctx, `1`)
+	for who, fr := range map[string]<-chan string{"the listener": frames, "the other client": otherFrames} {
+		ack := nextFrame(t, who+"'s listen stream", fr)
+		if !strings.Contains(ack, `"notifications/subscriptions/acknowledged"`) || !strings.Contains(ack, `"io.modelcontextprotocol/subscriptionId":1`) {
+			t.Fatalf("%s's listen stream opened with %s; want the acknowledgement tagged with its own id 1", who, ack)
+		}
+	}
+	if got := answerOf(t, c.call(`1`, "add-tool", map[string]any{"name": "fresh"}, nil, nil)); got.text() != "added fresh" {
+		t.Fatalf("add-tool: got %s", got.raw)
+	}
+	changed := nextFrame(t, "the listen stream", frames)
+	if !strings.Contains(changed, `"notifications/tools/list_changed"`) || !strings.Contains(changed, `"io.modelcontextprotocol/subscriptionId":1`) {
+		t.Errorf("the listen stream got %s; want notifications/tools/list_changed tagged with its own id 1", changed)
+	}
+	select {
+	case f := <-otherFrames:
+		t.Errorf("another client's listen stream got %s from a change on the listener's server", f)
+	default:
+	}
+	if n := g.srv.Sessions(); n != 2 {
+		t.Errorf("live sessions: got %d; want 2, a shared one for each client", n)
+	}
+}
+
+// listen opens a subscriptions/listen stream for tool list changes and
+// returns its messages as they come; it stops with ctx.
+func (c *modern) listen(ctx context.Context, id string) <-chan string {
+	body := `{"jsonrpc":"2.0","id":` + id + `,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},"_meta":{` +
+		`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	req, err := http.NewRequestWithContext(ctx, "POST", c.g.mcpURL, strings.NewReader(body))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	req.Header = c.header("")
+	req.Header.Set("Mcp-Method", "subscriptions/listen")
+	req.Header.Del("Mcp-Name")
+	out := make(chan string, 16)
+	go func() {
+		defer close(out)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return
+		}
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if line, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				out <- line
+			}
+		}
+	}()
+	return out
+}
+
+// nextFrame waits for the next message of a listen stream.
+func nextFrame(t *testing.T, what string, frames <-chan string) string {
+	t.Helper()
+	select {
+	case f, ok := <-frames:
+		if !ok {
+			t.Fatalf("%s ended", what)
+		}
+		return f
+	case <-time.After(waitLimit):
+		t.Fatalf("%s: nothing came", what)
+	}
+	return ""
+}
