@@ -108,6 +108,13 @@ type Options struct {
 	// Redactor is the §9.4 pipeline tool.requested's args_redacted goes
 	// through; nil means the default pipeline.
 	Redactor *aep.Redactor
+	// OwnStates gives the client, for each input_required round it also
+	// gets, a requestState of the proxy's own, and the server its own
+	// back on the client's retry: for a proxy that serves many clients'
+	// requests on one server, whose requestStates may be equal (a server
+	// may hand every caller the same), so that each retry finds its own
+	// round. False passes the server's requestState through.
+	OwnStates bool
 }
 
 // Proxy relays one MCP session. Create it with New, run it with Run, and
@@ -127,6 +134,7 @@ type Proxy struct {
 	keepalive      time.Duration
 	name           string
 	clientAs       string // Options.ClientName
+	ownStates      bool   // Options.OwnStates
 	onSession      func(ClientInfo)
 	log            *slog.Logger
 	// pol decides tools/call (hold.go); nil when no policy is in force.
@@ -248,6 +256,7 @@ func New(o Options) *Proxy {
 		progress: map[string]float64{}, byClient: map[string]*round{}, newID: aep.NewID,
 		wake: make(chan struct{}, 1), stopping: make(chan struct{}), maxTracked: defaultMaxTracked,
 		pol: o.Policy, polClient: o.PolicyClient, session: o.Session, mem: policy.NewMemory(0), red: o.Redactor,
+		ownStates: o.OwnStates,
 	}
 	if p.red == nil {
 		p.red = aep.NewRedactor(aep.RedactOptions{})
