@@ -212,8 +212,11 @@ type Proxy struct {
 	// held are the tools/call held for approval, and calls those the
 	// server was given under a policy, until their response (hold.go);
 	// both by the client's request id key.
-	held   *table[*heldCall]
-	calls  *table[*toolCall]
+	held  *table[*heldCall]
+	calls *table[*toolCall]
+	// toolEv holds tool.* events for the emitter until the reader that
+	// queued them would wait (toolevents.go); it has its own locks.
+	toolEv toolEvents
 	urlSeq int
 	// goneRequests and goneQuestions are the tombstones of client
 	// requests and server questions the tables above forgot, whose late
@@ -317,6 +320,11 @@ func (p *Proxy) Run(ctx context.Context) Ending {
 		go p.keepaliveLoop(ctx)
 	}
 	p.life.Unlock()
+	// The tool.* events of the session are all emitted when Run returns,
+	// so the caller's session.ended follows them.
+	p.runTools(true)
+	defer p.flushTools(nil)
+	defer p.runTools(false)
 	select {
 	case e := <-ended:
 		return e
@@ -445,6 +453,7 @@ func (p *Proxy) readLoop(ctx context.Context, ended chan<- Ending, fromClient bo
 			// relayed. A request still gets its answer (an error); the
 			// reader goes on until Close ends the stream.
 			p.refuseLate(fr, fromClient)
+			p.flushTools(nil)
 			continue
 		}
 		switch {
@@ -476,6 +485,12 @@ func (p *Proxy) readLoop(ctx context.Context, ended chan<- Ending, fromClient bo
 			// what dst holds.
 			p.write(ctx, dst, Frame{})
 			held = false
+		}
+		if !fr.More && p.pendingTools() {
+			// Nothing more is buffered to read, and what this burst
+			// forwarded is out: the reader emits the tool.* events it
+			// queued now, while the peers work, before it waits.
+			p.flushTools(nil)
 		}
 	}
 }

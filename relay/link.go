@@ -531,7 +531,7 @@ func (l *Link) readLoop(conn *linkConn, write func([]byte) error) error {
 						"the hub did not say who sent this command, so the session cannot record who answered; it was not applied")))
 					continue
 				}
-				from.By, from.ReadOnly = s.By, s.ReadOnly
+				from.By, from.Groups, from.ReadOnly = s.By, s.Groups, s.ReadOnly
 			}
 			l.mu.Lock()
 			t := l.target
