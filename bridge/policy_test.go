@@ -511,3 +511,25 @@ func TestPolicyApprovedCallsRetryIsNotAskedAgain(t *testing.T) {
 		break
 	}
 }
+
+// TestPolicyStreamedResultIsRecorded: an allowed call whose result is
+// over what the bridge reads whole (4 MiB on stdio) is relayed as a
+// stream, and still ends on the bus: tool.completed, naming its
+// tool.requested.
+func TestPolicyStreamedResultIsRecorded(t *testing.T) {
+	t.Parallel()
+	s := startPolicySession(t, testPolicy)
+	const size = 5 << 20
+	res := s.result(s.call("blob", map[string]any{"bytes": size}, nil))
+	if got := len(toolText(t, res)); got != size {
+		t.Fatalf("the client got %d bytes; want %d", got, size)
+	}
+	req := s.next("tool.requested")
+	done := s.next("tool.completed")
+	if done.Cause != req.ID || done.Subject != "blob" {
+		t.Fatalf("tool.completed cause %s subject %s; want %s and blob", done.Cause, done.Subject, req.ID)
+	}
+	if len(done.Data) > 1024 {
+		t.Fatalf("tool.completed carries %d bytes; the result is never on the bus", len(done.Data))
+	}
+}

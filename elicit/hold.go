@@ -352,6 +352,23 @@ func (p *Proxy) toolResult(m *message) {
 	p.endTool(tc, len(m.Error) > 0, resultIsError(m.Result))
 }
 
+// streamedToolResult records the end of a tools/call whose response the
+// proxy relayed as a stream, answering the client's request id: read from
+// the envelope and the result's isError, which the scan captured on the
+// way through, never from a copy of the result.
+func (p *Proxy) streamedToolResult(id json.RawMessage, env *jsonrpc.Envelope) {
+	if p.pol == nil || !jsonrpc.HasID(id) {
+		return
+	}
+	p.mu.Lock()
+	tc, ok := p.calls.take(idKey(id))
+	p.mu.Unlock()
+	if !ok {
+		return
+	}
+	p.endTool(tc, env.Error, string(env.Members["result.isError"]) == "true")
+}
+
 // endTool emits a tool call's tool.completed or tool.failed, off the
 // path of the response that ends it.
 func (p *Proxy) endTool(tc *toolCall, rpcErr, isError bool) {
