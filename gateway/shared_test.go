@@ -296,3 +296,20 @@ func TestParamHeadersCheckedBeforeAnyToolsList(t *testing.T) {
 		t.Errorf("a matching header: got %s; want the tool's result", a.raw)
 	}
 }
+
+// TestSharedRetryAtAnotherGatewayUnderRouteBoth: under --route both the
+// client gets a requestState its shared session's proxy minted (one per
+// round, so equal server states never meet), which carries the
+// server's own: a retry that reaches another gateway of the fleet, whose
+// proxy never held the round, still gives the server its own state, and
+// the client gets its final result.
+func TestSharedRetryAtAnotherGatewayUnderRouteBoth(t *testing.T) {
+	one := startGateway(t, Options{Session: sessionOpts(elicit.RouteBoth), FleetSecret: aepToken})
+	two := startGateway(t, Options{Session: sessionOpts(elicit.RouteBoth), FleetSecret: aepToken})
+	at := func(g *gw) *modern { return &modern{t: t, g: g, name: "roamer", elicit: true} }
+	state := inputRequired(t, "the round at the first gateway", answerOf(t, at(one).call(`1`, "mrtr-ask", nil, nil, nil)))
+	who := map[string]any{"name": map[string]any{"action": "accept", "content": map[string]any{"who": "roamer-answer"}}}
+	if got := answerOf(t, at(two).call(`2`, "mrtr-ask", nil, &state, who)); !strings.Contains(got.text(), "roamer-answer") {
+		t.Errorf("the retry at the other gateway: got %s; want the server's result with the client's answer", got.raw)
+	}
+}
