@@ -114,8 +114,12 @@ func (s *Server) sharedFor(ctx context.Context, who principal, client *identity.
 		}
 		s.mu.Unlock()
 	}
-	return nil, errShutdown
+	return nil, errSharedStart
 }
+
+// errSharedStart says that a principal's shared session kept ending as
+// it started.
+var errSharedStart = errors.New("the server for this client ended each time it was started; run the command alone to see its error")
 
 // forgetShared drops sess from the shared sessions, once it ended.
 func (s *Server) forgetSharedLocked(sess *session) {
@@ -286,11 +290,15 @@ func (sess *session) routeSharedLocked(m json.RawMessage, env *envelope) {
 			path, up = []string{"params", "_meta", metaSubscriptionID}, st.upID
 		}
 	}
-	if st == nil || !st.open() {
-		if env.isRequest() {
-			sess.refuseServerRequestLocked(env)
-			return
-		}
+	switch {
+	case st != nil && !st.open():
+		// Its request's client takes JSON alone, or left.
+		sess.log.Debug("a server message for a request whose client takes no event stream was not sent", "method", env.Method)
+		return
+	case st == nil && env.isRequest():
+		sess.refuseServerRequestLocked(env)
+		return
+	case st == nil:
 		sess.log.Warn("a server notification relates to no request in flight; no client gets it", "method", env.Method)
 		return
 	}
