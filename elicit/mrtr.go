@@ -143,7 +143,9 @@ func (p *Proxy) inputRequired(m *message, raw []byte) ([]byte, bool) {
 	p.byClient[k] = rd
 	rd.clientState, rd.serverState = res.RequestState, res.RequestState
 	if (rd.clientCopy || rd.split) && p.ownStates {
-		rd.clientState = ownStatePrefix + p.newID()
+		// The server's state travels in the token, for a retry that
+		// reaches a proxy that does not hold the round (clientRetry).
+		rd.clientState = ownStatePrefix + p.newID() + "." + res.RequestState
 	}
 	if rd.clientCopy || rd.split {
 		p.keepState(rd.clientState, rd)
@@ -188,7 +190,7 @@ func (p *Proxy) inputRequired(m *message, raw []byte) ([]byte, bool) {
 }
 
 // ownStatePrefix begins the requestState the proxy gives a client under
-// OwnStates.
+// OwnStates: the prefix, a fresh id, ".", and the server's requestState.
 const ownStatePrefix = "aepst1."
 
 // splitInputRequests parts a round's input requests into elicitations

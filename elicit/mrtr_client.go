@@ -29,16 +29,19 @@ func (p *Proxy) clientRetry(m *message, raw []byte) ([]byte, bool) {
 	if ok {
 		p.forgetStateLocked(state, rd)
 	}
-	if p.ownStates && ok {
-		// The server gets its own requestState back.
+	if p.ownStates && strings.HasPrefix(state, ownStatePrefix) {
+		// The server gets its own requestState back: the round's, or
+		// for a round this proxy does not hold (another gateway of a
+		// fleet handed it out, or the session that did ended) the one
+		// the token carries, and the retry goes on as a request.
+		_, server, _ := strings.Cut(strings.TrimPrefix(state, ownStatePrefix), ".")
+		if ok {
+			server = rd.serverState
+		}
 		var nm message
-		if out, err := setPath(raw, rd.serverState, "params", "requestState"); err == nil && nm.parse(out) == nil {
+		if out, err := setPath(raw, server, "params", "requestState"); err == nil && nm.parse(out) == nil {
 			*m, raw = nm, out
 		}
-	} else if p.ownStates && strings.HasPrefix(state, ownStatePrefix) {
-		p.mu.Unlock()
-		p.writeClient(errorResponse(m.ID, codeInvalidParams, "Invalid params: the bridge no longer holds the round of this requestState (it was used, or its session ended); send the request again without one"))
-		return nil, true
 	}
 	if ok && rd.split {
 		return p.splitRetry(rd, m, raw) // unlocks p.mu

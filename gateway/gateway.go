@@ -155,6 +155,9 @@ type Server struct {
 	// (maxSharedInflight; tests lower it before the first request).
 	maxInflight int
 	tools       toolHeaders // x-mcp-header bindings, for stateless requests
+	// toolsMu is held while the gateway asks for the tool list
+	// (learnTools), so it asks once.
+	toolsMu sync.Mutex
 
 	// clients is the directory of named clients in force (clients.go);
 	// ids follows the identity document, idsCancel stops it and idsDone

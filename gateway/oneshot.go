@@ -24,7 +24,12 @@ import (
 // JSON-RPC error. Closing the response stream cancels the request
 // (2026-07-28 basic/patterns/cancellation).
 func (s *Server) stateless(w http.ResponseWriter, r *http.Request, body []byte, env *envelope, sseOK bool) {
-	if msg := headersMismatch(r, body, env, &s.tools); msg != "" {
+	msg := headersMismatch(r, body, env, &s.tools)
+	if msg == "" && s.needsTools(env) {
+		s.learnTools(r, env)
+		msg = headersMismatch(r, body, env, &s.tools)
+	}
+	if msg != "" {
 		rpcErrorReply(w, http.StatusBadRequest, env.ID, mcp.HEADER_MISMATCH, msg)
 		return
 	}
@@ -115,9 +120,26 @@ const maxToolHeaders = 4096
 // the gateway checks a later tools/call's Mcp-Param-* headers against
 // lives here, for the gateway's lifetime. The zero value is empty.
 type toolHeaders struct {
-	// mu guards tools.
+	// mu guards tools and listed.
 	mu    sync.Mutex
 	tools map[string]*mcp.Tool
+	// listed is set once the gateway asked the server for its tool list
+	// itself (learnTools) and got an answer.
+	listed bool
+}
+
+// isListed reports whether the gateway asked the server for its tools.
+func (h *toolHeaders) isListed() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.listed
+}
+
+// setListed records that the gateway asked the server for its tools.
+func (h *toolHeaders) setListed() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.listed = true
 }
 
 // learn reads a tools/list response: each tool it lists with

@@ -114,8 +114,12 @@ func (s *Server) sharedFor(ctx context.Context, who principal, client *identity.
 		}
 		s.mu.Unlock()
 	}
-	return nil, errShutdown
+	return nil, errSharedStart
 }
+
+// errSharedStart says that a principal's shared session kept ending as
+// it started.
+var errSharedStart = errors.New("the server for this client ended each time it was started; run the command alone to see its error")
 
 // forgetShared drops sess from the shared sessions, once it ended.
 func (s *Server) forgetSharedLocked(sess *session) {
@@ -286,11 +290,15 @@ func (sess *session) routeSharedLocked(m json.RawMessage, env *envelope) {
 			path, up = []string{"params", "_meta", metaSubscriptionID}, st.upID
 		}
 	}
-	if st == nil || !st.open() {
-		if env.isRequest() {
-			sess.refuseServerRequestLocked(env)
-			return
-		}
+	switch {
+	case st != nil && !st.open():
+		// Its request's client takes JSON alone, or left.
+		sess.log.Debug("a server message for a request whose client takes no event stream was not sent", "method", env.Method)
+		return
+	case st == nil && env.isRequest():
+		sess.refuseServerRequestLocked(env)
+		return
+	case st == nil:
 		sess.log.Warn("a server notification relates to no request in flight; no client gets it", "method", env.Method)
 		return
 	}
@@ -367,5 +375,111 @@ func (sess *session) forgetStreamLocked(st *stream) {
 	if _, ok := sess.streams[st.id]; ok {
 		sess.retained -= retainedBytes(st)
 		delete(sess.streams, st.id)
+	}
+}
+
+// maxToolPages bounds the pages of tools/list learnTools reads.
+const maxToolPages = 32
+
+// needsTools reports whether the gateway must learn the spawned
+// server's tools before it checks env, a stateless request: a
+// tools/call under a revision that mirrors arguments in Mcp-Param
+// headers, when the gateway never asked for the tool list. MCP
+// 2026-07-28 streamable HTTP (Server Behavior for Custom Headers): the
+// server that processes the body validates those headers, and a stdio
+// server sees no headers, so under serve -- COMMAND the gateway is that
+// server. A remote server checks its own.
+func (s *Server) needsTools(env *envelope) bool {
+	return len(s.opts.Session.Command) > 0 && env.Method == string(mcp.MethodToolsCall) &&
+		mcp.RequiresStandardHeaders(env.Params.Meta.ProtocolVersion) && !s.tools.isListed()
+}
+
+// learnTools asks the server of r's principal for its tool list, every
+// page of it, once in the gateway's life (and again only when no answer
+// came): the bindings it lists are kept (toolHeaders.learn, as for a
+// relayed tools/list), and a tool it lists without any passes
+// unchecked. A server that answers with an error has no list to learn.
+// When no answer comes, the request passes on unchecked, as before.
+func (s *Server) learnTools(r *http.Request, env *envelope) {
+	s.toolsMu.Lock()
+	defer s.toolsMu.Unlock()
+	if s.tools.isListed() {
+		return // another request learned them meanwhile
+	}
+	sess, err := s.sharedFor(r.Context(), principalOf(r), clientOf(r))
+	if err != nil {
+		return // the request itself will say why
+	}
+	meta := map[string]any{mcp.MetaKeyProtocolVersion: env.Params.Meta.ProtocolVersion, mcp.MetaKeyClientCapabilities: map[string]any{}}
+	cursor := ""
+	for range maxToolPages {
+		params := map[string]any{"_meta": meta}
+		if cursor != "" {
+			params["cursor"] = cursor
+		}
+		body, _ := json.Marshal(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": "aepgw-tools", "method": mcp.MethodToolsList, "params": params})
+		resp, err := sess.ask(r.Context(), body)
+		if err != nil {
+			s.log.Info("the server's tool list could not be read; Mcp-Param headers pass unchecked", "err", err)
+			return
+		}
+		var page struct {
+			Result *struct {
+				NextCursor string `json:"nextCursor"`
+			} `json:"result"`
+			Error *rpcErrorBody `json:"error"`
+		}
+		json.Unmarshal(resp, &page)
+		if page.Error != nil && page.Error.Code == codeSessionEnded {
+			s.log.Info("the server's tool list could not be read; Mcp-Param headers pass unchecked", "err", page.Error.Message)
+			return // the server is gone: the next request asks again
+		}
+		if page.Result == nil || page.Result.NextCursor == "" {
+			break // the last page, or an error: nothing more to learn
+		}
+		cursor = page.Result.NextCursor
+	}
+	s.tools.setListed()
+}
+
+// ask sends a request of the gateway's own on a shared session and
+// returns the server's response, which no client gets (a tools/list
+// response teaches the gateway's toolHeaders on its way, respondLocked).
+func (sess *session) ask(ctx context.Context, body []byte) ([]byte, error) {
+	env, _ := parse(body)
+	out, st, _, err := sess.openShared(body, &env, true)
+	if err != nil {
+		return nil, err
+	}
+	if err := sess.submit(ctx, out); err != nil {
+		sess.abandon(st)
+		return nil, err
+	}
+	for {
+		sess.mu.Lock()
+		if st.finished {
+			var resp []byte
+			for _, ev := range st.events {
+				if ev.response {
+					resp = ev.data
+				}
+			}
+			st.attached = false
+			sess.forgetStreamLocked(st)
+			sess.mu.Unlock()
+			if resp == nil {
+				return nil, errSessionEnded
+			}
+			return resp, nil
+		}
+		sess.mu.Unlock()
+		select {
+		case <-st.notify:
+		case <-ctx.Done():
+			sess.mu.Lock()
+			sess.cancelSharedLocked(st, "the request that waited for the tool list went away")
+			sess.mu.Unlock()
+			return nil, ctx.Err()
+		}
 	}
 }

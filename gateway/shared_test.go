@@ -267,3 +267,49 @@ func nextFrame(t *testing.T, what string, frames <-chan string) string {
 	}
 	return ""
 }
+
+// TestParamHeadersCheckedBeforeAnyToolsList: under serve -- COMMAND a
+// stdio server sees no headers, so the gateway is the server that
+// checks a stateless tools/call's Mcp-Param headers (MCP 2026-07-28
+// streamable HTTP, Server Behavior for Custom Headers), even when no
+// client listed the tools yet: it asks go-sdk's server for its tool
+// list itself, once, and refuses a mismatched or missing header with
+// 400 and -32020, while a matching one passes.
+func TestParamHeadersCheckedBeforeAnyToolsList(t *testing.T) {
+	g := startGateway(t, Options{Session: bridge2026(gosdkBin, elicit.RouteRemote)})
+	c := &modern{t: t, g: g, name: "headers"}
+	call := func(id, region string) *http.Response {
+		h := c.header("region")
+		if region != "" {
+			h.Set("Mcp-Param-Region", region)
+		}
+		return g.request(t, "POST", "/mcp", h, c.body(id, "region", map[string]any{"region": "us-west1"}, nil, nil))
+	}
+	for _, tc := range []struct{ name, header string }{{"mismatched", "eu-west1"}, {"missing", ""}} {
+		resp := call(`1`, tc.header)
+		a := answerOf(t, resp)
+		if resp.StatusCode != http.StatusBadRequest || a.Error == nil || a.Error.Code != -32020 || !strings.Contains(a.Error.Message, "Mcp-Param-Region") {
+			t.Errorf("%s header: got %s %s; want 400 and -32020 naming Mcp-Param-Region", tc.name, resp.Status, a.raw)
+		}
+	}
+	if a := answerOf(t, call(`2`, "us-west1")); a.text() != "us-west1" {
+		t.Errorf("a matching header: got %s; want the tool's result", a.raw)
+	}
+}
+
+// TestSharedRetryAtAnotherGatewayUnderRouteBoth: under --route both the
+// client gets a requestState its shared session's proxy minted (one per
+// round, so equal server states never meet), which carries the
+// server's own: a retry that reaches another gateway of the fleet, whose
+// proxy never held the round, still gives the server its own state, and
+// the client gets its final result.
+func TestSharedRetryAtAnotherGatewayUnderRouteBoth(t *testing.T) {
+	one := startGateway(t, Options{Session: sessionOpts(elicit.RouteBoth), FleetSecret: aepToken})
+	two := startGateway(t, Options{Session: sessionOpts(elicit.RouteBoth), FleetSecret: aepToken})
+	at := func(g *gw) *modern { return &modern{t: t, g: g, name: "roamer", elicit: true} }
+	state := inputRequired(t, "the round at the first gateway", answerOf(t, at(one).call(`1`, "mrtr-ask", nil, nil, nil)))
+	who := map[string]any{"name": map[string]any{"action": "accept", "content": map[string]any{"who": "roamer-answer"}}}
+	if got := answerOf(t, at(two).call(`2`, "mrtr-ask", nil, &state, who)); !strings.Contains(got.text(), "roamer-answer") {
+		t.Errorf("the retry at the other gateway: got %s; want the server's result with the client's answer", got.raw)
+	}
+}

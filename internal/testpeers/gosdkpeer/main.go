@@ -13,7 +13,9 @@
 // it accepts connections. Over stdio, with AEP_TEST_RECORD set, it appends
 // every byte it reads to that file.
 //
-// Its tool add-tool {name} adds a tool of that name, so that the server
+// Its tool region {region} returns its argument, which its inputSchema
+// binds to the Mcp-Param-Region header (x-mcp-header). Its tool add-tool
+// {name} adds a tool of that name, so that the server
 // tells its listening clients that the tool list changed. Its tool ask
 // {schema?, message?} asks for input the way the SDK
 // does in every revision: it returns an input request (MCP 2026-07-28
@@ -75,6 +77,15 @@ func newServer() *mcp.Server {
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"schema":{"type":"string"},"message":{"type":"string"}}}`)}, ask)
 	s.AddTool(&mcp.Tool{Name: "add-tool", Description: "adds a tool named name, so that the tool list changes",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`)}, addTool(s))
+	s.AddTool(&mcp.Tool{Name: "region", Description: "returns its region argument, which clients mirror in the Mcp-Param-Region header",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var args struct {
+				Region string `json:"region"`
+			}
+			json.Unmarshal(req.Params.Arguments, &args)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: args.Region}}}, nil
+		})
 	return s
 }
 
