@@ -222,6 +222,9 @@ func NewHost(o HostOptions) (*Host, error) {
 // hub it joined.
 func (h *Host) startNotify(o notify.Options) error {
 	o.Hub, o.Token = h.hub, h.opts.Token
+	if o.Claim == nil {
+		o.Claim = h.notifyClaim()
+	}
 	if o.Logger == nil {
 		o.Logger = h.log
 	}

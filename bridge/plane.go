@@ -116,3 +116,15 @@ func (h *Host) WatchIdentities(o store.Options) (store.Source, error) {
 	}
 	return m.Identities(natsplane.IdentityOptions{OnLoad: o.OnLoad, OnError: o.OnError}), nil
 }
+
+// notifyClaim is how the host's notifier knows that it sends a
+// notification: on the operator plane on NATS, every front door sees
+// every question, and the one whose claim the plane takes first sends
+// each (natsplane.Member.ClaimNotification); in this process alone, it
+// sends them all (nil).
+func (h *Host) notifyClaim() func(string) bool {
+	if m, ok := h.plane.(*natsplane.Member); ok {
+		return m.ClaimNotification
+	}
+	return nil
+}

@@ -32,15 +32,8 @@ func TestOperatorsOnTheNATSPlane(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cl, err := natsnode.StartCluster(ctx, natsnode.ClusterOptions{Dir: filepath.Join(dir, "nats"), User: "fleet", Password: "fleet-cluster-password"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Stop) // after the processes stop: cleanups run last first
+	urlOf := natsFleet(t, ctx, dir)
 	const token = "fleet-token-0123456789abcdefghijklmnop"
-	urlOf := func(i int) string {
-		return strings.Replace(cl.Node(i).URL(), "nats://", "nats://fleet:fleet-cluster-password@", 1)
-	}
 	// The CLI runs with a state folder of its own: nothing it does may
 	// depend on one.
 	cliState := filepath.Join(dir, "cli")
@@ -156,4 +149,19 @@ func bucketValue(t *testing.T, ctx context.Context, url, bucket, key string) []b
 		t.Fatal(err)
 	}
 	return e.Value()
+}
+
+// natsFleet starts a three-node NATS cluster with JetStream in dir,
+// stopped when the test ends (after the processes started later), and
+// returns the URL of each node with the cluster's credentials in it.
+func natsFleet(t *testing.T, ctx context.Context, dir string) func(i int) string {
+	t.Helper()
+	cl, err := natsnode.StartCluster(ctx, natsnode.ClusterOptions{Dir: filepath.Join(dir, "nats"), User: "fleet", Password: "fleet-cluster-password"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Stop) // after the processes stop: cleanups run last first
+	return func(i int) string {
+		return strings.Replace(cl.Node(i).URL(), "nats://", "nats://fleet:fleet-cluster-password@", 1)
+	}
 }

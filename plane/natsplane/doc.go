@@ -14,6 +14,7 @@
 //	P_members   bucket, <key>                   the members' heartbeats
 //	P_identities bucket, doc and seen.<name>    the named operators and
 //	            clients, sealed, and when each was last used
+//	P_notified  bucket, <MAC of a notification> which door sends it
 //	P.cmd.<key>         core subject            commands to a member, sealed
 //	P.redeliver.<sess>  core subject            re-sent acks, live only
 //

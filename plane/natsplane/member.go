@@ -113,6 +113,8 @@ type Member struct {
 
 	// ids are the named operators and clients (identities.go).
 	ids identities
+	// notifyKey keys the MACs of notification claims (notified.go).
+	notifyKey []byte
 
 	// mu guards the fields below.
 	mu     sync.Mutex
@@ -123,8 +125,9 @@ type Member struct {
 
 type buckets struct {
 	open, sessions, commands, members jetstream.KeyValue
-	// identities holds the named operators and clients (identities.go).
-	identities jetstream.KeyValue
+	// identities holds the named operators and clients (identities.go);
+	// notified the claims of notifications sent (notified.go).
+	identities, notified jetstream.KeyValue
 }
 
 type localClaim struct {
@@ -191,7 +194,11 @@ func Open(ctx context.Context, o Options) (*Member, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Member{opts: o, log: o.Logger, n: n, key: o.Key, fp: o.Key.Fingerprint(), seal: s,
+	notifyKey, err := notifyKeyOf(o.Token, o.Prefix)
+	if err != nil {
+		return nil, err
+	}
+	m := &Member{opts: o, log: o.Logger, n: n, key: o.Key, fp: o.Key.Fingerprint(), seal: s, notifyKey: notifyKey,
 		ids:     identities{seal: ids, dir: identity.NewDirectory(nil), subs: map[*IdentitySource]struct{}{}, used: store.Seen{}},
 		settled: newRecent(settledKept), ended: newRecent(settledKept), peers: map[string]*peer{},
 		remote: map[string]remoteBinding{}, claims: map[string]localClaim{}, mine: map[string]mineQ{}}
@@ -344,6 +351,9 @@ func (m *Member) ensure(ctx context.Context, replicas int) error {
 		return err
 	}
 	if m.kvs.members, err = kv(m.n.members, max(20*m.opts.Heartbeat, time.Minute), b/16, "members' heartbeats"); err != nil {
+		return err
+	}
+	if m.kvs.notified, err = kv(m.n.notified, notifiedKept, b/16, "notifications sent"); err != nil {
 		return err
 	}
 	m.kvs.identities, err = ensureIdentities(ctx, m.js, m.n, replicas)
