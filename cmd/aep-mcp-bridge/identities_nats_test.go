@@ -25,7 +25,8 @@ import (
 // its WebSockets on doors A and B, and its next request is refused. The
 // cluster holds neither the credential nor its verifier in clear, and a
 // command without the fleet's token can neither read nor change the
-// records.
+// records. The gateways' named clients, in the same records, follow the
+// same way.
 func TestOperatorsOnTheNATSPlane(t *testing.T) {
 	t.Parallel()
 	bin := bridgeBinary(t)
@@ -40,13 +41,14 @@ func TestOperatorsOnTheNATSPlane(t *testing.T) {
 	onPlane := func(i int, tok string) []string {
 		return []string{"--nats", urlOf(i), "--nats-prefix", "ops", "--token", tok, "--state-dir", cliState}
 	}
-	var doors []string
+	var doors, mcpURLs []string
 	var logs []*lockedBuffer
 	for i := range 3 {
 		p := startProcess(t, bin, "serve", "--listen", "127.0.0.1:0", "--mcp-listen", "127.0.0.1:0", "--agent", fmt.Sprintf("door%d", i),
 			"--nats", urlOf(i), "--nats-prefix", "ops", "--token", token, "--mcp-token", "fleet-mcp-token-0123456789abcdefghijklm",
 			"--state-dir", filepath.Join(dir, fmt.Sprint(i)), "--log-dir", "off", "--", bin, "demo-server")
 		doors = append(doors, p.stderr.boundAddr(t, "AEP endpoint on http://"))
+		mcpURLs = append(mcpURLs, "http://"+p.stderr.boundAddr(t, "MCP gateway on http://")+"/mcp")
 		logs = append(logs, p.stderr)
 	}
 
@@ -124,6 +126,46 @@ func TestOperatorsOnTheNATSPlane(t *testing.T) {
 	}
 	if out, _, code := cli(t, append([]string{"operators", "list"}, onPlane(0, token)...)...); code != 0 || !strings.Contains(out, "no named operators") {
 		t.Errorf("operators list after the revocation (exit %d): %s", code, out)
+	}
+
+	// The gateways' named clients share the records: one added through
+	// node 1 opens gateway B; revoked through node 3, it is refused.
+	out, errOut, code = cli(t, append([]string{"clients", "add", "bob"}, onPlane(0, token)...)...)
+	if code != 0 {
+		t.Fatalf("clients add --nats: exit %d: %s", code, errOut)
+	}
+	bob := strings.TrimSpace(out)
+	// The gateway hands out the records in the order they were written:
+	// the next reload after the one with bob is his revocation.
+	logs[1].waitFor(t, "clients=1")
+	reloads := strings.Count(logs[1].String(), "named clients reloaded")
+	if got := initializeStatus(t, ctx, mcpURLs[1], bob); got != http.StatusOK {
+		t.Fatalf("bob's initialize on gateway B: %d; want 200", got)
+	}
+	if _, errOut, code := cli(t, append([]string{"clients", "revoke", "bob"}, onPlane(2, token)...)...); code != 0 {
+		t.Fatalf("clients revoke --nats: %s", errOut)
+	}
+	waitCount(t, logs[1], "named clients reloaded", reloads+1)
+	if got := initializeStatus(t, ctx, mcpURLs[1], bob); got != http.StatusUnauthorized {
+		t.Fatalf("bob's initialize on gateway B after the revocation: %d; want 401", got)
+	}
+}
+
+// waitCount waits until l holds s at least n times, and returns how
+// many times it does.
+func waitCount(t *testing.T, l *lockedBuffer, s string, n int) int {
+	t.Helper()
+	guard := time.After(20 * time.Second)
+	for {
+		ch := l.Changed()
+		if c := strings.Count(l.String(), s); c >= n {
+			return c
+		}
+		select {
+		case <-ch:
+		case <-guard:
+			t.Fatalf("%q not %d times within 20s:\n%s", s, n, l.String())
+		}
 	}
 }
 

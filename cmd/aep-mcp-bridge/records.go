@@ -33,7 +33,7 @@ func defineStore(fs *flag.FlagSet, whose string) *storeFlags {
 	f := &storeFlags{}
 	fs.StringVar(&f.state, "state-dir", "", "the state folder of "+whose+"; default the bridge's")
 	fs.StringVar(&f.token, "token", "", "with --nats: the fleet's token, which seals the records on the plane (default: AEP_TOKEN, else the token the local bridge stored)")
-	f.nats.defineWith(fs, "keep the records on the operator plane on the NATS JetStream cluster at these URLs (comma-separated), the one "+whose+" serve with --nats: every front door follows them; default: the state folder")
+	f.nats.defineWith(fs, "keep the records on the operator plane on the NATS JetStream cluster at these URLs (comma-separated), as the fleet's --nats and --nats-prefix: every front door follows them; default: the state folder")
 	return f
 }
 
