@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -415,4 +416,49 @@ func TestPolicyKeepaliveWhileHeld(t *testing.T) {
 
 func contextWithCancel() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 2*waitLimit)
+}
+
+// TestPolicyAllowedCallsAllRecordedBeforeTheEnd: an allowed call's
+// tool.requested and tool.completed are emitted off its path, after the
+// messages are forwarded; none is lost for it. Calls made at once, then
+// the client leaving at once, still leave every call's pair in the
+// session log, each tool.completed after its own tool.requested (its
+// cause), all before session.ended.
+func TestPolicyAllowedCallsAllRecordedBeforeTheEnd(t *testing.T) {
+	t.Parallel()
+	s := startPolicySession(t, testPolicy)
+	const n = 40
+	calls := make([]<-chan callResult, n)
+	for i := range calls {
+		calls[i] = s.call("echo", map[string]any{"message": fmt.Sprintf("m%d", i)}, nil)
+	}
+	for i, c := range calls {
+		if got := toolText(t, s.result(c)); got != fmt.Sprintf("m%d", i) {
+			t.Fatalf("call %d returned %q", i, got)
+		}
+	}
+	if err := s.close(); err != nil {
+		t.Fatalf("Run after the client left: %v", err)
+	}
+	rep := s.checkLog()
+	requested := map[string]bool{}
+	completed := 0
+	for i, ev := range rep.Lines {
+		switch ev.Type {
+		case "tool.requested":
+			requested[ev.ID] = true
+		case "tool.completed":
+			if !requested[ev.Cause] {
+				t.Errorf("tool.completed %s names cause %q, which no earlier tool.requested is", ev.ID, ev.Cause)
+			}
+			completed++
+		case "session.ended":
+			if i != len(rep.Lines)-1 {
+				t.Errorf("session.ended is line %d of %d; want the last", i+1, len(rep.Lines))
+			}
+		}
+	}
+	if len(requested) != n || completed != n {
+		t.Fatalf("the log holds %d tool.requested and %d tool.completed; want %d of each", len(requested), completed, n)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/internal/jsonrpc"
 )
@@ -27,6 +28,17 @@ func (p *Proxy) clientRetry(m *message, raw []byte) ([]byte, bool) {
 	rd, ok := p.states.get(state)
 	if ok {
 		p.forgetStateLocked(state, rd)
+	}
+	if p.ownStates && ok {
+		// The server gets its own requestState back.
+		var nm message
+		if out, err := setPath(raw, rd.serverState, "params", "requestState"); err == nil && nm.parse(out) == nil {
+			*m, raw = nm, out
+		}
+	} else if p.ownStates && strings.HasPrefix(state, ownStatePrefix) {
+		p.mu.Unlock()
+		p.writeClient(errorResponse(m.ID, codeInvalidParams, "Invalid params: the bridge no longer holds the round of this requestState (it was used, or its session ended); send the request again without one"))
+		return nil, true
 	}
 	if ok && rd.split {
 		return p.splitRetry(rd, m, raw) // unlocks p.mu

@@ -11,8 +11,9 @@ import (
 )
 
 // stateless serves an MCP 2026-07-28 request that carries its protocol
-// version in _meta and comes without a session. It gets a one-shot
-// session: a bridge session of its own (its own upstream, AEP session,
+// version in _meta and comes without a session. With a spawned server it
+// goes to its principal's shared session (shared.go). With a remote one
+// it gets a one-shot session: a bridge session of its own (its own upstream, AEP session,
 // log and questions) that lives while the request is in flight. When the
 // upstream answers input_required (MCP 2026-07-28 multi round-trip
 // requests) with a requestState, the client gets a wrapper the gateway
@@ -35,6 +36,10 @@ func (s *Server) stateless(w http.ResponseWriter, r *http.Request, body []byte, 
 			code, prefix = mcp.INTERNAL_ERROR, ""
 		}
 		rpcErrorReply(w, codeStatus(code), env.ID, code, prefix+err.Error())
+		return
+	}
+	if len(s.opts.Session.Command) > 0 {
+		s.serveShared(w, r, sess, body, env, sseOK)
 		return
 	}
 	if sess == nil {
