@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
 	"github.com/agenteventprotocol/aep-mcp-bridge/policy"
 )
 
@@ -26,7 +27,7 @@ import (
 // attention.answered: AEP-0002 §5.3 makes attention.answered the statement
 // of what was applied, and nothing is applied until enough approvers
 // allow.
-const TypeVote = "x.aep-mcp-bridge.permission.vote"
+const TypeVote = bus.TypeQuestionVote
 
 // Vote is the data of TypeVote.
 type Vote struct {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/attention"
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/jsonrpc"
 	"github.com/agenteventprotocol/aep-mcp-bridge/policy"
 )
 
@@ -64,6 +65,10 @@ type toolCall struct {
 	// what follows).
 	requested string
 	start     time.Time
+	// grant is the approval it went to the server under, when operators
+	// approved it: its retries (2026-07-28 input_required) are the same
+	// call and pass under it (retryGrant).
+	grant *policy.Grant
 }
 
 // toolParams are the members of tools/call params the policy reads.
@@ -120,6 +125,11 @@ func (p *Proxy) policyCall(m *message, raw []byte, declared bool) ([]byte, bool)
 		requested.digest = policy.ArgsDigest(args)
 		if _, ok := p.mem.Lookup(d, p.session, requested.digest, time.Now()); ok {
 			p.log.Info("a tool call passes under an allow-session approval", "rule", d.Rule, "tool", tc.tool)
+			break
+		}
+		if g, ok := p.retryGrant(m, d, requested.digest); ok {
+			tc.grant = g
+			p.log.Info("a retry of an approved tool call passes under its approval", "rule", d.Rule, "tool", tc.tool, "by", strings.Join(g.By, ","))
 			break
 		}
 		// The permission request names tool.requested as its cause, so
@@ -216,6 +226,7 @@ func (p *Proxy) released(k string, hc *heldCall, r attention.Resolution) {
 		p.denyCall(hc.id, hc.call, by, text)
 		return
 	}
+	hc.call.grant = out.Grant
 	p.calls.put(k, hc.call)
 	p.mu.Unlock()
 	if g := out.Grant; g != nil && g.Scope == policy.ScopeSession {
@@ -259,6 +270,59 @@ func (p *Proxy) dismissHeld(hc *heldCall) {
 	}
 }
 
+// noteRetry keeps the approval of an approved tools/call the server
+// answered with input_required (MCP 2026-07-28), under the result's
+// requestState: the client's retry carrying it is the same call, and
+// passes under the approval (retryGrant) instead of being asked about
+// again. The approval is renewed for CallGrantWindow from this answer,
+// so a round the client takes its time over (a person answering in the
+// client) stays covered; every other binding (session, rule and its
+// hash, policy revision, argument digest) stays as approved.
+func (p *Proxy) noteRetry(m *message) {
+	if p.pol == nil || !m.hasID() || jsonrpc.DecodeString(m.ResultType) != string(mcp.ResultTypeInputRequired) {
+		return
+	}
+	p.mu.Lock()
+	tc, ok := p.calls.get(m.key())
+	p.mu.Unlock()
+	if !ok || tc.grant == nil {
+		return
+	}
+	var res struct {
+		RequestState string `json:"requestState"`
+	}
+	if json.Unmarshal(m.Result, &res) != nil || res.RequestState == "" {
+		return
+	}
+	g := *tc.grant
+	if now := time.Now(); g.Scope == policy.ScopeCall && (g.Expires.IsZero() || now.Add(policy.CallGrantWindow).After(g.Expires)) {
+		g.Expires = now.Add(policy.CallGrantWindow)
+	}
+	p.mu.Lock()
+	p.retries.put(res.RequestState, &g)
+	p.mu.Unlock()
+}
+
+// retryGrant returns the approval a client's tools/call passes under as
+// the retry of an approved call: it carries the requestState the server
+// gave that call (noteRetry), and the approval covers it (the same
+// session, the same rule, unchanged, deciding it under the same policy
+// revision, the same argument digest, before it expires). The
+// requestState is used once.
+func (p *Proxy) retryGrant(m *message, d policy.Decision, digest string) (*policy.Grant, bool) {
+	state := jsonrpc.DecodeString(m.ReqState)
+	if state == "" {
+		return nil, false
+	}
+	p.mu.Lock()
+	g, ok := p.retries.take(state)
+	p.mu.Unlock()
+	if !ok || !g.Covers(d, p.session, digest, time.Now()) {
+		return nil, false
+	}
+	return g, true
+}
+
 // denyCall answers the client's tools/call with a tool result that is an
 // error carrying text (MCP server/tools: an error the model can read),
 // and records tool.denied.
@@ -286,6 +350,23 @@ func (p *Proxy) toolResult(m *message) {
 		return
 	}
 	p.endTool(tc, len(m.Error) > 0, resultIsError(m.Result))
+}
+
+// streamedToolResult records the end of a tools/call whose response the
+// proxy relayed as a stream, answering the client's request id: read from
+// the envelope and the result's isError, which the scan captured on the
+// way through, never from a copy of the result.
+func (p *Proxy) streamedToolResult(id json.RawMessage, env *jsonrpc.Envelope) {
+	if p.pol == nil || !jsonrpc.HasID(id) {
+		return
+	}
+	p.mu.Lock()
+	tc, ok := p.calls.take(idKey(id))
+	p.mu.Unlock()
+	if !ok {
+		return
+	}
+	p.endTool(tc, env.Error, string(env.Members["result.isError"]) == "true")
 }
 
 // endTool emits a tool call's tool.completed or tool.failed, off the

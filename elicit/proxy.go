@@ -214,6 +214,9 @@ type Proxy struct {
 	// both by the client's request id key.
 	held  *table[*heldCall]
 	calls *table[*toolCall]
+	// retries are the approvals of approved calls the server answered
+	// with input_required, by its requestState (noteRetry).
+	retries *table[*policy.Grant]
 	// toolEv holds tool.* events for the emitter until the reader that
 	// queued them would wait (toolevents.go); it has its own locks.
 	toolEv toolEvents
@@ -279,7 +282,7 @@ func (p *Proxy) setBound(max int) {
 	p.inflight, p.abandoned, p.questions = newTable[*inflight](max), newTable[struct{}](max), newTable[*question](max)
 	p.withdrawn, p.urlIDs, p.rounds = newTable[string](max), newTable[urlOwner](max), newTable[*round](max)
 	p.states = newTable[*round](maxStates)
-	p.held, p.calls = newTable[*heldCall](max), newTable[*toolCall](max)
+	p.held, p.calls, p.retries = newTable[*heldCall](max), newTable[*toolCall](max), newTable[*policy.Grant](max)
 }
 
 // Ending says which side ended the session.
