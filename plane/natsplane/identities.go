@@ -44,10 +44,10 @@ const identitiesKey = "doc"
 // seenPrefix starts the keys of the last uses.
 const seenPrefix = "seen."
 
-// identitiesBytes bounds the bucket on the cluster; a document is at
+// identitiesBytes bounds the bucket on the cluster: a document is at
 // most the cluster's largest message (NATS's max_payload, 1 MiB by
-// default).
-const identitiesBytes = 32 << 20
+// default), and the last uses are a small value per record.
+const identitiesBytes = 8 << 20
 
 // sealedDocument is the document as the bucket keeps it, sealed.
 type sealedDocument struct {

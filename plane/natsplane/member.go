@@ -58,9 +58,11 @@ type Options struct {
 	// StoreBytes is what the plane may take of the cluster's storage; 0
 	// means 512 MiB. The events stream takes half (its depth per session
 	// is Hub.ReplayPerSession, bus.DefaultReplayPerSession), the open
-	// questions a quarter, the commands' recorded acks an eighth, the
-	// claimed sessions and the heartbeats a sixteenth each. JetStream
-	// reserves it all when the plane is made.
+	// questions a quarter, the commands' recorded acks, the claimed
+	// sessions, the heartbeats and the notifications' claims a
+	// sixteenth each; the named operators and clients take 8 MiB more,
+	// whatever StoreBytes is. JetStream reserves it all when the plane
+	// is made.
 	StoreBytes int64
 	// CommandWait bounds a command's round trip to its session's owner
 	// when the caller's context has no deadline; 0 means 10s.
@@ -347,7 +349,7 @@ func (m *Member) ensure(ctx context.Context, replicas int) error {
 	if m.kvs.sessions, err = kv(m.n.sessions, 0, b/16, "claimed sessions"); err != nil {
 		return err
 	}
-	if m.kvs.commands, err = kv(m.n.commands, 24*time.Hour, b/8, "commands' recorded acks"); err != nil {
+	if m.kvs.commands, err = kv(m.n.commands, 24*time.Hour, b/16, "commands' recorded acks"); err != nil {
 		return err
 	}
 	if m.kvs.members, err = kv(m.n.members, max(20*m.opts.Heartbeat, time.Minute), b/16, "members' heartbeats"); err != nil {
