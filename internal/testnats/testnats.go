@@ -43,8 +43,10 @@ var shared struct {
 }
 
 // Shared returns the test binary's cluster, starting it on first use.
-// Every test that uses it takes a prefix of its own (Prefix) and kills
-// no node.
+// Every test that uses it takes a prefix of its own (Prefix), kills no
+// node, and bounds its plane's store (natsplane.Options.StoreBytes, 16
+// MiB say): JetStream reserves a plane's whole store when it is made, a
+// node has 1 GiB, and a plane stays until the cluster stops.
 func Shared(t testing.TB) *natsnode.Cluster {
 	t.Helper()
 	shared.once.Do(func() {
