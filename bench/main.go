@@ -10,7 +10,7 @@
 //	go run ./bench sse      # a 64 MB SSE event each way, TypeScript SDK server: direct vs bridge --url, with its RSS
 //	go run ./bench policy   # decision time per call for policies of 10, 100 and 1,000 rules
 //	go run ./bench notify   # 1,000 questions' raise time without and with --notify to a 200 ms webhook
-//	go run ./bench fleet    # 1,000 questions across 3 gateways on a 3-node NATS cluster vs the in-memory plane
+//	go run ./bench fleet    # 1,000 questions: one process, 3 gateways joined to one hub, 3 gateways on a 3-node NATS cluster
 //	go run ./bench startup  # the default bridge's and gateway's start time and idle RSS (the in-process plane)
 //
 // The helper modes "pump", "tcp-pump", "flood-server" and "fanout-server" are the

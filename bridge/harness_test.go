@@ -25,6 +25,7 @@ import (
 	"github.com/agenteventprotocol/aep-mcp-bridge/inbox"
 	"github.com/agenteventprotocol/aep-mcp-bridge/internal/logcheck"
 	"github.com/agenteventprotocol/aep-mcp-bridge/internal/testenv"
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/testnats"
 )
 
 // serverBin is the mcp-go elicit test server, built once by TestMain.
@@ -52,7 +53,7 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
-	testenv.Main(m) // every session, host and link a test started must be gone
+	testenv.MainThen(m, testnats.Stop) // every session, host and link a test started must be gone, and the shared cluster
 }
 
 // waitLimit bounds every wait in these tests; it is a failure guard, not a

@@ -91,8 +91,13 @@ const inboxSchema = `{"type":"object","properties":{
  "features":{"type":"array","title":"Features","items":{"type":"string","enum":["a","b","c"]}}},
  "required":["service"]}`
 
-func TestInboxAnswersEveryFieldType(t *testing.T) {
-	s, url, ctx := inboxSession(t)
+// TestInboxAnswersEveryFieldType: every field type is answered in the
+// inbox, a value the page can check is refused before sending, and the
+// accepted answer reaches the server and the history.
+func TestInboxAnswersEveryFieldType(t *testing.T) { onPlanes(t, testInboxAnswersEveryFieldType) }
+
+func testInboxAnswersEveryFieldType(t *testing.T, p string) {
+	s, url, ctx := inboxSessionOn(t, p)
 	call := s.call("ask", map[string]any{"schema": inboxSchema, "message": "Deploy <b>now</b>?"}, nil)
 	req := s.next("attention.requested")
 	var data aep.AttentionRequested
@@ -206,8 +211,12 @@ func submitRejected(t *testing.T, ctx context.Context, card string, ids map[stri
 	}
 }
 
-func TestInboxDecline(t *testing.T) {
-	s, url, ctx := inboxSession(t)
+// TestInboxDecline: a question declined in the inbox is declined on the
+// server, and the history says by whom, through what and when.
+func TestInboxDecline(t *testing.T) { onPlanes(t, testInboxDecline) }
+
+func testInboxDecline(t *testing.T, p string) {
+	s, url, ctx := inboxSessionOn(t, p)
 	call := s.call("ask", map[string]any{"schema": "pinned"}, nil)
 	req := s.next("attention.requested")
 	card := `article[data-qid="` + req.ID + `"]`

@@ -164,7 +164,12 @@ func TestLocalSessionsAreWrittenOnlyByTheirBridge(t *testing.T) {
 // TestAConsumerSendsCommandsNeverEvents: hello as a consumer (or with no
 // role) makes a connection a commander, never an emitter.
 func TestAConsumerSendsCommandsNeverEvents(t *testing.T) {
-	srv, _, _, tg := newTestEndpoint(t)
+	onEveryPlane(t, testAConsumerSendsCommandsNeverEvents)
+}
+
+func testAConsumerSendsCommandsNeverEvents(t *testing.T, tp testPlane) {
+	fx := newTestEndpointOn(t, tp)
+	srv, tg := fx.srv, fx.tg
 	for _, hello := range []string{
 		`{"type":"hello","versions":["0.1"],"role":"consumer","identity":{"agent":"op"}}`,
 		`{"type":"hello","versions":["0.1"],"identity":{"agent":"op"}}`,
@@ -178,7 +183,7 @@ func TestAConsumerSendsCommandsNeverEvents(t *testing.T) {
 		}
 		// Its commands are routed; frames are handled in order, so the
 		// command has reached the session when the pong after it arrives.
-		if f := c.sendEvent(`{"aep":"0.1","id":"C1","type":"control.attention.respond","subject":"Q","time":"2026-01-01T00:00:00Z","source":"aep://op/agent/op","agent":"op","session":"s1","data":{"answer":{"option":"decline"}}}`); f != nil {
+		if f := c.sendEvent(fx.cmdTo("C1")); f != nil {
 			t.Fatalf("command from %s: %v", hello, f)
 		}
 	}
@@ -243,7 +248,12 @@ func TestASourceHasOneWriter(t *testing.T) {
 // legitimately sharing the session name, cannot answer, resolve or time
 // out someone else's question.
 func TestLifecycleComesOnlyFromTheQuestionsOwner(t *testing.T) {
-	srv, hub, _, _ := newTestEndpoint(t)
+	onEveryPlane(t, testLifecycleComesOnlyFromTheQuestionsOwner)
+}
+
+func testLifecycleComesOnlyFromTheQuestionsOwner(t *testing.T, tp testPlane) {
+	f := newTestEndpointOn(t, tp)
+	srv, hub := f.srv, f.hub
 	owner := emitterConn(t, srv, "a")
 	owner.sendEvent(remoteEvent("aep://a/agent/e", "shared", "Q", "attention.requested", "srv", 0))
 	other := emitterConn(t, srv, "b")
@@ -398,9 +408,14 @@ func TestJoinedSessionsAreWrittenOnlyByTheirBridge(t *testing.T) {
 // another session) is refused, so no forged "answered by" reaches the
 // question's history.
 func TestSettledQuestionsStayTheirOwners(t *testing.T) {
-	srv, _, em, _ := newTestEndpoint(t)
-	q := emit(t, em, "attention.requested", aep.AttentionRequested{Kind: "input", Prompt: "deploy?"})
-	emit(t, em, "attention.resolved", aep.AttentionResolved{Resolution: aep.ResolutionAnswered}, q.ID)
+	onEveryPlane(t, testSettledQuestionsStayTheirOwners)
+}
+
+func testSettledQuestionsStayTheirOwners(t *testing.T, tp testPlane) {
+	f := newTestEndpointOn(t, tp)
+	srv := f.srv
+	q := f.emit(t, "attention.requested", aep.AttentionRequested{Kind: "input", Prompt: "deploy?"})
+	f.emit(t, "attention.resolved", aep.AttentionResolved{Resolution: aep.ResolutionAnswered}, q.ID)
 	forged := remoteEvent("aep://evil/agent/e", "evil", "F1", "attention.answered", q.ID, 0)
 	if code, body := post(t, srv.URL, "application/json", forged); code != http.StatusForbidden || body.Error != "unauthorized" {
 		t.Fatalf("POST of an answer to a settled question of the bridge: %d %+v; want 403 unauthorized", code, body)

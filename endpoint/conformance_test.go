@@ -58,8 +58,11 @@ func sseData(lines []string) []string {
 
 // AEP-0003 §3.2, §3.3: a batch POST reaches a filtered SSE consumer with
 // its envelopes byte-identical and positions ascending.
-func TestAEP0003_IngestFanout(t *testing.T) {
-	srv, _, _, _ := newTestEndpoint(t)
+func TestAEP0003_IngestFanout(t *testing.T) { onEveryPlane(t, testAEP0003_IngestFanout) }
+
+func testAEP0003_IngestFanout(t *testing.T, tp testPlane) {
+	f := newTestEndpointOn(t, tp)
+	srv := f.srv
 	var lines []string
 	for i := 0; i < 3; i++ {
 		lines = append(lines, liveEvent("live-a", i, "progress.status"))
@@ -74,8 +77,11 @@ func TestAEP0003_IngestFanout(t *testing.T) {
 }
 
 // AEP-0003 §7: from replays strictly after the position, no duplicates.
-func TestAEP0003_Resume(t *testing.T) {
-	srv, _, _, _ := newTestEndpoint(t)
+func TestAEP0003_Resume(t *testing.T) { onEveryPlane(t, testAEP0003_Resume) }
+
+func testAEP0003_Resume(t *testing.T, tp testPlane) {
+	f := newTestEndpointOn(t, tp)
+	srv := f.srv
 	postNDJSON(t, srv.URL, liveEvent("live-r", 0, "progress.status"), liveEvent("live-r", 1, "progress.status"), liveEvent("live-r", 2, "progress.status"))
 	postNDJSON(t, srv.URL, liveEvent("live-r", 1, "progress.status")) // redelivery
 	from := url.QueryEscape(`[{"session":"live-r","epoch":0,"seq":0}]`)
@@ -87,8 +93,11 @@ func TestAEP0003_Resume(t *testing.T) {
 
 // AEP-0001 §8.2, AEP-0003 §6.4: a redacted-gated field never reaches a
 // metadata-ceiling subscriber, on either binding.
-func TestAEP0003_CaptureDownlevel(t *testing.T) {
-	srv, _, _, _ := newTestEndpoint(t)
+func TestAEP0003_CaptureDownlevel(t *testing.T) { onEveryPlane(t, testAEP0003_CaptureDownlevel) }
+
+func testAEP0003_CaptureDownlevel(t *testing.T, tp testPlane) {
+	f := newTestEndpointOn(t, tp)
+	srv := f.srv
 	postNDJSON(t, srv.URL, liveEvent("live-c", 0, "progress.status"))
 	got := sseData(sse(t, srv.URL, "live=0&from=all&capture=metadata"))
 	if len(got) != 1 || strings.Contains(got[0], "secret text") || !strings.Contains(got[0], `"capture":"metadata"`) {
@@ -105,8 +114,11 @@ func TestAEP0003_CaptureDownlevel(t *testing.T) {
 
 // AEP-0003 §6.5: subscribe rejection is in-band, from the closed set, and
 // the connection survives it.
-func TestAEP0003_SubscribeLimits(t *testing.T) {
-	srv, _, _, _ := newTestEndpoint(t)
+func TestAEP0003_SubscribeLimits(t *testing.T) { onEveryPlane(t, testAEP0003_SubscribeLimits) }
+
+func testAEP0003_SubscribeLimits(t *testing.T, tp testPlane) {
+	f := newTestEndpointOn(t, tp)
+	srv := f.srv
 	c := dial(t, srv)
 	c.hello()
 	var ps []string
@@ -129,8 +141,11 @@ func TestAEP0003_SubscribeLimits(t *testing.T) {
 
 // AEP-0003 §4.1: roster answers with the id, one entry per claim, and is
 // refused in-band on an emitter connection, which survives.
-func TestAEP0003_Roster(t *testing.T) {
-	srv, _, _, _ := newTestEndpoint(t)
+func TestAEP0003_Roster(t *testing.T) { onEveryPlane(t, testAEP0003_Roster) }
+
+func testAEP0003_Roster(t *testing.T, tp testPlane) {
+	f := newTestEndpointOn(t, tp)
+	srv := f.srv
 	c := dial(t, srv)
 	c.send(`{"type":"hello","versions":["0.1"],"role":"emitter","identity":{"agent":"e"}}`)
 	c.read()
@@ -146,8 +161,11 @@ func TestAEP0003_Roster(t *testing.T) {
 
 // AEP-0003 §5: replay-all replays every held session from its earliest
 // position, with no replay-exhausted.
-func TestAEP0003_ReplayAll(t *testing.T) {
-	srv, _, _, _ := newTestEndpoint(t)
+func TestAEP0003_ReplayAll(t *testing.T) { onEveryPlane(t, testAEP0003_ReplayAll) }
+
+func testAEP0003_ReplayAll(t *testing.T, tp testPlane) {
+	f := newTestEndpointOn(t, tp)
+	srv := f.srv
 	for i := 0; i < 6; i++ { // more than the 4-event buffer
 		postNDJSON(t, srv.URL, liveEvent("live-e", i, "progress.status"))
 	}
@@ -166,7 +184,12 @@ func TestAEP0003_ReplayAll(t *testing.T) {
 // exhaustion first, agree on the earliest held position, and deliver the
 // posted bytes unchanged.
 func TestAEP0003_EvictReplayExhaustedAndByteIdentity(t *testing.T) {
-	srv, _, _, _ := newTestEndpoint(t)
+	onEveryPlane(t, testAEP0003_EvictReplayExhaustedAndByteIdentity)
+}
+
+func testAEP0003_EvictReplayExhaustedAndByteIdentity(t *testing.T, tp testPlane) {
+	f := newTestEndpointOn(t, tp)
+	srv := f.srv
 	var posted []string
 	for i := 0; i < 7; i++ {
 		posted = append(posted, liveEvent("live-x", i, "progress.status"))
@@ -195,8 +218,11 @@ func TestAEP0003_EvictReplayExhaustedAndByteIdentity(t *testing.T) {
 }
 
 // AEP-0004 §4.1: control never flows on an unauthenticated binding.
-func TestAEP0004_ControlAuthGate(t *testing.T) {
-	srv, _, _, tg := newTestEndpoint(t)
+func TestAEP0004_ControlAuthGate(t *testing.T) { onEveryPlane(t, testAEP0004_ControlAuthGate) }
+
+func testAEP0004_ControlAuthGate(t *testing.T, tp testPlane) {
+	f := newTestEndpointOn(t, tp)
+	srv, tg := f.srv, f.tg
 	u := "ws" + strings.TrimPrefix(srv.URL, "http") + "/socket"
 	if _, resp, err := websocket.DefaultDialer.Dial(u, nil); err == nil || resp.StatusCode != 401 {
 		t.Fatalf("dial without a token: %v", err)
@@ -209,17 +235,20 @@ func TestAEP0004_ControlAuthGate(t *testing.T) {
 // AEP-0004 §4.2, §7: relay-behalf refusal is a cause-correlated frame and
 // never enters the addressed session's replay; an undeclared command type
 // is refused unsupported.
-func TestAEP0004_RelayBehalfRefusal(t *testing.T) {
-	srv, _, em, tg := newTestEndpoint(t)
-	emit(t, em, "session.started", nil)
+func TestAEP0004_RelayBehalfRefusal(t *testing.T) { onEveryPlane(t, testAEP0004_RelayBehalfRefusal) }
+
+func testAEP0004_RelayBehalfRefusal(t *testing.T, tp testPlane) {
+	f := newTestEndpointOn(t, tp)
+	srv, tg := f.srv, f.tg
+	f.emit(t, "session.started", nil)
 	c := dial(t, srv)
 	c.hello()
-	pause := `{"aep":"0.1","id":"REFUSED-CMD-1","type":"control.pause","time":"2026-01-01T00:00:00Z","source":"aep://x/agent/op","agent":"op","session":"s1"}`
+	pause := `{"aep":"0.1","id":"REFUSED-CMD-1","type":"control.pause","time":"2026-01-01T00:00:00Z","source":"aep://x/agent/op","agent":"op","session":"` + f.session + `"}`
 	c.send(pause)
 	if f := c.read(); f["code"] != "unsupported" || f["cause"] != "REFUSED-CMD-1" {
 		t.Fatalf("undeclared command: %v", f)
 	}
-	c.send(strings.Replace(strings.Replace(pause, "control.pause", "control.attention.respond", 1), `"session":"s1"`, `"session":"gone","data":{"answer":{"option":"x"}}`, 1))
+	c.send(strings.Replace(strings.Replace(pause, "control.pause", "control.attention.respond", 1), `"session":"`+f.session+`"`, `"session":"gone","data":{"answer":{"option":"x"}}`, 1))
 	if f := c.read(); f["code"] != "no-route" || f["cause"] != "REFUSED-CMD-1" {
 		t.Fatalf("no-route: %v", f)
 	}
@@ -234,8 +263,11 @@ func TestAEP0004_RelayBehalfRefusal(t *testing.T) {
 }
 
 // A flood from one connection is refused in-band; the endpoint survives.
-func TestFloodIsRefusedInBand(t *testing.T) {
-	srv, _, _, _ := newTestEndpoint(t)
+func TestFloodIsRefusedInBand(t *testing.T) { onEveryPlane(t, testFloodIsRefusedInBand) }
+
+func testFloodIsRefusedInBand(t *testing.T, tp testPlane) {
+	f := newTestEndpointOn(t, tp)
+	srv := f.srv
 	c := dial(t, srv)
 	c.hello()
 	for i := 0; i < frameBurst+50; i++ {
@@ -250,8 +282,11 @@ func TestFloodIsRefusedInBand(t *testing.T) {
 }
 
 // Oversized frames and bodies get a close code or an HTTP status.
-func TestOversizedInput(t *testing.T) {
-	srv, _, _, _ := newTestEndpoint(t)
+func TestOversizedInput(t *testing.T) { onEveryPlane(t, testOversizedInput) }
+
+func testOversizedInput(t *testing.T, tp testPlane) {
+	f := newTestEndpointOn(t, tp)
+	srv := f.srv
 	c := dial(t, srv)
 	c.hello()
 	c.c.WriteMessage(websocket.TextMessage, []byte(`{"type":"ping","t":"`+strings.Repeat("x", 100<<10)+`"}`))

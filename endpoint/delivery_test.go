@@ -169,22 +169,24 @@ func (a ackingTarget) Submit(cmd aep.Event, _ control.Sender) (string, string) {
 // refills nothing however slowly the machine sends: the burst is
 // accepted, the rest refused.
 func TestEveryCommandGetsExactlyOneReply(t *testing.T) {
+	onEveryPlane(t, testEveryCommandGetsExactlyOneReply)
+}
+
+func testEveryCommandGetsExactlyOneReply(t *testing.T, tp testPlane) {
 	const n = 1000
 	still := time.Now()
-	f := newFixture(t, bus.HubOptions{}, Options{now: func() time.Time { return still }})
-	f.ep.RemoveClaim("s1")
-	f.ep.AddClaim(Claim{Session: "s1", Source: f.em.Source(), Accepts: []string{"control.attention.respond"}, Target: ackingTarget{f.em}})
+	f := newPlaneFixture(t, tp, bus.HubOptions{}, Options{now: func() time.Time { return still }})
+	f.target.Store(&targetOf{ackingTarget{f.em}})
 	c := dial(t, f.srv)
 	c.hello()
-	c.send(`{"type":"subscribe","id":"acks","filter":{"type":["control.accepted"],"session":"s1"}}`)
+	c.send(`{"type":"subscribe","id":"acks","filter":{"type":["control.accepted"],"session":"` + f.session + `"}}`)
 	if fr := c.frame(); fr.Type != "subscribed" {
 		t.Fatalf("subscribe: %+v", fr)
 	}
 	sent := make(chan error, 1)
 	go func() {
 		for i := range n {
-			cmd := fmt.Sprintf(`{"aep":"0.1","id":"C%d","type":"control.attention.respond","subject":"Q","time":"2026-01-01T00:00:00Z","source":"aep://op/agent/op","agent":"op","session":"s1","data":{"answer":{"option":"decline"}}}`, i)
-			if err := c.c.WriteMessage(websocket.TextMessage, []byte(cmd)); err != nil {
+			if err := c.c.WriteMessage(websocket.TextMessage, []byte(f.cmdTo(fmt.Sprintf("C%d", i)))); err != nil {
 				sent <- err
 				return
 			}

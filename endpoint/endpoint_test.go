@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,6 +43,14 @@ type fixture struct {
 	hub *bus.Hub
 	em  *bus.Emitter
 	tg  *recordingTarget
+	// session is the id of the session em writes.
+	session string
+	// arrived, on a fixture whose session asks on another member of its
+	// plane (newPlaneFixture), records what reached the endpoint's hub.
+	arrived *arrivals
+	// target takes the session's commands that the plane routes to the
+	// member that asks (newPlaneFixture); tg unless a test sets another.
+	target atomic.Pointer[targetOf]
 	// released receives once each time a connection's sources are
 	// released (the endpoint noticed it left).
 	released chan struct{}
@@ -51,7 +60,7 @@ type fixture struct {
 // (Token and Hub are filled in).
 func newFixture(t *testing.T, hubOpts bus.HubOptions, o Options) *fixture {
 	t.Helper()
-	f := &fixture{hub: bus.NewHubWith(hubOpts), tg: &recordingTarget{}, released: make(chan struct{}, 256)}
+	f := &fixture{hub: bus.NewHubWith(hubOpts), session: "s1", tg: &recordingTarget{}, released: make(chan struct{}, 256)}
 	em, err := bus.NewEmitter(bus.EmitterOptions{Agent: "bridge", Session: "s1", Host: "h", Sinks: []bus.Sink{f.hub}, AttentionCapture: aep.CaptureRedacted})
 	if err != nil {
 		t.Fatal(err)
@@ -191,10 +200,25 @@ func TestSocketHelloRules(t *testing.T) {
 	}
 }
 
+// newTestEndpointOn is newTestEndpoint on the operator plane tp, its
+// session asking on another member than the endpoint's (newPlaneFixture).
+func newTestEndpointOn(t *testing.T, tp testPlane) *fixture {
+	t.Helper()
+	return newPlaneFixture(t, tp, bus.HubOptions{ReplayPerSession: 4, ReplaySessions: 8}, Options{MaxBody: 64 << 10})
+}
+
+// TestSocketSubscribeReplayLiveAndErrors: an operator's subscription
+// starts with the open questions, then the replay, then live events; a
+// command reaches the session that asked, or is refused in-band.
 func TestSocketSubscribeReplayLiveAndErrors(t *testing.T) {
-	srv, _, em, tg := newTestEndpoint(t)
-	first := emit(t, em, "session.started", nil)
-	asked := emit(t, em, "attention.requested", aep.AttentionRequested{Kind: "input", Prompt: "mail ops@example.com?"})
+	onEveryPlane(t, testSocketSubscribeReplayLiveAndErrors)
+}
+
+func testSocketSubscribeReplayLiveAndErrors(t *testing.T, tp testPlane) {
+	f := newTestEndpointOn(t, tp)
+	srv, tg := f.srv, f.tg
+	first := f.emit(t, "session.started", nil)
+	asked := f.emit(t, "attention.requested", aep.AttentionRequested{Kind: "input", Prompt: "mail ops@example.com?"})
 	c := dial(t, srv)
 	c.hello()
 	// An invalid filter is refused in-band; the connection survives.
@@ -224,7 +248,7 @@ func TestSocketSubscribeReplayLiveAndErrors(t *testing.T) {
 	if ev := c.read(); ev["id"] != first.ID {
 		t.Fatalf("replay did not follow with the first buffered event: %v", ev)
 	}
-	live := emit(t, em, "attention.timeout", aep.AttentionTimeout{AfterMS: 5})
+	live := emit(t, f.em, "attention.timeout", aep.AttentionTimeout{AfterMS: 5}) // read as it arrives
 	if ev := c.read(); ev["id"] != live.ID {
 		t.Fatalf("live event: %v", ev)
 	}
@@ -234,7 +258,7 @@ func TestSocketSubscribeReplayLiveAndErrors(t *testing.T) {
 	if f := c.read(); f["type"] != "error" || f["code"] != "no-route" || f["cause"] != "C1" {
 		t.Fatalf("got %v; want a no-route frame caused by C1", f)
 	}
-	c.send(strings.Replace(cmd, "%s", "s1", 1))
+	c.send(strings.Replace(cmd, "%s", f.session, 1))
 	c.send(`{"type":"roster","id":"r1"}`)
 	if f := c.read(); f["type"] != "roster" || len(f["entries"].([]any)) != 1 {
 		t.Fatalf("roster: %v", f)
@@ -251,25 +275,34 @@ func TestSocketSubscribeReplayLiveAndErrors(t *testing.T) {
 	}
 }
 
-func TestSocketReplayExhausted(t *testing.T) {
-	srv, _, em, _ := newTestEndpoint(t)
+// TestSocketReplayExhausted: a subscription from a position the replay
+// no longer holds is told so, with the earliest position held.
+func TestSocketReplayExhausted(t *testing.T) { onEveryPlane(t, testSocketReplayExhausted) }
+
+func testSocketReplayExhausted(t *testing.T, tp testPlane) {
+	f := newTestEndpointOn(t, tp)
 	for i := 0; i < 6; i++ { // the buffer holds 4
-		emit(t, em, "session.started", nil)
+		f.emit(t, "session.started", nil)
 	}
-	c := dial(t, srv)
+	c := dial(t, f.srv)
 	c.hello()
-	c.send(`{"type":"subscribe","id":"a","from":[{"session":"s1","epoch":0,"seq":0}]}`)
+	c.send(`{"type":"subscribe","id":"a","from":[{"session":"` + f.session + `","epoch":0,"seq":0}]}`)
 	c.read() // subscribed
-	f := c.read()
-	if f["type"] != "replay-exhausted" || f["earliest"].(map[string]any)["seq"] != float64(2) {
-		t.Fatalf("got %v; want replay-exhausted with earliest seq 2", f)
+	fr := c.read()
+	if fr["type"] != "replay-exhausted" || fr["earliest"].(map[string]any)["seq"] != float64(2) {
+		t.Fatalf("got %v; want replay-exhausted with earliest seq 2", fr)
 	}
 }
 
-func TestStreamReplayAndResume(t *testing.T) {
-	srv, _, em, _ := newTestEndpoint(t)
-	a := emit(t, em, "session.started", nil)
-	b := emit(t, em, "attention.timeout", aep.AttentionTimeout{AfterMS: 1})
+// TestStreamReplayAndResume: SSE replays with positions as event ids,
+// and resumes after Last-Event-ID.
+func TestStreamReplayAndResume(t *testing.T) { onEveryPlane(t, testStreamReplayAndResume) }
+
+func testStreamReplayAndResume(t *testing.T, tp testPlane) {
+	f := newTestEndpointOn(t, tp)
+	srv, s1 := f.srv, f.session
+	a := f.emit(t, "session.started", nil)
+	b := f.emit(t, "attention.timeout", aep.AttentionTimeout{AfterMS: 1})
 	get := func(query string, hdr map[string]string) []string {
 		req, _ := http.NewRequest("GET", srv.URL+"/stream?"+query, nil)
 		req.Header.Set("Authorization", "Bearer "+testToken)
@@ -292,7 +325,7 @@ func TestStreamReplayAndResume(t *testing.T) {
 		return lines
 	}
 	lines := get("live=0&from=all", nil)
-	want := []string{": subscribed open=0 replay=2", "id: s1:0:0", "event: session.started", "data: ", "id: s1:0:1", "event: attention.timeout", "data: ", ": replay-complete"}
+	want := []string{": subscribed open=0 replay=2", "id: " + s1 + ":0:0", "event: session.started", "data: ", "id: " + s1 + ":0:1", "event: attention.timeout", "data: ", ": replay-complete"}
 	if len(lines) != len(want) {
 		t.Fatalf("got %q", lines)
 	}
@@ -304,9 +337,9 @@ func TestStreamReplayAndResume(t *testing.T) {
 	if !strings.Contains(lines[3], a.ID) || !strings.Contains(lines[6], b.ID) {
 		t.Errorf("wrong events: %q", lines)
 	}
-	lines = get("live=0", map[string]string{"Last-Event-ID": "s1:0:0"})
-	if len(lines) != 5 || lines[1] != "id: s1:0:1" {
-		t.Fatalf("resume after s1:0:0: %q", lines)
+	lines = get("live=0", map[string]string{"Last-Event-ID": s1 + ":0:0"})
+	if len(lines) != 5 || lines[1] != "id: "+s1+":0:1" {
+		t.Fatalf("resume after %s:0:0: %q", s1, lines)
 	}
 	if lines := get("filter="+url.QueryEscape(`{"time":"x"}`), nil); len(lines) == 0 || !strings.Contains(lines[0], "invalid-filter") {
 		t.Fatalf("invalid filter: %q", lines)

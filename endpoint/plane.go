@@ -2,6 +2,7 @@ package endpoint
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -38,6 +39,14 @@ func planePrincipal(p authority.Principal) plane.Principal {
 // principal was checked already (scope, right); the owner checks it
 // again. It returns "" when the owner's session made its ack decision.
 func (e *Endpoint) planeCommand(p authority.Principal, ev *aep.Event, data []byte) (string, string) {
+	// As for a session of this process (socket.command): a command the
+	// session does not accept is refused on the connection (AEP-0004
+	// §4.2), and never enters its history.
+	for _, b := range e.opts.Plane.Sessions() {
+		if b.Session == ev.Session && !slices.Contains(b.Accepts, ev.Type) {
+			return "unsupported", fmt.Sprintf("session %q accepts %v, not %s", ev.Session, b.Accepts, ev.Type)
+		}
+	}
 	ctx, cancel := context.WithTimeout(e.base, planeWait)
 	defer cancel()
 	return e.opts.Plane.Command(ctx, planePrincipal(p), ev, data)

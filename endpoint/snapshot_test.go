@@ -51,12 +51,15 @@ func subscribeAll(t *testing.T, f *fixture, subscribe string) (open, replay int,
 // TestOpenQuestionsSurviveNoise replays the observed eviction: the
 // bridge's own later events and one batch of 256 other sessions push its
 // question out of replay; every way of looking still shows it, once.
-func TestOpenQuestionsSurviveNoise(t *testing.T) {
-	f := newFixture(t, bus.HubOptions{}, Options{})
+func TestOpenQuestionsSurviveNoise(t *testing.T) { onEveryPlane(t, testOpenQuestionsSurviveNoise) }
+
+func testOpenQuestionsSurviveNoise(t *testing.T, tp testPlane) {
+	f := newPlaneFixture(t, tp, bus.HubOptions{}, Options{})
 	q := emit(t, f.em, "attention.requested", aep.AttentionRequested{Kind: "input", Prompt: "mail ops@example.com?"})
-	for range bus.DefaultReplayPerSession + 10 {
+	for range bus.DefaultReplayPerSession + 9 {
 		emit(t, f.em, "progress.status", nil)
 	}
+	f.emit(t, "progress.status", nil) // the session's events arrive in order: all are there
 	var lines []string
 	for i := range bus.DefaultReplaySessions {
 		lines = append(lines, remoteEvent(fmt.Sprintf("aep://noise/agent/n/session/n%d", i), fmt.Sprintf("n%d", i), fmt.Sprintf("N%d", i), "session.started", "", 0))
@@ -70,7 +73,7 @@ func TestOpenQuestionsSurviveNoise(t *testing.T) {
 	}{
 		{"from all", `{"type":"subscribe","id":"a","filter":{"type":["attention.*","control.*"]},"from":"all"}`, false},
 		{"live only, at metadata", `{"type":"subscribe","id":"a","capture":"metadata"}`, true},
-		{"from the last position", `{"type":"subscribe","id":"a","filter":{"session":"s1"},"from":[{"session":"s1","epoch":0,"seq":1034}]}`, false},
+		{"from the last position", `{"type":"subscribe","id":"a","filter":{"session":"` + f.session + `"},"from":[{"session":"` + f.session + `","epoch":0,"seq":1034}]}`, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,9 +3,7 @@ package gateway
 import (
 	"context"
 	"crypto/rand"
-	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,42 +14,30 @@ import (
 	"github.com/agenteventprotocol/aep-mcp-bridge/elicit"
 	"github.com/agenteventprotocol/aep-mcp-bridge/identity"
 	"github.com/agenteventprotocol/aep-mcp-bridge/identity/store"
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/testnats"
 	"github.com/agenteventprotocol/aep-mcp-bridge/operator"
 	"github.com/agenteventprotocol/aep-mcp-bridge/plane"
-	"github.com/agenteventprotocol/aep-mcp-bridge/plane/natsnode"
 	"github.com/agenteventprotocol/aep-mcp-bridge/plane/natsplane"
 	"github.com/agenteventprotocol/aep-mcp-bridge/plane/planetest"
 	"github.com/agenteventprotocol/aep-mcp-bridge/proof"
 )
 
-// The NATS cluster's credentials: they carry the operator plane and give
-// no right over any session.
-const (
-	clusterUser = "fleet"
-	clusterPass = "fleet-cluster-password"
-)
-
-var fleetPrefixes atomic.Int64
-
-// startCluster runs a three-node JetStream cluster in the process until
-// the test ends (after its gateways: cleanups run last first).
-func startCluster(t *testing.T) *natsnode.Cluster {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-	defer cancel()
-	cl, err := natsnode.StartCluster(ctx, natsnode.ClusterOptions{Dir: t.TempDir(), User: clusterUser, Password: clusterPass})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Stop)
-	return cl
-}
-
 // fleetGateway runs a gateway whose operator plane is on the cluster at
 // urls, under prefix, with ho's other options.
 func fleetGateway(t *testing.T, urls, prefix string, ho bridge.HostOptions) *gw {
 	t.Helper()
-	ho.NATS = &natsplane.Options{URLs: urls, User: clusterUser, Password: clusterPass, Prefix: prefix, Heartbeat: time.Second}
+	return fleetGatewayWith(t, urls, prefix, ho, nil)
+}
+
+// fleetGatewayWith is fleetGateway with the plane's options changed by
+// tweak, when it is not nil.
+func fleetGatewayWith(t *testing.T, urls, prefix string, ho bridge.HostOptions, tweak func(*natsplane.Options)) *gw {
+	t.Helper()
+	ho.NATS = &natsplane.Options{URLs: urls, User: testnats.User, Password: testnats.Password, Prefix: prefix, Heartbeat: time.Second,
+		StoreBytes: 16 << 20} // JetStream reserves it, on a cluster that tests share
+	if tweak != nil {
+		tweak(ho.NATS)
+	}
 	return startGatewayHost(t, Options{Session: sessionOpts(elicit.RouteRemote)}, ho)
 }
 
@@ -91,8 +77,8 @@ func result(t *testing.T, what string, res <-chan string) string {
 // on every gateway's inbox, an operator on gateway A answers it, and the
 // answer reaches C's client. Every gateway sees it resolved.
 func TestFleetAnswerOnAnotherGateway(t *testing.T) {
-	cl := startCluster(t)
-	prefix := fmt.Sprintf("gw%d", fleetPrefixes.Add(1))
+	cl := testnats.Shared(t)
+	prefix := testnats.Prefix()
 	a := fleetGateway(t, cl.Node(0).URL(), prefix, bridge.HostOptions{})
 	b := fleetGateway(t, cl.Node(1).URL(), prefix, bridge.HostOptions{})
 	c := fleetGateway(t, cl.Node(2).URL(), prefix, bridge.HostOptions{})
@@ -115,8 +101,8 @@ func TestFleetAnswerOnAnotherGateway(t *testing.T) {
 // both answered from another gateway, both answers reach the client, and
 // a gateway's inbox opened after the kill replays every question.
 func TestFleetNodeKilledMidQuestion(t *testing.T) {
-	cl := startCluster(t)
-	prefix := fmt.Sprintf("gw%d", fleetPrefixes.Add(1))
+	cl := testnats.Start(t) // a node is killed: a cluster of its own
+	prefix := testnats.Prefix()
 	a := fleetGateway(t, cl.URLs(), prefix, bridge.HostOptions{})
 	leader := cl.Leader(prefix + "_events")
 	if leader < 0 {
@@ -161,8 +147,8 @@ func TestFleetNodeKilledMidQuestion(t *testing.T) {
 // client with a wrong bearer token through a gateway; the operator in
 // scope then answers it, and the answer reaches the client.
 func TestFleetAuthorityAcrossGateways(t *testing.T) {
-	cl := startCluster(t)
-	prefix := fmt.Sprintf("gw%d", fleetPrefixes.Add(1))
+	cl := testnats.Shared(t)
+	prefix := testnats.Prefix()
 	// The named operators live on the plane: every gateway of the fleet
 	// authenticates the same ones.
 	ops := addFleetOperator(t, cl.URLs(), prefix, "ops", "elicit-test-*")
@@ -201,7 +187,7 @@ func TestFleetAuthorityAcrossGateways(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
-	imp, err := natsplane.Open(ctx, natsplane.Options{URLs: cl.URLs(), User: clusterUser, Password: clusterPass, Prefix: prefix,
+	imp, err := natsplane.Open(ctx, natsplane.Options{URLs: cl.URLs(), User: testnats.User, Password: testnats.Password, Prefix: prefix,
 		Token: "an-impostor-who-has-the-cluster-but-not-the-fleet", Key: key, Agent: "impostor", Instance: "impostor",
 		Heartbeat: time.Second})
 	if err != nil {
@@ -242,7 +228,7 @@ func addFleetOperator(t *testing.T, urls, prefix, name, scope string) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
-	ids, err := natsplane.OpenIdentities(ctx, natsplane.Options{URLs: urls, User: clusterUser, Password: clusterPass, Prefix: prefix, Token: aepToken})
+	ids, err := natsplane.OpenIdentities(ctx, natsplane.Options{URLs: urls, User: testnats.User, Password: testnats.Password, Prefix: prefix, Token: aepToken})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,8 +248,8 @@ func addFleetOperator(t *testing.T, urls, prefix, name, scope string) string {
 // open, and every other gateway sees its session end and the question
 // leave the open set (its client's call is dismissed with it).
 func TestFleetGatewaysGo(t *testing.T) {
-	cl := startCluster(t)
-	prefix := fmt.Sprintf("gw%d", fleetPrefixes.Add(1))
+	cl := testnats.Shared(t)
+	prefix := testnats.Prefix()
 	a := fleetGateway(t, cl.Node(0).URL(), prefix, bridge.HostOptions{})
 	b := fleetGateway(t, cl.Node(1).URL(), prefix, bridge.HostOptions{})
 	c := fleetGateway(t, cl.Node(2).URL(), prefix, bridge.HostOptions{})
@@ -277,16 +263,9 @@ func TestFleetGatewaysGo(t *testing.T) {
 		onBHub.Until("the question on B", planetest.Is("attention.requested", q.ID))
 	}
 	openOn := func(g *gw) map[string]bool {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-		defer cancel()
-		qs, err := g.operatorClient().Pending(ctx)
-		if err != nil {
-			t.Fatalf("pending: %v", err)
-		}
 		out := map[string]bool{}
-		for _, q := range qs {
-			out[q.ID] = true
+		for _, id := range g.openIDs(t) {
+			out[id] = true
 		}
 		return out
 	}
@@ -294,14 +273,7 @@ func TestFleetGatewaysGo(t *testing.T) {
 	if !onB[q1.ID] || !onB[q2.ID] || len(onB) != 2 {
 		t.Fatalf("B's open set %v; want the two questions", onB)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-	defer cancel()
-	if err := b.srv.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.host.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
+	b.shutDown(t)
 	if onA := openOn(a); len(onA) != len(onB) || !onA[q1.ID] || !onA[q2.ID] {
 		t.Fatalf("A's open set %v once B is gone; want B's, %v", onA, onB)
 	}
@@ -310,12 +282,7 @@ func TestFleetGatewaysGo(t *testing.T) {
 		t.Fatalf("C's server received %s; want the accept sent on A", got)
 	}
 
-	if err := c.srv.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.host.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
+	c.shutDown(t)
 	wa.waitFor(t, "A seeing C's session end and its question settled", func(w *watcher) bool {
 		return w.ended[q2.Session] != "" && w.resolved[q2.ID] != ""
 	})

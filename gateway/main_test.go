@@ -18,6 +18,7 @@ import (
 	"github.com/agenteventprotocol/aep-mcp-bridge/bridge"
 	"github.com/agenteventprotocol/aep-mcp-bridge/elicit"
 	"github.com/agenteventprotocol/aep-mcp-bridge/internal/testenv"
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/testnats"
 	"github.com/agenteventprotocol/aep-mcp-bridge/operator"
 )
 
@@ -39,7 +40,7 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
-	testenv.Main(m)
+	testenv.MainThen(m, testnats.Stop) // the cluster the fleet tests share stops before goleak looks
 }
 
 // waitLimit bounds every wait in these tests; it is a failure guard, not

@@ -44,13 +44,21 @@ func Missing(t testing.TB, what, fix string) {
 // Main returns when nothing failed beyond what m.Run reported, so the
 // deferred calls of the TestMain that calls it run and the test binary
 // exits with m.Run's code; a leak exits 1 at once.
-func Main(m *testing.M) {
+func Main(m *testing.M) { MainThen(m, nil) }
+
+// MainThen is Main that calls after, when it is not nil, once the tests
+// ran and before it looks for goroutines still running: what the tests
+// shared (an embedded NATS cluster) stops there.
+func MainThen(m *testing.M, after func()) {
 	root, err := TempRoot()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	code := m.Run()
+	if after != nil {
+		after()
+	}
 	if t, ok := http.DefaultTransport.(*http.Transport); ok {
 		t.CloseIdleConnections()
 	}
