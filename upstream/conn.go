@@ -96,6 +96,9 @@ type Conn struct {
 	// url is opts.URL parsed once (nil when it does not parse: each POST
 	// then parses it, and fails as it says).
 	url *url.URL
+	// direct is the transport's own HTTP/1.1 exchange for the POSTs of
+	// whole messages (h1.go); nil when net/http does every POST.
+	direct *direct
 	// jobs hands a POST to an idle poster goroutine (see poster).
 	jobs chan postJob
 	// idlePosters counts the posters waiting for a job.
@@ -143,12 +146,14 @@ func Dial(o Options) (*Conn, error) {
 		c.url = u
 	}
 	if c.hc == nil {
+		dial := (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 		c.hc = &http.Client{Transport: &http.Transport{
 			Proxy:               http.ProxyFromEnvironment,
-			DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			DialContext:         dial,
 			TLSHandshakeTimeout: 10 * time.Second,
-			MaxIdleConnsPerHost: 16,
+			MaxIdleConnsPerHost: maxIdleConns,
 		}, CheckRedirect: noRedirects}
+		c.direct = newDirect(c.url, http.ProxyFromEnvironment, dial, maxIdleConns)
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -169,6 +174,10 @@ func Dial(o Options) (*Conn, error) {
 	}
 	return c, nil
 }
+
+// maxIdleConns bounds the kept-alive connections to the server at rest,
+// net/http's and the transport's own (h1.go) each.
+const maxIdleConns = 16
 
 // inbound is a server message and, when it came on the response stream
 // of a client request, that request's id. A large JSON response comes as
@@ -450,5 +459,6 @@ func (c *Conn) Close() error {
 	}
 	c.stop()
 	c.wg.Wait()
+	c.direct.close()
 	return nil
 }

@@ -46,9 +46,16 @@ func (c *Conn) send(ctx context.Context, body io.Reader, outf func() outbound, m
 	}
 	out := outf()
 	env := out.envelope
-	req, err := c.newPost(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) {
-		a.sentBody()
-	}}), body)
+	// A whole message small enough goes on the transport's own exchange
+	// (h1.go), which says itself when the request is written.
+	direct := msg != nil && c.direct != nil && len(msg) <= maxDirectBody
+	reqCtx := ctx
+	if !direct {
+		reqCtx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) {
+			a.sentBody()
+		}})
+	}
+	req, err := c.newPost(reqCtx, body)
 	if err != nil {
 		abandon(err)
 		c.fail(env.ID, "building the request: "+withoutURL(err).Error())
@@ -58,7 +65,12 @@ func (c *Conn) send(ctx context.Context, body io.Reader, outf func() outbound, m
 	legacy := c.version
 	c.mu.Unlock()
 	c.modern.setHeaders(req.Header, out, legacy)
-	resp, err := c.hc.Do(req)
+	var resp *http.Response
+	if direct && c.direct.takes(req, len(msg)) {
+		resp, err = c.direct.roundTrip(req, a.sentBody)
+	} else {
+		resp, err = c.hc.Do(req)
+	}
 	a.acknowledge()       // acknowledged, or failed
 	env = outf().envelope // a streamed message's id may come after its params
 	if err != nil {
