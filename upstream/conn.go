@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -303,11 +304,48 @@ func (c *Conn) writeMessage(msg []byte) error {
 	}
 	c.prevAck = j.ack
 	c.lastAck.Store(j.ack)
+	j.early = c.writeEarly(j)
 	if !c.startPost(j) {
+		if j.early != nil {
+			j.early.abandon()
+		}
 		j.stop(c)
 		return io.ErrClosedPipe
 	}
 	return nil
+}
+
+// writeEarly writes the POST of a small whole message on the caller's
+// goroutine when a kept-alive connection is at rest (direct.writeIdle),
+// so the request is on its way while the poster that reads the response
+// is woken; nil, having written nothing, otherwise: the poster then does
+// all of the POST. It never dials, and the write fits the connection's
+// socket buffer, so the caller does not wait for the server. c.order is
+// held: the request goes out in its turn.
+func (c *Conn) writeEarly(j postJob) *written {
+	if c.direct == nil || len(j.msg) > maxEarlyBody || !c.direct.hasIdle() {
+		return nil
+	}
+	ctx := j.ctx
+	if ctx == nil {
+		ctx = c.ctx
+	}
+	req, err := c.newPost(ctx, bytes.NewReader(j.msg))
+	if err != nil {
+		return nil // the poster builds it again, and fails it as it says
+	}
+	c.mu.Lock()
+	legacy := c.version
+	c.mu.Unlock()
+	c.modern.setHeaders(req.Header, j.out, legacy)
+	if !c.direct.takes(req, len(j.msg)) {
+		return nil
+	}
+	w := c.direct.writeIdle(req)
+	if w != nil {
+		j.ack.sentBody()
+	}
+	return w
 }
 
 // awaitPrev waits until the server acknowledged the message posted
@@ -327,6 +365,9 @@ type postJob struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	ack    *ack
+	// early is the request writeEarly wrote already, whose response is
+	// the poster's to read; nil when the poster does all of the POST.
+	early *written
 }
 
 // stop ends the job's own context once its POST is over, and forgets

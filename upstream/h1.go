@@ -44,6 +44,11 @@ import (
 // keeps reading while a server answers before it has read the body.
 const maxDirectBody = 64 << 10
 
+// maxEarlyBody is the largest message whose request is written on the
+// goroutine of the message's Write (writeEarly): one that fits a
+// connection at rest's socket buffer, so the write does not wait.
+const maxEarlyBody = 16 << 10
+
 // direct is the transport's own HTTP/1.1 client for one server: its
 // address and a pool of idle connections. It is safe for concurrent use.
 type direct struct {
@@ -121,34 +126,77 @@ func (d *direct) exchange(req *http.Request, sent func()) (*http.Response, error
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			if reused && tries == 0 {
+			if reused && tries == 0 && req.GetBody != nil {
 				// The server closed the connection before it took the
 				// request: it saw none of it. Once more, on a new one.
-				if req.GetBody == nil {
-					return nil, err
+				if body, gerr := req.GetBody(); gerr == nil {
+					req.Body = body
+					continue
 				}
-				body, gerr := req.GetBody()
-				if gerr != nil {
-					return nil, err
-				}
-				req.Body = body
-				continue
 			}
 			return nil, err
 		}
 		sent()
-		resp, err := readResponse(pc.br, req)
-		if err != nil {
-			stop()
-			pc.nc.Close()
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			return nil, err
-		}
-		resp.Body = &h1Body{d: d, pc: pc, body: resp.Body, ctx: ctx, stop: stop, reuse: !resp.Close && resp.ProtoAtLeast(1, 1)}
-		return resp, nil
+		return d.read(&written{req: req, pc: pc, stop: stop})
 	}
+}
+
+// written is a request written on a connection, whose response is still
+// to be read (read).
+type written struct {
+	req  *http.Request
+	pc   *h1Conn
+	stop func() bool // ends the request context's hold on pc
+}
+
+// abandon closes the connection of a request whose response will not be
+// read.
+func (w *written) abandon() {
+	w.stop()
+	w.pc.nc.Close()
+}
+
+// writeIdle writes req on a connection at rest, if the pool has one, and
+// returns it for read; nil, having written nothing, when the pool is
+// empty or the write failed (the connection is then closed). It never
+// dials, so a caller that must not wait long may use it.
+func (d *direct) writeIdle(req *http.Request) *written {
+	pc := d.idleConn()
+	if pc == nil {
+		return nil
+	}
+	ctx := req.Context()
+	stop := context.AfterFunc(ctx, func() { pc.nc.SetDeadline(time.Unix(1, 0)) })
+	if err := d.write(pc, req); err != nil {
+		stop()
+		pc.nc.Close()
+		return nil
+	}
+	return &written{req: req, pc: pc, stop: stop}
+}
+
+// readWritten is roundTrip for a request writeIdle wrote.
+func (d *direct) readWritten(w *written) (*http.Response, error) {
+	resp, err := d.read(w)
+	if err != nil {
+		return nil, &url.Error{Op: "Post", URL: w.req.URL.String(), Err: err}
+	}
+	return resp, nil
+}
+
+// read reads the response to a written request.
+func (d *direct) read(w *written) (*http.Response, error) {
+	ctx := w.req.Context()
+	resp, err := readResponse(w.pc.br, w.req)
+	if err != nil {
+		w.abandon()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, err
+	}
+	resp.Body = &h1Body{d: d, pc: w.pc, body: resp.Body, ctx: ctx, stop: w.stop, reuse: !resp.Close && resp.ProtoAtLeast(1, 1)}
+	return resp, nil
 }
 
 // write writes req to the connection.
@@ -176,31 +224,49 @@ func readResponse(br *bufio.Reader, req *http.Request) (*http.Response, error) {
 // get returns an idle connection that is still usable, or a new one, and
 // whether it was idle.
 func (d *direct) get(ctx context.Context) (*h1Conn, bool, error) {
-	for {
-		d.mu.Lock()
-		if d.closed {
-			d.mu.Unlock()
-			return nil, false, net.ErrClosed
-		}
-		n := len(d.idle)
-		if n == 0 {
-			d.mu.Unlock()
-			break
-		}
-		pc := d.idle[n-1]
-		d.idle[n-1] = nil
-		d.idle = d.idle[:n-1]
-		d.mu.Unlock()
-		if pc.br.Buffered() == 0 && idleConnUsable(pc.nc) {
-			return pc, true, nil
-		}
-		pc.nc.Close()
+	d.mu.Lock()
+	closed := d.closed
+	d.mu.Unlock()
+	if closed {
+		return nil, false, net.ErrClosed
+	}
+	if pc := d.idleConn(); pc != nil {
+		return pc, true, nil
 	}
 	nc, err := d.dial(ctx, "tcp", d.addr)
 	if err != nil {
 		return nil, false, err
 	}
 	return &h1Conn{nc: nc, br: bufio.NewReaderSize(nc, 4<<10), bw: bufio.NewWriterSize(nc, 4<<10)}, false, nil
+}
+
+// hasIdle reports whether the pool holds a connection at rest (which
+// idleConn may still find closed).
+func (d *direct) hasIdle() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.idle) > 0
+}
+
+// idleConn takes a connection at rest that is still usable from the
+// pool, closing those that are not; nil when none is left.
+func (d *direct) idleConn() *h1Conn {
+	for {
+		d.mu.Lock()
+		n := len(d.idle)
+		if n == 0 {
+			d.mu.Unlock()
+			return nil
+		}
+		pc := d.idle[n-1]
+		d.idle[n-1] = nil
+		d.idle = d.idle[:n-1]
+		d.mu.Unlock()
+		if pc.br.Buffered() == 0 && idleConnUsable(pc.nc) {
+			return pc
+		}
+		pc.nc.Close()
+	}
 }
 
 // put returns a connection whose response was read to its end to the

@@ -194,30 +194,47 @@ func TestInvalidHeaderIsRefusedAsBefore(t *testing.T) {
 
 // TestModernCancellationEndsTheExchange: a 2026-07-28 request the client
 // cancels has its response stream closed, on the transport's own
-// exchange too: the server sees its request's context end.
+// exchange too, whether its request went out on a new connection or was
+// written at once on one at rest: the server sees its request's context
+// end.
 func TestModernCancellationEndsTheExchange(t *testing.T) {
-	ended := make(chan struct{})
-	started := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.WriteHeader(http.StatusOK)
-		w.(http.Flusher).Flush()
-		close(started)
-		<-r.Context().Done()
-		close(ended)
-	}))
-	t.Cleanup(srv.Close)
-	c := dial(t, Options{URL: srv.URL + "/mcp", Transport: "streamable"})
-	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"` + modernVersion + `"}`
-	if err := c.Write(t.Context(), frame(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x",`+meta+`}}`)); err != nil {
-		t.Fatal(err)
+	for _, warm := range []bool{false, true} {
+		t.Run(fmt.Sprintf("kept-alive=%v", warm), func(t *testing.T) {
+			ended := make(chan struct{})
+			started := make(chan struct{})
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				m := decodeRequest(t, r)
+				if string(m.ID) == `"warm"` {
+					w.Header().Set("Content-Type", "application/json")
+					fmt.Fprintf(w, `{"jsonrpc":"2.0","id":"warm","result":{}}`)
+					return
+				}
+				w.Header().Set("Content-Type", "text/event-stream")
+				w.WriteHeader(http.StatusOK)
+				w.(http.Flusher).Flush()
+				close(started)
+				<-r.Context().Done()
+				close(ended)
+			}))
+			t.Cleanup(srv.Close)
+			c := dial(t, Options{URL: srv.URL + "/mcp", Transport: "streamable"})
+			meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"` + modernVersion + `"}`
+			if warm {
+				if err := c.Write(t.Context(), frame(`{"jsonrpc":"2.0","id":"warm","method":"tools/call","params":{"name":"x",`+meta+`}}`)); err != nil {
+					t.Fatal(err)
+				}
+				next(t, c)
+			}
+			if err := c.Write(t.Context(), frame(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x",`+meta+`}}`)); err != nil {
+				t.Fatal(err)
+			}
+			<-started
+			if err := c.Write(t.Context(), frame(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,`+meta+`}}`)); err != nil {
+				t.Fatal(err)
+			}
+			<-ended
+		})
 	}
-	<-started
-	if err := c.Write(t.Context(), frame(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,`+meta+`}}`)); err != nil {
-		t.Fatal(err)
-	}
-	<-ended
 }
 
 // TestDirectOnlyForPlainHTTPWithoutProxy: the transport's own exchange
