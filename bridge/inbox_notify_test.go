@@ -418,6 +418,12 @@ func TestInboxAsksToNotifyOnlyWhenTold(t *testing.T) {
 		in.grant()
 		do(t, in.ctx, chromedp.Reload())
 		in.title("(1) aep-mcp-bridge inbox")
+		// The page reads the permission asynchronously: the box is on
+		// once it has, and only then is a click the operator's turning
+		// it off.
+		if _, err := chromedp.Run(in.ctx, chromedp.Poll[bool](`document.getElementById("notify").checked`, chromedp.WithPollingTimeout(waitLimit))); err != nil {
+			t.Fatalf("granted, the box never came on: %v", err)
+		}
 		do(t, in.ctx, chromedp.Click(chromedp.CSS("#notify")))
 		do(t, in.ctx, chromedp.Reload())
 		in.title("(1) aep-mcp-bridge inbox")

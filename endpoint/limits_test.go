@@ -89,8 +89,12 @@ func TestOpenQuestionsFromOutsideAreBoundedInBytes(t *testing.T) {
 // TestASilentPeerIsClosedAndReleased: a peer that answers no ping is
 // closed after pongWait and the source it wrote is free again; a peer
 // that reads (and so answers pings) stays.
+//
+// pongWait is long beside pingEvery so that the reading peer, however
+// late a loaded machine schedules it, answers in time: the silent peer
+// is closed by the missing pong, not the reading one by a slow one.
 func TestASilentPeerIsClosedAndReleased(t *testing.T) {
-	f := newFixture(t, bus.HubOptions{}, Options{pingEvery: 10 * time.Millisecond, pongWait: 60 * time.Millisecond})
+	f := newFixture(t, bus.HubOptions{}, Options{pingEvery: 20 * time.Millisecond, pongWait: 2 * time.Second})
 	alive := dial(t, f.srv)
 	alive.hello()
 	aliveDone := make(chan struct{})
