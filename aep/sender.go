@@ -24,18 +24,21 @@ const SendersCapability = "aep-mcp-bridge-senders"
 
 // Sender is a FrameSender frame: the command it names is the one with
 // this Source and ID (Cause), sent by By, an operator that may only read
-// when ReadOnly.
+// when ReadOnly, in the identity groups Groups (which an approval
+// policy's approvers may name).
 type Sender struct {
-	Type     string `json:"type"`
-	Cause    string `json:"cause"`
-	Source   string `json:"source"`
-	By       string `json:"by"`
-	ReadOnly bool   `json:"read_only,omitempty"`
+	Type     string   `json:"type"`
+	Cause    string   `json:"cause"`
+	Source   string   `json:"source"`
+	By       string   `json:"by"`
+	Groups   []string `json:"groups,omitempty"`
+	ReadOnly bool     `json:"read_only,omitempty"`
 }
 
-// NewSender returns the sender frame of the command cmd, sent by by.
-func NewSender(cmd *Event, by string, readOnly bool) Sender {
-	return Sender{Type: FrameSender, Cause: cmd.ID, Source: cmd.Source, By: by, ReadOnly: readOnly}
+// NewSender returns the sender frame of the command cmd, sent by by, an
+// operator in groups.
+func NewSender(cmd *Event, by string, groups []string, readOnly bool) Sender {
+	return Sender{Type: FrameSender, Cause: cmd.ID, Source: cmd.Source, By: by, Groups: groups, ReadOnly: readOnly}
 }
 
 // DecodeSender reads a sender frame; ok is false for anything else.

@@ -2,16 +2,17 @@ package aep
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
 func TestSenderFrames(t *testing.T) {
 	t.Parallel()
 	cmd := &Event{ID: "C1", Source: "aep://h/agent/op"}
-	b, _ := json.Marshal(NewSender(cmd, "alice", true))
+	b, _ := json.Marshal(NewSender(cmd, "alice", []string{"sre", "db"}, true))
 	s, ok := DecodeSender(b)
-	if !ok || s.Cause != "C1" || s.Source != cmd.Source || s.By != "alice" || !s.ReadOnly || IsEventType(s.Type) {
-		t.Fatalf("round trip: %+v %v; want alice's read-only sender frame of C1, a frame (no dot)", s, ok)
+	if !ok || s.Cause != "C1" || s.Source != cmd.Source || s.By != "alice" || strings.Join(s.Groups, ",") != "sre,db" || !s.ReadOnly || IsEventType(s.Type) {
+		t.Fatalf("round trip: %+v %v; want alice's read-only sender frame of C1 with her groups sre and db, a frame (no dot)", s, ok)
 	}
 	for _, bad := range []string{`{}`, `{"type":"aep-mcp-bridge-sender","cause":"C1"}`, `{"type":"hello","cause":"C1","by":"x"}`, `[]`} {
 		if _, ok := DecodeSender([]byte(bad)); ok {

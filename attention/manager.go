@@ -355,12 +355,20 @@ func (m *Manager) autoAnswer(id string, d script.Decision) {
 	q.spec.Deliver(Resolution{Outcome: Answered, Decision: d.Answer})
 }
 
-// Respond decides an operator's control.attention.respond (control.Target).
-// A valid answer is acked, recorded as attention.answered (by: by, who
-// the endpoint authenticated, never the command's own agent) and
-// attention.resolved, and delivered; an invalid one is nacked invalid
-// with the field and rule, and the question stays pending.
+// Respond is RespondAs for an operator with no groups.
 func (m *Manager) Respond(cmd aep.Event, a aep.Answer, by string, ack func(reason, detail string) error) {
+	m.RespondAs(cmd, a, by, nil, ack)
+}
+
+// RespondAs decides an operator's control.attention.respond
+// (control.Target). A valid answer is acked, recorded as
+// attention.answered (by: by, who the endpoint authenticated, never the
+// command's own agent) and attention.resolved, and delivered; an invalid
+// one is nacked invalid with the field and rule, and the question stays
+// pending. groups are the operator's identity groups, as its credential
+// places it (never from the command): a permission request's approvers
+// may name them.
+func (m *Manager) RespondAs(cmd aep.Event, a aep.Answer, by string, groups []string, ack func(reason, detail string) error) {
 	m.mu.Lock()
 	q, ok := m.pending[cmd.Subject]
 	if !ok {
@@ -374,7 +382,7 @@ func (m *Manager) Respond(cmd aep.Event, a aep.Answer, by string, ack func(reaso
 		return
 	}
 	if q.spec.Permission != nil {
-		m.respondPermission(q, cmd, a, by, ack)
+		m.respondPermission(q, cmd, a, policy.Actor{Name: by, Groups: groups}, ack)
 		return
 	}
 	if !contains(q.spec.RespondVia, "control") || (q.spec.Form == nil && q.spec.URL == "") {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
 	"github.com/agenteventprotocol/aep-mcp-bridge/policy"
 )
 
@@ -26,7 +27,7 @@ import (
 // attention.answered: AEP-0002 §5.3 makes attention.answered the statement
 // of what was applied, and nothing is applied until enough approvers
 // allow.
-const TypeVote = "x.aep-mcp-bridge.permission.vote"
+const TypeVote = bus.TypeQuestionVote
 
 // Vote is the data of TypeVote.
 type Vote struct {
@@ -247,9 +248,10 @@ func truncateName(s string) string {
 }
 
 // respondPermission decides an operator's vote on permission request q;
-// m.mu is held and is released before it returns. by is the operator as
-// the endpoint authenticated it.
-func (m *Manager) respondPermission(q *question, cmd aep.Event, a aep.Answer, by string, ack func(reason, detail string) error) {
+// m.mu is held and is released before it returns. who is the operator as
+// the endpoint authenticated it: its name and its identity groups.
+func (m *Manager) respondPermission(q *question, cmd aep.Event, a aep.Answer, who policy.Actor, ack func(reason, detail string) error) {
+	by := who.Name
 	h := q.spec.Permission.Hold
 	offers := h.Decision().Ask.Offers()
 	v, reason, err := permissionVerdict(offers, a)
@@ -258,7 +260,7 @@ func (m *Manager) respondPermission(q *question, cmd aep.Event, a aep.Answer, by
 		ack(aep.ReasonInvalid, err.Error())
 		return
 	}
-	out, err := h.Vote(policy.Vote{Actor: policy.Actor{Name: by}, Verdict: v, Reason: reason}, time.Now())
+	out, err := h.Vote(policy.Vote{Actor: who, Verdict: v, Reason: reason}, time.Now())
 	if err != nil {
 		if out.State != policy.Pending && out.TimedOut {
 			// The vote came at the deadline: the hold settled by its

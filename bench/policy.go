@@ -45,6 +45,7 @@ func runPolicy(ctx context.Context, args []string) error {
 	rounds := fs.Int("rounds", 7, "paired rounds")
 	throughN := fs.Int("through-n", 2000, "tools/call round trips per configuration and round through the bridge (0 skips that table)")
 	throughRounds := fs.Int("through-rounds", 5, "paired rounds through the bridge")
+	profDir := fs.String("cpuprofile", "", "write a CPU profile of every bridge process the through-the-bridge table runs to this folder, one file per configuration and round (read them with go tool pprof)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -111,14 +112,17 @@ func runPolicy(ctx context.Context, args []string) error {
 			k := key{n, si}
 			row += fmt.Sprintf(" %s µs, %s µs CPU (%.0f allocs) |", us(median(per[k])), us(median(cpu[k])), allocs[k])
 		}
-		ratio := float64(median(cpu[key{n, 2}])) / float64(median(cpu[key{n, 0}]))
-		fmt.Printf("%s %.1f× |\n", row, ratio)
+		ratio := "—" // too small to divide by
+		if base := median(cpu[key{n, 0}]); base >= 50*time.Nanosecond {
+			ratio = fmt.Sprintf("%.1f×", float64(median(cpu[key{n, 2}]))/float64(base))
+		}
+		fmt.Printf("%s %s |\n", row, ratio)
 	}
 	fmt.Printf("\nargs_digest of the call's %d-byte arguments: %s µs (%d allocs)\n", len(call.Arguments),
 		us(time.Duration(digest.NsPerOp())), digest.AllocsPerOp())
 	if *throughN > 0 {
 		runtime.UnlockOSThread()
-		return policyThrough(ctx, *throughN, *throughRounds)
+		return policyThrough(ctx, *throughN, *throughRounds, *profDir)
 	}
 	return nil
 }
@@ -129,10 +133,15 @@ func runPolicy(ctx context.Context, args []string) error {
 // the call by their default after trying every rule, in paired rounds
 // (every configuration back to back in each round). The added cost is the
 // median over rounds of the policy's p50 minus the no-policy p50 of the
-// same round. It includes all the policy brings to an allowed call: the
-// decision, the arguments' digest, and the tool.requested and
-// tool.completed events written to the session log.
-func policyThrough(ctx context.Context, n, rounds int) error {
+// same round. It includes all the policy brings to an allowed call's
+// path: reading the call's name and arguments, the duplicate-key check
+// and the decision. Its tool.requested (with the arguments' digest) and
+// tool.completed are emitted off that path, once the message is
+// forwarded; the last column, the bridge's CPU per call, counts them.
+//
+// With profDir set, each bridge process writes its CPU profile there:
+// config-C-round-R.pprof, C counting the table's rows from 0.
+func policyThrough(ctx context.Context, n, rounds int, profDir string) error {
 	bridgeBin, serverBin, _, cleanup, err := buildAll()
 	if err != nil {
 		return err
@@ -168,20 +177,29 @@ func policyThrough(ctx context.Context, n, rounds int) error {
 		argv[i] = append(append(a, "--"), serverBin)
 	}
 	p50s, p99s := make([][]time.Duration, len(configs)), make([][]time.Duration, len(configs))
-	for range rounds {
+	cpus := make([][]time.Duration, len(configs))
+	for r := range rounds {
 		for i := range configs {
-			lat, _, err := measureGoCost(ctx, argv[i], 1, n)
+			a := argv[i]
+			if profDir != "" {
+				prof := filepath.Join(profDir, fmt.Sprintf("config-%d-round-%d.pprof", i, r))
+				a = append([]string{a[0], "--cpuprofile", prof}, a[1:]...)
+			}
+			lat, cost, err := measureGoCost(ctx, a, 1, n)
 			if err != nil {
 				return fmt.Errorf("through the bridge, %s: %w", configs[i].name, err)
 			}
+			cpus[i] = append(cpus[i], cost.cpu)
 			sortDurations(lat)
 			p50s[i] = append(p50s[i], percentile(lat, 50))
 			p99s[i] = append(p99s[i], percentile(lat, 99))
 		}
 	}
 	fmt.Printf("\nan allowed tools/call through the bridge (mcp-go client → bridge → mcp-go server, stdio, one caller); %d calls per row and round, %d paired rounds; medians of the rounds\n\n", n, rounds)
-	fmt.Println("| bridge | p50 µs | p99 µs | p50 added vs no policy (median of paired rounds) |")
-	fmt.Println("|---|---|---|---|")
+	fmt.Println("the bridge's CPU per call is the bridge process's run time (schedstat) over the calls, divided by their number: the tool.* events an allowed call brings are emitted off its path, after the message is forwarded, so they cost CPU there, not p50, when a core is free")
+	fmt.Println()
+	fmt.Println("| bridge | p50 µs | p99 µs | p50 added vs no policy (median of paired rounds) | bridge CPU per call µs |")
+	fmt.Println("|---|---|---|---|---|")
 	for i, c := range configs {
 		added := "—"
 		if i > 0 {
@@ -191,7 +209,7 @@ func policyThrough(ctx context.Context, n, rounds int) error {
 			}
 			added = us(median(diffs)) + " µs"
 		}
-		fmt.Printf("| %s | %s | %s | %s |\n", c.name, us(median(p50s[i])), us(median(p99s[i])), added)
+		fmt.Printf("| %s | %s | %s | %s | %s |\n", c.name, us(median(p50s[i])), us(median(p99s[i])), added, us(median(cpus[i])))
 	}
 	return nil
 }

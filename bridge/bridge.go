@@ -100,6 +100,12 @@ type Options struct {
 	// every call. A reload of the Reloader applies to the calls that
 	// arrive after it.
 	Policy *policy.Reloader
+	// SharedClient says that ClientConn carries the requests of many
+	// clients (the gateway's shared session of stateless requests): the
+	// proxy gives each input_required round the client also gets a
+	// requestState of its own (elicit.Options.OwnStates), since the
+	// server may hand equal ones to different requests.
+	SharedClient bool
 
 	// hub and host are set by Host.NewSession; a session made with New
 	// alone has a hub of its own.
@@ -272,7 +278,7 @@ func (b *Bridge) Run(ctx context.Context) error {
 	}
 	eo := elicit.Options{Client: client, Server: up.conn, Manager: b.mgr, Publisher: b.em, Route: b.opts.Route,
 		Keepalive: b.opts.Keepalive, Name: b.opts.Name, ClientName: clientAs, OnSession: startSession, Logger: b.log,
-		Session: b.session, Redactor: b.red}
+		Session: b.session, Redactor: b.red, OwnStates: b.opts.SharedClient}
 	if b.opts.Policy != nil {
 		// Policy rules' client: globs match the named client's
 		// authenticated name; a client without one matches "".

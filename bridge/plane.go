@@ -84,7 +84,7 @@ func (b *Bridge) binding(instance string) plane.Binding {
 type planeTarget struct{ in *control.Intake }
 
 func (t planeTarget) Submit(cmd aep.Event, _ []byte, by plane.Principal) plane.Outcome {
-	res, err := t.in.Submit(cmd, control.Sender{Authenticated: true, By: by.Name, ReadOnly: !by.May(plane.RightAnswer)})
+	res, err := t.in.Submit(cmd, control.Sender{Authenticated: true, By: by.Name, Groups: by.Groups, ReadOnly: !by.May(plane.RightAnswer)})
 	var re *control.RefusalError
 	if errors.As(err, &re) {
 		return plane.Outcome{Code: re.Code, Detail: re.Detail}

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
@@ -415,4 +417,119 @@ func TestPolicyKeepaliveWhileHeld(t *testing.T) {
 
 func contextWithCancel() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 2*waitLimit)
+}
+
+// TestPolicyAllowedCallsAllRecordedBeforeTheEnd: an allowed call's
+// tool.requested and tool.completed are emitted off its path, after the
+// messages are forwarded; none is lost for it. Calls made at once, then
+// the client leaving at once, still leave every call's pair in the
+// session log, each tool.completed after its own tool.requested (its
+// cause), all before session.ended.
+func TestPolicyAllowedCallsAllRecordedBeforeTheEnd(t *testing.T) {
+	t.Parallel()
+	s := startPolicySession(t, testPolicy)
+	const n = 40
+	calls := make([]<-chan callResult, n)
+	for i := range calls {
+		calls[i] = s.call("echo", map[string]any{"message": fmt.Sprintf("m%d", i)}, nil)
+	}
+	for i, c := range calls {
+		if got := toolText(t, s.result(c)); got != fmt.Sprintf("m%d", i) {
+			t.Fatalf("call %d returned %q", i, got)
+		}
+	}
+	if err := s.close(); err != nil {
+		t.Fatalf("Run after the client left: %v", err)
+	}
+	rep := s.checkLog()
+	requested := map[string]bool{}
+	completed := 0
+	for i, ev := range rep.Lines {
+		switch ev.Type {
+		case "tool.requested":
+			requested[ev.ID] = true
+		case "tool.completed":
+			if !requested[ev.Cause] {
+				t.Errorf("tool.completed %s names cause %q, which no earlier tool.requested is", ev.ID, ev.Cause)
+			}
+			completed++
+		case "session.ended":
+			if i != len(rep.Lines)-1 {
+				t.Errorf("session.ended is line %d of %d; want the last", i+1, len(rep.Lines))
+			}
+		}
+	}
+	if len(requested) != n || completed != n {
+		t.Fatalf("the log holds %d tool.requested and %d tool.completed; want %d of each", len(requested), completed, n)
+	}
+}
+
+// TestPolicyApprovedCallsRetryIsNotAskedAgain: a 2026-07-28 call that
+// alice approved comes back from the server with input_required; the
+// client answers it itself and retries the call with the requestState.
+// The retry is the approved call itself (same arguments, rule and
+// revision, within the approval's window): it goes to the server without
+// a second permission request, and the client gets the final result.
+func TestPolicyApprovedCallsRetryIsNotAskedAgain(t *testing.T) {
+	t.Parallel()
+	rel, err := policy.NewReloader([]byte("rules:\n  - {id: ask-mrtr, tool: mrtr-ask, action: ask, approvers: [alice]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	handler := elicitingClient{func(ctx context.Context, r mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+		return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: "accept", Content: map[string]any{"who": "from-the-ide"}}}, nil
+	}}
+	s := &policySession{session: startSession(t, sessionConfig{protocol: mcp.ProtocolVersion20260728, opts: Options{Policy: rel},
+		clientOpts: []client.ClientOption{client.WithElicitationHandler(handler)}}), rel: rel}
+	call := s.call("mrtr-ask", map[string]any{"rounds": 1}, nil)
+	perm := s.next("attention.requested")
+	permission(t, perm)
+	if res := s.vote(perm.ID, "alice", aep.Answer{Option: "allow"}); !res.Accepted() {
+		t.Fatalf("alice's approval: %s", res.Raw)
+	}
+	// The server's input_required raises its question, which the client
+	// answers itself; its retry must not raise a second permission
+	// request: the call ends first.
+	deadline := time.After(waitLimit)
+	for {
+		select {
+		case d := <-s.events.C:
+			if d.Event.Type == "attention.requested" && strings.Contains(string(d.Event.Data), `"kind":"permission"`) {
+				t.Fatalf("the approved call's retry was asked about again: %s", d.Event.Data)
+			}
+			continue
+		case r := <-call:
+			if r.err != nil {
+				t.Fatalf("tools/call: %v", r.err)
+			}
+			if got := toolText(t, r.res); got != `{"action":"accept","content":{"who":"from-the-ide"}}` {
+				t.Fatalf("the server got %s", got)
+			}
+		case <-deadline:
+			t.Fatalf("the call did not end within %s", waitLimit)
+		}
+		break
+	}
+}
+
+// TestPolicyStreamedResultIsRecorded: an allowed call whose result is
+// over what the bridge reads whole (4 MiB on stdio) is relayed as a
+// stream, and still ends on the bus: tool.completed, naming its
+// tool.requested.
+func TestPolicyStreamedResultIsRecorded(t *testing.T) {
+	t.Parallel()
+	s := startPolicySession(t, testPolicy)
+	const size = 5 << 20
+	res := s.result(s.call("blob", map[string]any{"bytes": size}, nil))
+	if got := len(toolText(t, res)); got != size {
+		t.Fatalf("the client got %d bytes; want %d", got, size)
+	}
+	req := s.next("tool.requested")
+	done := s.next("tool.completed")
+	if done.Cause != req.ID || done.Subject != "blob" {
+		t.Fatalf("tool.completed cause %s subject %s; want %s and blob", done.Cause, done.Subject, req.ID)
+	}
+	if len(done.Data) > 1024 {
+		t.Fatalf("tool.completed carries %d bytes; the result is never on the bus", len(done.Data))
+	}
 }

@@ -458,8 +458,7 @@ type From struct {
 func (h *Hub) SubscribeFrom(f Filter, from From, n int) (*Subscription, []Exhausted) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	backlog := h.open.snapshot(f)
-	open := len(backlog)
+	backlog, open := h.open.snapshot(f)
 	keep := func(items []*Delivery) {
 		for _, d := range items {
 			if (f == nil || f(&d.Event)) && !h.open.has(d) {
@@ -489,7 +488,7 @@ func (h *Hub) SubscribeFrom(f Filter, from From, n int) (*Subscription, []Exhaus
 		}
 	}
 	s := h.addLocked(f, backlog, n)
-	s.open, s.replay = open, len(backlog)-open
+	s.open, s.replay = open, len(backlog)-open // a kept vote counts as replay
 	return s, exhausted
 }
 

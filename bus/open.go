@@ -20,6 +20,15 @@ const (
 	typeEnded     = "session.ended"
 )
 
+// TypeQuestionVote is the event a permission request's owner emits for
+// each approval that counted while more are needed (attention.TypeVote):
+// who has approved so far, and how many the rule needs. It is part of
+// the question's state, not only its history: the open set keeps the
+// latest one of each open question beside it, and every subscription
+// gets it right after the question, whatever replay has evicted, so an
+// operator who connects late still reads "1 of 2".
+const TypeQuestionVote = "x.aep-mcp-bridge.permission.vote"
+
 // IsLifecycle reports whether t is a lifecycle event of a question that
 // only the question's owner may emit: attention.answered, .resolved
 // (dismissals included) and .timeout (AEP-0002 §7), and
@@ -52,6 +61,9 @@ type openQuestion struct {
 	writer string
 	size   int64
 	elem   *list.Element // in openSet.order
+	// vote is the owner's latest TypeQuestionVote for it, or nil; size
+	// counts it.
+	vote *Delivery
 	// expires is the question's expires_at; zero when it has none.
 	expires time.Time
 }
@@ -129,13 +141,18 @@ func expiresAt(data json.RawMessage) time.Time {
 
 func questionKey(source, id string) string { return source + "\x00" + id }
 
-// has reports whether d is the attention.requested of a question still open.
+// has reports whether d is the attention.requested of a question still
+// open, or the vote it keeps: what a snapshot already delivers.
 func (o *openSet) has(d *Delivery) bool {
-	if d.Event.Type != typeRequested {
-		return false
+	switch d.Event.Type {
+	case typeRequested:
+		q, ok := o.byKey[questionKey(d.Event.Source, d.Event.ID)]
+		return ok && q.d.Event.Session == d.Event.Session
+	case TypeQuestionVote:
+		q, ok := o.byKey[questionKey(d.Event.Source, d.Event.Subject)]
+		return ok && q.vote == d
 	}
-	q, ok := o.byKey[questionKey(d.Event.Source, d.Event.ID)]
-	return ok && q.d.Event.Session == d.Event.Session
+	return false
 }
 
 // change is what an event did to the open set.
@@ -175,6 +192,18 @@ func (o *openSet) apply(d *Delivery, writer string) change {
 		o.count(q, 1)
 		o.soon(o.deadline(q))
 		return opened
+	case TypeQuestionVote:
+		q, ok := o.byKey[questionKey(ev.Source, ev.Subject)]
+		if !ok || q.d.Event.Session != ev.Session {
+			return unchanged // only the question's owner says who approved it
+		}
+		o.count(q, -1)
+		o.bytes -= q.size
+		q.vote = d
+		q.size = deliverySize(q.d) + deliverySize(d)
+		o.bytes += q.size
+		o.count(q, 1)
+		return unchanged
 	case typeResolved, typeTimeout:
 		q, ok := o.byKey[questionKey(ev.Source, ev.Subject)]
 		if !ok || q.d.Event.Session != ev.Session {
@@ -275,18 +304,24 @@ func (o *openSet) rememberSettled(id string, s settledOwner) {
 	}
 }
 
-// snapshot returns the open questions f selects, oldest first, after
-// dropping those nobody can answer any more (dropDead).
-func (o *openSet) snapshot(f Filter) []*Delivery {
+// snapshot returns the open questions f selects, oldest first, each
+// followed by the vote it keeps (when f selects it too), after dropping
+// those nobody can answer any more (dropDead); questions is how many of
+// them are questions.
+func (o *openSet) snapshot(f Filter) (out []*Delivery, questions int) {
 	o.dropDead()
-	out := make([]*Delivery, 0, o.order.Len())
+	out = make([]*Delivery, 0, o.order.Len())
 	for e := o.order.Front(); e != nil; e = e.Next() {
-		d := e.Value.(*openQuestion).d
-		if f == nil || f(&d.Event) {
-			out = append(out, d)
+		q := e.Value.(*openQuestion)
+		if f == nil || f(&q.d.Event) {
+			out = append(out, q.d)
+			questions++
+			if q.vote != nil && (f == nil || f(&q.vote.Event)) {
+				out = append(out, q.vote)
+			}
 		}
 	}
-	return out
+	return out, questions
 }
 
 // DropOpen removes from the open set the open questions asked in session

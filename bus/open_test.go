@@ -442,3 +442,39 @@ func TestExpiredQuestionsLeaveTheOpenSet(t *testing.T) {
 		t.Fatalf("another emitter settling the expired question: %v; want unauthorized", err)
 	}
 }
+
+// TestOpenQuestionKeepsItsLatestVote: the approvals a permission request
+// has so far ("1 of 2") are its state: every subscription gets the
+// owner's latest vote right after the question, once, whatever replay
+// has evicted; another emitter's vote is not kept, and the vote leaves
+// with its settled question.
+func TestOpenQuestionKeepsItsLatestVote(t *testing.T) {
+	h := NewHubWith(HubOptions{ReplayPerSession: 4, ReplaySessions: 4})
+	b := newEmitter("bridge")
+	b.write(h, "Q", "attention.requested", "srv")
+	b.write(h, "V1", TypeQuestionVote, "Q")
+	b.write(h, "V2", TypeQuestionVote, "Q")
+	newEmitter("mallory").write(h, "VX", TypeQuestionVote, "Q")
+	sub, _ := h.SubscribeFrom(nil, From{All: true}, 8)
+	if diff := cmp.Diff([]string{"Q", "V2", "V1", "VX"}, ids(sub)); diff != "" {
+		t.Fatalf("with the votes still in replay (-want +got):\n%s", diff)
+	}
+	sub.Close()
+	for i := range 10 { // the session's own history pushes the votes out of replay
+		b.write(h, fmt.Sprintf("P%d", i), "progress.status", "")
+	}
+	for _, from := range []From{{}, {All: true}} {
+		sub, _ := h.SubscribeFrom(func(ev *aep.Event) bool { return ev.Session == "bridge" }, from, 8)
+		got := ids(sub)
+		sub.Close()
+		if len(got) < 2 || got[0] != "Q" || got[1] != "V2" || slices.Contains(got[2:], "V2") {
+			t.Fatalf("from %+v the backlog is %v; want Q, then its latest vote V2, once", from, got)
+		}
+	}
+	b.write(h, "R", "attention.resolved", "Q")
+	sub, _ = h.SubscribeFrom(nil, From{}, 8)
+	defer sub.Close()
+	if got := ids(sub); len(got) != 0 {
+		t.Fatalf("after the question settled, a live subscription starts with %v; want nothing", got)
+	}
+}

@@ -31,13 +31,15 @@ type AckFunc = func(reason, detail string) error
 // Target decides the commands the intake accepts. The attention manager
 // implements it.
 type Target interface {
-	// Respond decides a control.attention.respond and calls ack exactly
-	// once, synchronously, before it emits the outcome events, which
-	// record by as who answered (never the command's own agent: a
-	// sender's claim proves nothing). The details it rejects with are
-	// built from structural parts only (field id, rule, bound) and never
-	// contain the answer: the intake records them as they are.
-	Respond(cmd aep.Event, answer aep.Answer, by string, ack AckFunc)
+	// RespondAs decides a control.attention.respond and calls ack
+	// exactly once, synchronously, before it emits the outcome events,
+	// which record by as who answered (never the command's own agent: a
+	// sender's claim proves nothing). groups are by's identity groups
+	// (Sender.Groups), which a permission request's approvers may name.
+	// The details it rejects with are built from structural parts only
+	// (field id, rule, bound) and never contain the answer: the intake
+	// records them as they are.
+	RespondAs(cmd aep.Event, answer aep.Answer, by string, groups []string, ack AckFunc)
 	// RecordedAnswer returns a command's answer to question subject as
 	// the session history may record it: gated for the capture ceiling,
 	// secret values replaced by the AEP-0003 §9.4 placeholder. Respond
@@ -55,6 +57,11 @@ type Sender struct {
 	// and is what the session records as who answered. "" is the shared
 	// token's holder, authority.TokenHolderName.
 	By string
+	// Groups are the identity groups of the operator By names
+	// (authority.Principal.Groups), as its credential places it: never
+	// read from the command. An approval policy's approvers may name
+	// them. nil for the token's holder.
+	Groups []string
 	// ReadOnly is set for an operator that may see the session but not
 	// answer: its commands are recorded and refused
 	// control.rejected{unauthorized}, where it and everyone who sees the
@@ -208,7 +215,7 @@ func (in *Intake) Submit(cmd aep.Event, from Sender) (Result, error) {
 	} else if answerErr != nil {
 		ack(aep.ReasonInvalid, answerErr.Error())
 	} else {
-		in.target.Respond(cmd, answer, from.by(), ack)
+		in.target.RespondAs(cmd, answer, from.by(), from.Groups, ack)
 	}
 	if !acked {
 		// A target that forgot to decide still owes the sender an ack.

@@ -57,13 +57,15 @@ func (m *memEmitter) Session() string { return "s1" }
 type target struct {
 	calls   int
 	by      []string
+	groups  [][]string
 	secret  []string
 	answers []aep.Answer
 }
 
-func (t *target) Respond(cmd aep.Event, a aep.Answer, by string, ack AckFunc) {
+func (t *target) RespondAs(cmd aep.Event, a aep.Answer, by string, groups []string, ack AckFunc) {
 	t.calls++
 	t.by = append(t.by, by)
+	t.groups = append(t.groups, groups)
 	t.answers = append(t.answers, a)
 	if a.Option == "yes" || a.Values != nil {
 		ack("", "")
@@ -287,5 +289,22 @@ func TestByIsWhoTheBindingAuthenticated(t *testing.T) {
 	json.Unmarshal(res.Ack.Data, &rej)
 	if tg.calls != 2 || rej.Reason != aep.ReasonUnauthorized || !strings.Contains(rej.Detail, `"carol" may read this session, not answer`) {
 		t.Fatalf("a read-only command: %d calls, rejected %+v; want no call and an unauthorized rejection naming carol", tg.calls, rej)
+	}
+}
+
+// TestIntakePassesTheSendersGroups: the groups the binding authenticated
+// reach the target with the sender's name; a command cannot name its
+// own (its data carries none that is read).
+func TestIntakePassesTheSendersGroups(t *testing.T) {
+	t.Parallel()
+	em, tg := &memEmitter{}, &target{}
+	in := NewIntake(IntakeOptions{Emitter: em, Target: tg})
+	c := cmd("g1", "control.attention.respond", "s1", aep.Answer{Option: "yes"})
+	c.Data = []byte(`{"answer":{"option":"yes"},"groups":["admins"],"by":"root"}`)
+	if _, err := in.Submit(c, Sender{Authenticated: true, By: "alice", Groups: []string{"sre"}}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([][]string{{"sre"}}, tg.groups); diff != "" || strings.Join(tg.by, ",") != "alice" {
+		t.Fatalf("the target got by %v and groups (-want +got):\n%s", tg.by, diff)
 	}
 }

@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/attention"
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/jsonrpc"
 	"github.com/agenteventprotocol/aep-mcp-bridge/policy"
 )
 
@@ -62,6 +65,10 @@ type toolCall struct {
 	// what follows).
 	requested string
 	start     time.Time
+	// grant is the approval it went to the server under, when operators
+	// approved it: its retries (2026-07-28 input_required) are the same
+	// call and pass under it (retryGrant).
+	grant *policy.Grant
 }
 
 // toolParams are the members of tools/call params the policy reads.
@@ -100,26 +107,41 @@ func (p *Proxy) policyCall(m *message, raw []byte, declared bool) ([]byte, bool)
 	server := p.subjectLocked()
 	p.mu.Unlock()
 	d := pol.Decide(policy.Call{Server: server, Tool: *params.Name, Client: p.polClient, Arguments: args})
-	digest := policy.ArgsDigest(args)
 	tc := &toolCall{tool: *params.Name, callID: callID(m.ID), rule: d.Rule, start: time.Now()}
-	tc.requested = p.emitTool("tool.requested", tc, "", p.toolRequested(tc, digest, args))
 	if d.Fault != "" {
 		// The fault may quote argument values: it goes to the log at
 		// debug level only, never to the bus.
 		p.log.Debug("a policy condition could not be evaluated; the decision is the more cautious", "rule", d.Rule, "action", d.Action.String())
 	}
+	// params.Arguments is the decoder's copy, not a slice of the frame:
+	// the event may keep it.
+	requested := toolEvent{typ: "tool.requested", tc: tc, args: args}
 	switch d.Action {
 	case policy.Deny:
+		p.emitToolEvent(requested)
 		p.denyCall(m.ID, tc, "policy", denyText(d.Reason, "the approval policy denies this tool call", d.Rule))
 		return nil, true
 	case policy.Ask:
-		if _, ok := p.mem.Lookup(d, p.session, digest, time.Now()); ok {
+		requested.digest = policy.ArgsDigest(args)
+		if _, ok := p.mem.Lookup(d, p.session, requested.digest, time.Now()); ok {
 			p.log.Info("a tool call passes under an allow-session approval", "rule", d.Rule, "tool", tc.tool)
 			break
 		}
-		p.holdCall(m, raw, declared, d, digest, args, tc)
+		if g, ok := p.retryGrant(m, d, requested.digest); ok {
+			tc.grant = g
+			p.log.Info("a retry of an approved tool call passes under its approval", "rule", d.Rule, "tool", tc.tool, "by", strings.Join(g.By, ","))
+			break
+		}
+		// The permission request names tool.requested as its cause, so
+		// it is emitted first, here: a held call waits for people, not
+		// for the emitter.
+		p.emitToolEvent(requested)
+		p.holdCall(m, raw, declared, d, requested.digest, args, tc)
 		return nil, true
 	}
+	// An allowed call goes on at once: its tool.requested, and later its
+	// end, are emitted off its path, in order (toolevents.go).
+	p.queueTool(requested)
 	p.mu.Lock()
 	p.calls.put(m.key(), tc)
 	p.mu.Unlock()
@@ -204,6 +226,7 @@ func (p *Proxy) released(k string, hc *heldCall, r attention.Resolution) {
 		p.denyCall(hc.id, hc.call, by, text)
 		return
 	}
+	hc.call.grant = out.Grant
 	p.calls.put(k, hc.call)
 	p.mu.Unlock()
 	if g := out.Grant; g != nil && g.Scope == policy.ScopeSession {
@@ -247,6 +270,59 @@ func (p *Proxy) dismissHeld(hc *heldCall) {
 	}
 }
 
+// noteRetry keeps the approval of an approved tools/call the server
+// answered with input_required (MCP 2026-07-28), under the result's
+// requestState: the client's retry carrying it is the same call, and
+// passes under the approval (retryGrant) instead of being asked about
+// again. The approval is renewed for CallGrantWindow from this answer,
+// so a round the client takes its time over (a person answering in the
+// client) stays covered; every other binding (session, rule and its
+// hash, policy revision, argument digest) stays as approved.
+func (p *Proxy) noteRetry(m *message) {
+	if p.pol == nil || !m.hasID() || jsonrpc.DecodeString(m.ResultType) != string(mcp.ResultTypeInputRequired) {
+		return
+	}
+	p.mu.Lock()
+	tc, ok := p.calls.get(m.key())
+	p.mu.Unlock()
+	if !ok || tc.grant == nil {
+		return
+	}
+	var res struct {
+		RequestState string `json:"requestState"`
+	}
+	if json.Unmarshal(m.Result, &res) != nil || res.RequestState == "" {
+		return
+	}
+	g := *tc.grant
+	if now := time.Now(); g.Scope == policy.ScopeCall && (g.Expires.IsZero() || now.Add(policy.CallGrantWindow).After(g.Expires)) {
+		g.Expires = now.Add(policy.CallGrantWindow)
+	}
+	p.mu.Lock()
+	p.retries.put(res.RequestState, &g)
+	p.mu.Unlock()
+}
+
+// retryGrant returns the approval a client's tools/call passes under as
+// the retry of an approved call: it carries the requestState the server
+// gave that call (noteRetry), and the approval covers it (the same
+// session, the same rule, unchanged, deciding it under the same policy
+// revision, the same argument digest, before it expires). The
+// requestState is used once.
+func (p *Proxy) retryGrant(m *message, d policy.Decision, digest string) (*policy.Grant, bool) {
+	state := jsonrpc.DecodeString(m.ReqState)
+	if state == "" {
+		return nil, false
+	}
+	p.mu.Lock()
+	g, ok := p.retries.take(state)
+	p.mu.Unlock()
+	if !ok || !g.Covers(d, p.session, digest, time.Now()) {
+		return nil, false
+	}
+	return g, true
+}
+
 // denyCall answers the client's tools/call with a tool result that is an
 // error carrying text (MCP server/tools: an error the model can read),
 // and records tool.denied.
@@ -276,66 +352,220 @@ func (p *Proxy) toolResult(m *message) {
 	p.endTool(tc, len(m.Error) > 0, resultIsError(m.Result))
 }
 
-// endTool emits a tool call's tool.completed or tool.failed.
+// streamedToolResult records the end of a tools/call whose response the
+// proxy relayed as a stream, answering the client's request id: read from
+// the envelope and the result's isError, which the scan captured on the
+// way through, never from a copy of the result.
+func (p *Proxy) streamedToolResult(id json.RawMessage, env *jsonrpc.Envelope) {
+	if p.pol == nil || !jsonrpc.HasID(id) {
+		return
+	}
+	p.mu.Lock()
+	tc, ok := p.calls.take(idKey(id))
+	p.mu.Unlock()
+	if !ok {
+		return
+	}
+	p.endTool(tc, env.Error, string(env.Members["result.isError"]) == "true")
+}
+
+// endTool emits a tool call's tool.completed or tool.failed, off the
+// path of the response that ends it.
 func (p *Proxy) endTool(tc *toolCall, rpcErr, isError bool) {
 	ms := time.Since(tc.start).Milliseconds()
 	switch {
 	case rpcErr:
-		p.emitTool("tool.failed", tc, tc.requested, toolFailed{Tool: tc.ref(), Error: errorInfo{Type: "jsonrpc_error"}, DurationMS: ms})
+		p.queueTool(toolEvent{typ: "tool.failed", tc: tc, data: toolFailed{Tool: tc.ref(), Error: errorInfo{Type: "jsonrpc_error"}, DurationMS: ms}})
 	case isError:
-		p.emitTool("tool.failed", tc, tc.requested, toolFailed{Tool: tc.ref(), Error: errorInfo{Type: "tool_error"}, DurationMS: ms})
+		p.queueTool(toolEvent{typ: "tool.failed", tc: tc, data: toolFailed{Tool: tc.ref(), Error: errorInfo{Type: "tool_error"}, DurationMS: ms}})
 	default:
-		p.emitTool("tool.completed", tc, tc.requested, toolCompleted{Tool: tc.ref(), Status: "success", DurationMS: ms})
+		p.queueTool(toolEvent{typ: "tool.completed", tc: tc, data: toolCompleted{Tool: tc.ref(), Status: "success", DurationMS: ms}})
 	}
 }
 
 // ambiguousKey returns a key that some object in raw holds twice, exactly
-// or under case folding ("" when there is none, or raw is not JSON, which
-// the decode before it refuses). Nesting deeper than maxParseDepth is not
-// looked into: such params never reach here (message.parse refuses them).
+// or under the case folding encoding/json matches keys by (Unicode
+// simple folding, as strings.EqualFold: "argumentſ" is "arguments" to
+// it), in document order: the first key that repeats one before it in
+// its object. It returns "" when there
+// is none. raw must be valid JSON (the decode before it checks): the scan
+// reads structure only, in one pass, with no allocation for objects of
+// ASCII keys without escapes, and no recursion, whatever the nesting.
 func ambiguousKey(raw []byte) string {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	var walk func(depth int) (string, bool)
-	walk = func(depth int) (string, bool) {
-		tok, err := dec.Token()
-		if err != nil {
-			return "", false
-		}
-		d, ok := tok.(json.Delim)
-		if !ok || depth > maxParseDepth {
-			return "", true
-		}
-		switch d {
+	var sc keyScan
+	expectKey := false
+	for i := 0; i < len(raw); i++ {
+		switch raw[i] {
 		case '{':
-			seen := map[string]struct{}{}
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return "", false
-				}
-				k, _ := kt.(string)
-				fold := strings.ToLower(k)
-				if _, dup := seen[fold]; dup {
-					return k, true
-				}
-				seen[fold] = struct{}{}
-				if k, ok := walk(depth + 1); k != "" || !ok {
-					return k, ok
-				}
-			}
-			dec.Token() // }
+			sc.push(true)
+			expectKey = true
 		case '[':
-			for dec.More() {
-				if k, ok := walk(depth + 1); k != "" || !ok {
-					return k, ok
+			sc.push(false)
+			expectKey = false
+		case '}', ']':
+			sc.pop()
+			expectKey = false
+		case ',':
+			expectKey = sc.inObject()
+		case '"':
+			start := i + 1
+			escaped := false
+			for i++; i < len(raw) && raw[i] != '"'; i++ {
+				if raw[i] == '\\' {
+					escaped = true
+					i++
 				}
 			}
-			dec.Token() // ]
+			if expectKey {
+				if k := sc.key(raw[start:i], escaped); k != "" {
+					return k
+				}
+				expectKey = false
+			}
 		}
-		return "", true
 	}
-	k, _ := walk(0)
-	return k
+	return ""
+}
+
+// keyScan is ambiguousKey's stack of open objects and arrays, with the
+// keys each open object has shown so far.
+type keyScan struct {
+	// frames are the open containers, innermost last; keys holds the
+	// keys of the open objects, each frame's from its from.
+	frames []keyFrame
+	keys   []scannedKey
+}
+
+type keyFrame struct {
+	object bool
+	from   int
+	// folded holds the object's folded keys once it has more than
+	// linearKeys of them, so a large object costs one lookup per key.
+	folded map[string]struct{}
+}
+
+type scannedKey struct {
+	raw     []byte // between the quotes, as written
+	escaped bool
+}
+
+// linearKeys is how many keys an object's new keys are compared with one
+// by one; past it they are looked up in a set.
+const linearKeys = 16
+
+func (s *keyScan) push(object bool) {
+	s.frames = append(s.frames, keyFrame{object: object, from: len(s.keys)})
+}
+
+func (s *keyScan) pop() {
+	if n := len(s.frames); n > 0 {
+		s.keys = s.keys[:s.frames[n-1].from]
+		s.frames = s.frames[:n-1]
+	}
+}
+
+func (s *keyScan) inObject() bool {
+	n := len(s.frames)
+	return n > 0 && s.frames[n-1].object
+}
+
+// key records k, a key of the innermost object, and returns it, unquoted,
+// when the object already holds it or a key that folds to the same.
+func (s *keyScan) key(raw []byte, escaped bool) string {
+	n := len(s.frames)
+	if n == 0 {
+		return ""
+	}
+	f := &s.frames[n-1]
+	k := scannedKey{raw: raw, escaped: escaped}
+	if f.folded == nil && len(s.keys)-f.from < linearKeys {
+		for _, prev := range s.keys[f.from:] {
+			if sameFolded(prev, k) {
+				return k.text()
+			}
+		}
+		s.keys = append(s.keys, k)
+		return ""
+	}
+	if f.folded == nil {
+		f.folded = make(map[string]struct{}, 2*linearKeys)
+		for _, prev := range s.keys[f.from:] {
+			f.folded[foldKey(prev.text())] = struct{}{}
+		}
+	}
+	fold := foldKey(k.text())
+	if _, dup := f.folded[fold]; dup {
+		return k.text()
+	}
+	f.folded[fold] = struct{}{}
+	s.keys = append(s.keys, k)
+	return ""
+}
+
+// text is the key's string value.
+func (k scannedKey) text() string {
+	if !k.escaped {
+		return string(k.raw)
+	}
+	var v string
+	q := make([]byte, 0, len(k.raw)+2)
+	q = append(append(append(q, '"'), k.raw...), '"')
+	if json.Unmarshal(q, &v) != nil {
+		return string(k.raw)
+	}
+	return v
+}
+
+// sameFolded reports whether a and b are the same key under case
+// folding: byte by byte for ASCII keys as written, through their values
+// otherwise.
+func sameFolded(a, b scannedKey) bool {
+	if !a.escaped && !b.escaped && isASCII(a.raw) && isASCII(b.raw) {
+		if len(a.raw) != len(b.raw) {
+			return false
+		}
+		for i := range a.raw {
+			if lowerASCII(a.raw[i]) != lowerASCII(b.raw[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return strings.EqualFold(a.text(), b.text())
+}
+
+// foldKey is the one spelling of every key that strings.EqualFold holds
+// equal to k: each rune replaced by the smallest of its fold set.
+func foldKey(k string) string {
+	b := make([]byte, 0, len(k))
+	for _, r := range k {
+		for {
+			r2 := unicode.SimpleFold(r)
+			if r2 <= r {
+				r = r2
+				break
+			}
+			r = r2
+		}
+		b = utf8.AppendRune(b, r)
+	}
+	return string(b)
+}
+
+func isASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 // resultIsError reads a CallToolResult's isError.
@@ -407,17 +637,32 @@ func (p *Proxy) toolRequested(tc *toolCall, digest string, args json.RawMessage)
 	if len(args) == 0 || len(args) > MaxEventArgs {
 		return d
 	}
+	ceiling := aep.CaptureFull
+	if c, ok := p.pub.(ceilinged); ok {
+		ceiling = c.Ceiling("tool.requested")
+	}
+	if ceiling < aep.CaptureRedacted {
+		return d // the emitter would drop both: neither is built
+	}
 	var v map[string]any
 	dec := json.NewDecoder(bytes.NewReader(args))
 	dec.UseNumber()
 	if dec.Decode(&v) != nil || v == nil {
 		return d
 	}
-	d.Args = v
+	if ceiling >= aep.CaptureFull {
+		d.Args = v
+	}
 	if red, ok := p.red.Value(v).(map[string]any); ok {
 		d.ArgsRedacted = red
 	}
 	return d
+}
+
+// ceilinged is a Publisher that says the capture ceiling of an event
+// type (a bus.Emitter does): what is above it is not built at all.
+type ceilinged interface {
+	Ceiling(typ string) aep.Capture
 }
 
 // callID is the tool_ref call_id: the client's request id as JSON text.

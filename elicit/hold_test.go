@@ -40,6 +40,8 @@ func FuzzPolicyCall(f *testing.F) {
 	// an exact reader the first.
 	f.Add(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","Name":"deploy"}}`)
 	f.Add(`{"method":"tools/call","params":{"nAme":"deploy"}}`)
+	// encoding/json reads argumentſ as arguments, the server does not.
+	f.Add(`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"guarded","arguments":{"n":9},"argumentſ":{"n":1}}}`)
 	pol, err := policy.Parse([]byte(fuzzPolicy))
 	if err != nil {
 		f.Fatal(err)

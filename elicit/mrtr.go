@@ -75,6 +75,9 @@ type round struct {
 	// clientQids are the first round's, the round the client got too.
 	qids       map[string]string
 	clientQids map[string]string
+	// clientState is the requestState the client got, under OwnStates
+	// the proxy's own, and serverState the server's it stands for.
+	clientState, serverState string
 }
 
 // roundState is where a multi round-trip exchange stands. p.mu guards
@@ -138,8 +141,14 @@ func (p *Proxy) inputRequired(m *message, raw []byte) ([]byte, bool) {
 	// copy, until the input_required passes on: while its questions are
 	// raised, the end of the client's request abandons it (endRequest).
 	p.byClient[k] = rd
+	rd.clientState, rd.serverState = res.RequestState, res.RequestState
+	if (rd.clientCopy || rd.split) && p.ownStates {
+		// The server's state travels in the token, for a retry that
+		// reaches a proxy that does not hold the round (clientRetry).
+		rd.clientState = ownStatePrefix + p.newID() + "." + res.RequestState
+	}
 	if rd.clientCopy || rd.split {
-		p.keepState(res.RequestState, rd)
+		p.keepState(rd.clientState, rd)
 	}
 	p.mu.Unlock()
 	p.startRound(rd, res.InputRequests, res.RequestState)
@@ -152,7 +161,7 @@ func (p *Proxy) inputRequired(m *message, raw []byte) ([]byte, bool) {
 	}
 	abandoned := rd.state == roundAbandoned
 	if abandoned {
-		p.forgetStateLocked(res.RequestState, rd)
+		p.forgetStateLocked(rd.clientState, rd)
 	}
 	p.mu.Unlock()
 	if abandoned {
@@ -163,16 +172,26 @@ func (p *Proxy) inputRequired(m *message, raw []byte) ([]byte, bool) {
 		return nil, true
 	}
 	p.settle(m)
+	out := raw
+	var err error
 	if rd.split {
-		out, err := setPath(raw, others, "result", "inputRequests")
-		if err != nil {
+		if out, err = setPath(out, others, "result", "inputRequests"); err != nil {
 			p.failRound(rd, "the bridge could not pass the client its part of the input_required: "+err.Error())
 			return nil, true
 		}
-		return out, true
 	}
-	return raw, true // the client races the operators
+	if rd.clientState != rd.serverState {
+		if out, err = setPath(out, rd.clientState, "result", "requestState"); err != nil {
+			p.failRound(rd, "the bridge could not give the client its requestState: "+err.Error())
+			return nil, true
+		}
+	}
+	return out, true // with a copy, the client races the operators
 }
+
+// ownStatePrefix begins the requestState the proxy gives a client under
+// OwnStates: the prefix, a fresh id, ".", and the server's requestState.
+const ownStatePrefix = "aepst1."
 
 // splitInputRequests parts a round's input requests into elicitations
 // and the others (sampling, roots).

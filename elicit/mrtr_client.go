@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/internal/jsonrpc"
 )
@@ -27,6 +28,20 @@ func (p *Proxy) clientRetry(m *message, raw []byte) ([]byte, bool) {
 	rd, ok := p.states.get(state)
 	if ok {
 		p.forgetStateLocked(state, rd)
+	}
+	if p.ownStates && strings.HasPrefix(state, ownStatePrefix) {
+		// The server gets its own requestState back: the round's, or
+		// for a round this proxy does not hold (another gateway of a
+		// fleet handed it out, or the session that did ended) the one
+		// the token carries, and the retry goes on as a request.
+		_, server, _ := strings.Cut(strings.TrimPrefix(state, ownStatePrefix), ".")
+		if ok {
+			server = rd.serverState
+		}
+		var nm message
+		if out, err := setPath(raw, server, "params", "requestState"); err == nil && nm.parse(out) == nil {
+			*m, raw = nm, out
+		}
 	}
 	if ok && rd.split {
 		return p.splitRetry(rd, m, raw) // unlocks p.mu

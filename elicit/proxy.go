@@ -108,6 +108,13 @@ type Options struct {
 	// Redactor is the §9.4 pipeline tool.requested's args_redacted goes
 	// through; nil means the default pipeline.
 	Redactor *aep.Redactor
+	// OwnStates gives the client, for each input_required round it also
+	// gets, a requestState of the proxy's own, and the server its own
+	// back on the client's retry: for a proxy that serves many clients'
+	// requests on one server, whose requestStates may be equal (a server
+	// may hand every caller the same), so that each retry finds its own
+	// round. False passes the server's requestState through.
+	OwnStates bool
 }
 
 // Proxy relays one MCP session. Create it with New, run it with Run, and
@@ -127,6 +134,7 @@ type Proxy struct {
 	keepalive      time.Duration
 	name           string
 	clientAs       string // Options.ClientName
+	ownStates      bool   // Options.OwnStates
 	onSession      func(ClientInfo)
 	log            *slog.Logger
 	// pol decides tools/call (hold.go); nil when no policy is in force.
@@ -204,8 +212,14 @@ type Proxy struct {
 	// held are the tools/call held for approval, and calls those the
 	// server was given under a policy, until their response (hold.go);
 	// both by the client's request id key.
-	held   *table[*heldCall]
-	calls  *table[*toolCall]
+	held  *table[*heldCall]
+	calls *table[*toolCall]
+	// retries are the approvals of approved calls the server answered
+	// with input_required, by its requestState (noteRetry).
+	retries *table[*policy.Grant]
+	// toolEv holds tool.* events for the emitter until the reader that
+	// queued them would wait (toolevents.go); it has its own locks.
+	toolEv toolEvents
 	urlSeq int
 	// goneRequests and goneQuestions are the tombstones of client
 	// requests and server questions the tables above forgot, whose late
@@ -248,6 +262,7 @@ func New(o Options) *Proxy {
 		progress: map[string]float64{}, byClient: map[string]*round{}, newID: aep.NewID,
 		wake: make(chan struct{}, 1), stopping: make(chan struct{}), maxTracked: defaultMaxTracked,
 		pol: o.Policy, polClient: o.PolicyClient, session: o.Session, mem: policy.NewMemory(0), red: o.Redactor,
+		ownStates: o.OwnStates,
 	}
 	if p.red == nil {
 		p.red = aep.NewRedactor(aep.RedactOptions{})
@@ -267,7 +282,7 @@ func (p *Proxy) setBound(max int) {
 	p.inflight, p.abandoned, p.questions = newTable[*inflight](max), newTable[struct{}](max), newTable[*question](max)
 	p.withdrawn, p.urlIDs, p.rounds = newTable[string](max), newTable[urlOwner](max), newTable[*round](max)
 	p.states = newTable[*round](maxStates)
-	p.held, p.calls = newTable[*heldCall](max), newTable[*toolCall](max)
+	p.held, p.calls, p.retries = newTable[*heldCall](max), newTable[*toolCall](max), newTable[*policy.Grant](max)
 }
 
 // Ending says which side ended the session.
@@ -308,6 +323,11 @@ func (p *Proxy) Run(ctx context.Context) Ending {
 		go p.keepaliveLoop(ctx)
 	}
 	p.life.Unlock()
+	// The tool.* events of the session are all emitted when Run returns,
+	// so the caller's session.ended follows them.
+	p.runTools(true)
+	defer p.flushTools(nil)
+	defer p.runTools(false)
 	select {
 	case e := <-ended:
 		return e
@@ -436,6 +456,7 @@ func (p *Proxy) readLoop(ctx context.Context, ended chan<- Ending, fromClient bo
 			// relayed. A request still gets its answer (an error); the
 			// reader goes on until Close ends the stream.
 			p.refuseLate(fr, fromClient)
+			p.flushTools(nil)
 			continue
 		}
 		switch {
@@ -467,6 +488,12 @@ func (p *Proxy) readLoop(ctx context.Context, ended chan<- Ending, fromClient bo
 			// what dst holds.
 			p.write(ctx, dst, Frame{})
 			held = false
+		}
+		if !fr.More && p.pendingTools() {
+			// Nothing more is buffered to read, and what this burst
+			// forwarded is out: the reader emits the tool.* events it
+			// queued now, while the peers work, before it waits.
+			p.flushTools(nil)
 		}
 	}
 }

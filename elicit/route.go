@@ -165,6 +165,7 @@ func (p *Proxy) serverMessage(m *message, raw []byte) []byte {
 	switch {
 	case m.isResponse():
 		p.learnServer(m)
+		p.noteRetry(m)
 		if p.roundResponse(m) {
 			return nil // the answer to one of the bridge's own retries
 		}

@@ -37,6 +37,9 @@ var streamCapture = map[string]int{
 	"params._meta":      1 << 20,
 	"params.requestId":  jsonrpc.MaxEnvelopeMember,
 	"result.resultType": 256,
+	// A CallToolResult's isError, for the end of a tools/call under an
+	// approval policy (tool.completed or tool.failed).
+	"result.isError": 16,
 }
 
 // relayStream relays a message the proxy does not read whole: fr.Head is
@@ -294,8 +297,10 @@ func (p *Proxy) streamed(env *jsonrpc.Envelope, err error, fromClient bool, rd *
 		p.mu.Lock()
 		rd.state = roundDone
 		p.mu.Unlock()
+		p.streamedToolResult(rd.clientID, env)
 		p.settleID(rd.clientID)
 	case env.IsResponse():
+		p.streamedToolResult(env.ID, env)
 		p.settle(m)
 	case env.Method == string(mcp.MethodElicitationCreate):
 		p.log.Warn("the server's elicitation/create named its method only after more than the bridge reads whole; it went to the client unread")

@@ -157,7 +157,7 @@ func (t socketTarget) SubmitRaw(cmd *aep.Event, raw []byte, from control.Sender)
 	t.s.mu.Unlock()
 	switch {
 	case senders:
-		t.s.send(aep.EncodeFrame(aep.NewSender(cmd, from.By, from.ReadOnly)))
+		t.s.send(aep.EncodeFrame(aep.NewSender(cmd, from.By, from.Groups, from.ReadOnly)))
 	case from.ReadOnly:
 		return "unauthorized", fmt.Sprintf("%q may read this session, not answer: its right is read", from.By)
 	}

@@ -296,7 +296,7 @@ func (s *socket) command(ev *aep.Event, data []byte) {
 		s.errorFrame("", ev.ID, why.Code(), why.Detail)
 		return
 	}
-	from := control.Sender{Authenticated: true, By: p.Name}
+	from := control.Sender{Authenticated: true, By: p.Name, Groups: p.Groups}
 	claim, why := s.e.route(ev.Session)
 	if why != nil && why.Reason == authority.ReasonNoRoute && s.e.opts.Plane != nil {
 		// Another process of the operator plane may own the session.

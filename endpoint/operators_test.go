@@ -271,7 +271,7 @@ func TestOperatorCommands(t *testing.T) {
 	for _, tc := range []struct {
 		tg   *recordingTarget
 		want string
-	}{{f.tgWeb, "[{true alice false}]"}, {f.tgBill, "[]"}} {
+	}{{f.tgWeb, "[{true alice [] false}]"}, {f.tgBill, "[]"}} {
 		tc.tg.mu.Lock()
 		got := fmt.Sprint(tc.tg.froms)
 		tc.tg.mu.Unlock()
@@ -495,7 +495,7 @@ func TestTrustedProxyHeader(t *testing.T) {
 	carol.read()
 	f.tgBill.mu.Lock()
 	defer f.tgBill.mu.Unlock()
-	if fmt.Sprint(f.tgBill.froms) != "[{true carol false}]" {
+	if fmt.Sprint(f.tgBill.froms) != "[{true carol [] false}]" {
 		t.Errorf("carol's command was sent as %v; want by carol", f.tgBill.froms)
 	}
 }

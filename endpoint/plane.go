@@ -19,7 +19,7 @@ const planeWait = 10 * time.Second
 // owner, which checks it again: its name (none for the shared token's
 // holder), its rights and its scope.
 func planePrincipal(p authority.Principal) plane.Principal {
-	out := plane.Principal{Scopes: p.Scope.Patterns()}
+	out := plane.Principal{Scopes: p.Scope.Patterns(), Groups: p.Groups}
 	if p.Name != authority.TokenHolderName {
 		out.Name = p.Name
 	}

@@ -20,9 +20,13 @@
 //     stream, within a bounded window (ResumeEvents per stream,
 //     ResumeStreams answered POST streams per session).
 //   - MCP 2026-07-28 requests, which carry their version in _meta and need
-//     no session: each is served by a one-shot session that lives while
-//     the request (and a retry echoing an input_required's requestState)
-//     is in flight; the MCP-Protocol-Version, Mcp-Method and Mcp-Name
+//     no session: with a spawned server, the requests of one principal
+//     share one long-lived session and server process, each under an id
+//     of the gateway's own, as a stateless HTTP server serves them all
+//     with one process (shared.go); with a remote server, each is served
+//     by a one-shot session that lives while the request (and a retry
+//     echoing an input_required's requestState) is in flight (oneshot.go);
+//     the MCP-Protocol-Version, Mcp-Method and Mcp-Name
 //     headers must match the body (-32020 otherwise); closing the response
 //     stream cancels the request. The requestState a client sees is a
 //     sealed wrapper the gateway minted around the server's (basic/
@@ -44,7 +48,8 @@
 //
 // One file per concern: gateway.go (options, sessions' lifetimes),
 // evict.go (making room at MaxSessions), http.go (the /mcp handlers),
-// oneshot.go (stateless 2026-07-28 requests), requeststate.go (the
+// oneshot.go (stateless 2026-07-28 requests), shared.go (their shared
+// sessions with a spawned server), requeststate.go (the
 // requestState wrapper), rounds.go (the rounds a gateway knows, and
 // wrapping and unwrapping), legacy.go (HTTP+SSE), session.go (a session's
 // connection to its bridge session, and routing), stream.go and pump.go

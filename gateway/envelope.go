@@ -20,6 +20,10 @@ type envelope struct {
 		Meta struct {
 			ProgressToken   json.RawMessage `json:"progressToken"`
 			ProtocolVersion string          `json:"io.modelcontextprotocol/protocolVersion"`
+			// SubscriptionID tags a notification of a
+			// subscriptions/listen stream (MCP 2026-07-28): that
+			// request's id.
+			SubscriptionID json.RawMessage `json:"io.modelcontextprotocol/subscriptionId"`
 		} `json:"_meta"`
 		// ProgressToken is the token a notifications/progress names.
 		ProgressToken json.RawMessage `json:"progressToken"`
@@ -240,6 +244,46 @@ func replaceMember(msg []byte, container, name string, fn func(json.RawMessage) 
 	inner[ni].value = v
 	top[ci].value = encodeObject(inner)
 	return encodeObject(top), true, nil
+}
+
+// replacePath returns msg with the member at path (object keys, from the
+// top) set to what fn makes of its value; found is false, and msg
+// returned as it is, when some object on the way or the member is
+// missing, or what is on the way is no object. Only the objects on the
+// way are rewritten (their members in order, every other value as
+// written). A member on the way that appears twice or in another case
+// is an *ambiguousError; a msg that is no JSON object is errNotObject.
+func replacePath(msg []byte, path []string, fn func(json.RawMessage) (json.RawMessage, error)) (out []byte, found bool, err error) {
+	ms, err := objectMembers(msg)
+	if err != nil {
+		return nil, false, err
+	}
+	i, err := only(ms, path[0])
+	if err != nil || i < 0 {
+		return msg, false, err
+	}
+	var v json.RawMessage
+	if len(path) == 1 {
+		if v, err = fn(ms[i].value); err != nil {
+			return nil, true, err
+		}
+	} else {
+		inner, found, err := replacePath(ms[i].value, path[1:], fn)
+		switch {
+		case errors.Is(err, errNotObject):
+			return msg, false, nil // what is on the way is no object: it holds no member
+		case err != nil || !found:
+			return msg, found, err
+		}
+		v = inner
+	}
+	ms[i].value = v
+	return encodeObject(ms), true, nil
+}
+
+// setPath is replacePath with a fixed value.
+func setPath(msg []byte, v json.RawMessage, path ...string) ([]byte, bool, error) {
+	return replacePath(msg, path, func(json.RawMessage) (json.RawMessage, error) { return v, nil })
 }
 
 // rpcError is a JSON-RPC error response; ID is null for an error about a

@@ -57,7 +57,7 @@ func (sess *session) idleState() sessionState {
 	st := sessionState{ending: sess.ctx.Err() != nil, last: sess.lastActive}
 	// A session with no stream yet is still being set up by the handler
 	// that opened it, its first message not yet registered.
-	st.idle = b != nil && !st.ending && len(sess.streams) > 0 && len(sess.byRequest) == 0 && len(sess.sentOn) == 0
+	st.idle = b != nil && !st.ending && (len(sess.streams) > 0 || sess.used) && len(sess.byRequest) == 0 && len(sess.sentOn) == 0
 	for _, stream := range sess.streams {
 		if stream.attached {
 			st.connected = true

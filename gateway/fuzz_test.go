@@ -1,11 +1,13 @@
 package gateway
 
 import (
+	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/json"
 	"log/slog"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -188,6 +190,62 @@ func FuzzParamHeaders(f *testing.F) {
 			if binds := mcp.ExtractParamHeaderBindings(tools.get("sql")); len(binds) == 1 && len(binds[0].Path) == 1 && binds[0].Path[0] == "region" && binds[0].Header == "Region" {
 				t.Fatalf("a call with region %s and no Mcp-Param-Region header was accepted", a.Region)
 			}
+		}
+	})
+}
+
+// FuzzSharedRewrite feeds client requests to the rewrites of a shared
+// session (shared.go): the id, and the progress token, that a request
+// takes upstream, and the client's own id put back on what answers it.
+// It never panics; a rewrite either refuses the message or yields JSON
+// whose member is the new value and whose every other member is as it
+// was; and putting the client's id back yields the request as the
+// client wrote it.
+func FuzzSharedRewrite(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":"t","io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":"a","ID":"b","method":"ping"}`))
+	f.Add([]byte(`{"id":1,"params":{"_meta":5}}`))
+	f.Add([]byte(`{"id":1,"params":{"_meta":{"progressToken":1,"progresstoken":2}}}`))
+	f.Add([]byte(`{"id":[1,{"x":2}],"params":[]}`))
+	f.Add([]byte(` {"id" : 1e3 , "x":{"y":"\u00e9"}} `))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		up, tok := json.RawMessage(`"aepgw-1"`), json.RawMessage(`"aepgw-t1"`)
+		out, found, err := setPath(body, up, "id")
+		if err != nil {
+			return // refused: not one object, or an ambiguous id
+		}
+		if !found {
+			if !bytes.Equal(out, body) {
+				t.Fatalf("no id, yet the message changed: %s -> %s", body, out)
+			}
+			return
+		}
+		var orig any
+		if err := json.Unmarshal(body, &orig); err != nil {
+			t.Fatalf("a rewrite took %s, which is no JSON: %v", body, err)
+		}
+		ms, _ := objectMembers(body)
+		i, _ := only(ms, "id")
+		back, _, err := setPath(out, ms[i].value, "id")
+		if err != nil {
+			t.Fatalf("putting the id back on %s: %v", out, err)
+		}
+		var got any
+		if err := json.Unmarshal(back, &got); err != nil || !reflect.DeepEqual(got, orig) {
+			t.Fatalf("the round trip of %s gave %s (%v)", body, back, err)
+		}
+		withTok, found, err := setPath(out, tok, "params", "_meta", "progressToken")
+		if err != nil || !found {
+			return
+		}
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Params struct {
+				Meta map[string]json.RawMessage `json:"_meta"`
+			} `json:"params"`
+		}
+		if err := json.Unmarshal(withTok, &m); err != nil || string(m.ID) != string(up) || string(m.Params.Meta["progressToken"]) != string(tok) {
+			t.Fatalf("%s rewritten: %s (%v)", body, withTok, err)
 		}
 	})
 }

@@ -151,7 +151,13 @@ type Server struct {
 	wg     sync.WaitGroup // session goroutines
 
 	sealer *stateSealer // requestState wrappers
-	tools  toolHeaders  // x-mcp-header bindings, for stateless requests
+	// maxInflight bounds the requests in flight on a shared session
+	// (maxSharedInflight; tests lower it before the first request).
+	maxInflight int
+	tools       toolHeaders // x-mcp-header bindings, for stateless requests
+	// toolsMu is held while the gateway asks for the tool list
+	// (learnTools), so it asks once.
+	toolsMu sync.Mutex
 
 	// clients is the directory of named clients in force (clients.go);
 	// ids follows the identity document, idsCancel stops it and idsDone
@@ -168,8 +174,10 @@ type Server struct {
 	// mu guards the fields below.
 	mu       sync.Mutex
 	sessions map[string]*session
-	rounds   roundTable
-	closed   bool
+	// shared holds each principal's shared session (shared.go).
+	shared map[principal]*sharedSlot
+	rounds roundTable
+	closed bool
 	// expiry ends the sessions of the next named client whose access
 	// expires (sweepClients).
 	expiry *time.Timer
@@ -200,7 +208,7 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{opts: o, log: o.Logger, policy: policy, sealer: sealer, sessions: map[string]*session{}, forgot: make(chan struct{}, 1),
+	s := &Server{opts: o, log: o.Logger, policy: policy, sealer: sealer, sessions: map[string]*session{}, shared: map[principal]*sharedSlot{}, maxInflight: maxSharedInflight, forgot: make(chan struct{}, 1),
 		refusedLogged: map[string]time.Time{}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -320,6 +328,9 @@ func (s *Server) newSession(ctx context.Context, kind sessionKind, who principal
 		ctx: sctx, cancel: cancel, done: make(chan struct{}),
 		streams: map[string]*stream{}, byRequest: map[string]*stream{}, byToken: map[string]*stream{},
 		sentOn: map[string]*stream{}, relations: map[uint64]string{}, rounds: map[roundID]bool{}, lastActive: time.Now()}
+	if kind == shared {
+		sess.ctlReady = make(chan struct{}, 1)
+	}
 	if err := s.reserve(ctx, sess); err != nil {
 		cancel()
 		return nil, err
@@ -333,6 +344,7 @@ func (s *Server) newSession(ctx context.Context, kind sessionKind, who principal
 	o := s.opts.Session
 	o.ClientConn = sess
 	o.Client, o.ClientOut = nil, nil
+	o.SharedClient = kind == shared
 	log := s.log
 	if client != nil {
 		o.ClientIdentity = client.Name
@@ -413,6 +425,10 @@ func (s *Server) runSession(sess *session) {
 	}
 	for _, id := range rounds {
 		s.rounds.forget(id, sess)
+	}
+	if sess.kind == shared {
+		s.forgetSharedLocked(sess)
+		s.rounds.forgetSession(sess)
 	}
 	s.mu.Unlock()
 	select {

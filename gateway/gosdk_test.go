@@ -97,8 +97,8 @@ func TestGoSDKClientElicitsAndRaces(t *testing.T) {
 
 // TestGoSDKClientStateless: go-sdk's default client speaks MCP 2026-07-28
 // (server/discover, then requests that carry their version in _meta and
-// no session); each request is served by a one-shot session that ends
-// with it, and an input_required round is answered by an operator.
+// no session); every request is served by the one shared session of its
+// principal, and an input_required round is answered by an operator.
 func TestGoSDKClientStateless(t *testing.T) {
 	g := startGateway(t, Options{Session: sessionOpts(elicit.RouteRemote)})
 	w := g.watch()
@@ -129,17 +129,14 @@ func TestGoSDKClientStateless(t *testing.T) {
 	if got := <-res; !strings.Contains(got, "ops-on-call") {
 		t.Errorf("mrtr-ask: got %s; want the operator's answer", got)
 	}
-	w.waitFor(t, "every one-shot session to end", func(w *watcher) bool {
-		return len(w.clients) >= 3 && len(w.ended) == len(w.clients)
-	})
-	g.waitSessions(t, 0)
+	g.sharedSessions(t, 1)
 }
 
 // TestGoSDKStatelessClientWinsTheRace: under MCP 2026-07-28 with --route
 // both, go-sdk's client gets the input_required too and answers first; its
-// retry, which echoes the requestState, is served by the one-shot session
+// retry, which echoes the requestState, is served by the shared session
 // that handed it out, so the operators' copy of the question is settled
-// there and every one-shot session ends.
+// there.
 func TestGoSDKStatelessClientWinsTheRace(t *testing.T) {
 	g := startGateway(t, Options{Session: sessionOpts(elicit.RouteBoth)})
 	w := g.watch()
@@ -158,7 +155,5 @@ func TestGoSDKStatelessClientWinsTheRace(t *testing.T) {
 	}
 	q := w.question(t, "Who deploys?")
 	w.waitFor(t, "the operators' copy to be settled", func(w *watcher) bool { return w.resolved[q.ID] != "" })
-	// Had the retry gone to a new session, the first would still wait
-	// for it.
-	g.waitSessions(t, 0)
+	g.sharedSessions(t, 1)
 }

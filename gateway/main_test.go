@@ -316,6 +316,26 @@ func (g *gw) waitSessions(t *testing.T, n int) {
 	}
 }
 
+// sharedSessions checks that the gateway serves n sessions, each a
+// shared session of stateless requests with none in flight: what is
+// left once a spawned server's stateless clients got their answers.
+func (g *gw) sharedSessions(t *testing.T, n int) {
+	t.Helper()
+	g.srv.mu.Lock()
+	defer g.srv.mu.Unlock()
+	if len(g.srv.sessions) != n {
+		t.Errorf("live sessions: got %d; want %d shared ones", len(g.srv.sessions), n)
+	}
+	for _, sess := range g.srv.sessions {
+		sess.mu.Lock()
+		kind, inflight := sess.kind, len(sess.byRequest)
+		sess.mu.Unlock()
+		if kind != shared || inflight != 0 {
+			t.Errorf("a live session of kind %d has %d requests in flight; want a shared one with none", kind, inflight)
+		}
+	}
+}
+
 // jsonDecode is json.Unmarshal, for helpers that report their own errors.
 func jsonDecode(b []byte, v any) error { return json.Unmarshal(b, v) }
 

@@ -123,5 +123,5 @@ func TestMCPGoClientStateless(t *testing.T) {
 	if v := c.GetTransport().GetSessionId(); v != "" {
 		t.Errorf("the client got session %q; want none under 2026-07-28", v)
 	}
-	g.waitSessions(t, 0)
+	g.sharedSessions(t, 1)
 }

@@ -11,8 +11,9 @@ import (
 )
 
 // stateless serves an MCP 2026-07-28 request that carries its protocol
-// version in _meta and comes without a session. It gets a one-shot
-// session: a bridge session of its own (its own upstream, AEP session,
+// version in _meta and comes without a session. With a spawned server it
+// goes to its principal's shared session (shared.go). With a remote one
+// it gets a one-shot session: a bridge session of its own (its own upstream, AEP session,
 // log and questions) that lives while the request is in flight. When the
 // upstream answers input_required (MCP 2026-07-28 multi round-trip
 // requests) with a requestState, the client gets a wrapper the gateway
@@ -23,7 +24,12 @@ import (
 // JSON-RPC error. Closing the response stream cancels the request
 // (2026-07-28 basic/patterns/cancellation).
 func (s *Server) stateless(w http.ResponseWriter, r *http.Request, body []byte, env *envelope, sseOK bool) {
-	if msg := headersMismatch(r, body, env, &s.tools); msg != "" {
+	msg := headersMismatch(r, body, env, &s.tools)
+	if msg == "" && s.needsTools(env) {
+		s.learnTools(r, env)
+		msg = headersMismatch(r, body, env, &s.tools)
+	}
+	if msg != "" {
 		rpcErrorReply(w, http.StatusBadRequest, env.ID, mcp.HEADER_MISMATCH, msg)
 		return
 	}
@@ -35,6 +41,10 @@ func (s *Server) stateless(w http.ResponseWriter, r *http.Request, body []byte, 
 			code, prefix = mcp.INTERNAL_ERROR, ""
 		}
 		rpcErrorReply(w, codeStatus(code), env.ID, code, prefix+err.Error())
+		return
+	}
+	if len(s.opts.Session.Command) > 0 {
+		s.serveShared(w, r, sess, body, env, sseOK)
 		return
 	}
 	if sess == nil {
@@ -110,9 +120,26 @@ const maxToolHeaders = 4096
 // the gateway checks a later tools/call's Mcp-Param-* headers against
 // lives here, for the gateway's lifetime. The zero value is empty.
 type toolHeaders struct {
-	// mu guards tools.
+	// mu guards tools and listed.
 	mu    sync.Mutex
 	tools map[string]*mcp.Tool
+	// listed is set once the gateway asked the server for its tool list
+	// itself (learnTools) and got an answer.
+	listed bool
+}
+
+// isListed reports whether the gateway asked the server for its tools.
+func (h *toolHeaders) isListed() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.listed
+}
+
+// setListed records that the gateway asked the server for its tools.
+func (h *toolHeaders) setListed() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.listed = true
 }
 
 // learn reads a tools/list response: each tool it lists with

@@ -187,13 +187,21 @@ func (sess *session) detach(st *stream, gen int, complete bool) {
 		st.stop = nil
 	}
 	kind, open := sess.kind, !st.finished
-	if !complete && st.kind == postStream && st.mode != modeSSE {
+	switch {
+	case kind == shared && !complete && open:
+		// MCP 2026-07-28: closing the response stream cancels the
+		// request; the others on the shared server go on.
+		sess.cancelSharedLocked(st, "the client closed the request's stream before the response")
+	case kind == shared:
+		sess.forgetStreamLocked(st)
+	case !complete && st.kind == postStream && st.mode != modeSSE:
 		sess.orphanLocked(st)
 	}
 	sess.mu.Unlock()
 	switch {
 	case kind == legacySSE && st.kind == legacyStream:
 		sess.end("the client closed its event stream (HTTP+SSE)")
+	case kind == shared:
 	case kind == oneShot && !complete && open:
 		sess.end("the client closed its request's stream before the response (a cancellation under MCP 2026-07-28)")
 	case !complete && open:

@@ -94,6 +94,17 @@ func (t *roundTable) forget(id roundID, sess *session) {
 	}
 }
 
+// forgetSession drops the open rounds of a shared session that ended,
+// which keeps no list of its own: it hands out rounds for as long as it
+// lives.
+func (t *roundTable) forgetSession(sess *session) {
+	for id, e := range t.byID {
+		if !e.used && e.sess == sess {
+			delete(t.byID, id)
+		}
+	}
+}
+
 // expiry is an entry of the expiry heap.
 type expiry struct {
 	expires time.Time
@@ -134,7 +145,9 @@ func (s *session) wrapStateLocked(st *stream, m json.RawMessage, env *envelope) 
 	if !found {
 		return m
 	}
-	s.rounds[id] = true
+	if s.kind != shared {
+		s.rounds[id] = true
+	}
 	s.srv.mu.Lock()
 	ok := s.srv.rounds.add(id, &roundEntry{sess: s, expires: expires}, now)
 	s.srv.mu.Unlock()

@@ -29,6 +29,11 @@ type modern struct {
 // requestState and responses as inputResponses.
 func (c *modern) call(id, tool string, args map[string]any, state *string, responses map[string]any) *http.Response {
 	c.t.Helper()
+	return c.post(tool, c.body(id, tool, args, state, responses))
+}
+
+// body is the tools/call call sends.
+func (c *modern) body(id, tool string, args map[string]any, state *string, responses map[string]any) string {
 	caps := map[string]any{}
 	if c.elicit {
 		caps["elicitation"] = map[string]any{"form": map[string]any{}}
@@ -47,12 +52,17 @@ func (c *modern) call(id, tool string, args map[string]any, state *string, respo
 		params["inputResponses"] = responses
 	}
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": "tools/call", "params": params})
-	return c.post(tool, string(body))
+	return string(body)
 }
 
 // post POSTs a raw 2026-07-28 tools/call body whose tool is name.
 func (c *modern) post(name, body string) *http.Response {
 	c.t.Helper()
+	return c.g.request(c.t, "POST", "/mcp", c.header(name), body)
+}
+
+// header is the headers of a 2026-07-28 tools/call of the tool name.
+func (c *modern) header(name string) http.Header {
 	h := http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"},
 		mcp.HeaderProtocolVersion: {"2026-07-28"}, mcp.HeaderMethod: {"tools/call"}, mcp.HeaderName: {name}}
 	switch c.token {
@@ -62,7 +72,7 @@ func (c *modern) post(name, body string) *http.Response {
 	default:
 		h.Set("Authorization", "Bearer "+c.token)
 	}
-	return c.g.request(c.t, "POST", "/mcp", h, body)
+	return h
 }
 
 // rpcAnswer is the response a 2026-07-28 request got.
@@ -170,7 +180,7 @@ func TestRequestStateIsNoKeyToAnotherClientsRound(t *testing.T) {
 		t.Errorf("Alice's retry: got %s; want her operator's answer or her own", got.raw)
 	}
 	refusedState(t, "Alice's requestState a second time", answerOf(t, alice.call(`"a4"`, "mrtr-ask", nil, &state, hers)), "already used")
-	g.waitSessions(t, 0)
+	g.sharedSessions(t, 1)
 }
 
 // TestHonestRoundsNeverCollide: go-sdk's test server hands every caller
@@ -201,7 +211,7 @@ func TestHonestRoundsNeverCollide(t *testing.T) {
 	if !strings.Contains(fb.text(), `"name":"bravo-`) {
 		t.Errorf("bravo's retry got %s; want bravo's operator's answer or its own", fb.text())
 	}
-	g.waitSessions(t, 0)
+	g.sharedSessions(t, 1) // both clients hold the token: one server served both rounds
 }
 
 // bridge2026 is the options of sessions whose upstream is bin, over

@@ -31,6 +31,11 @@ const (
 	oneShot
 	// legacySSE is a 2024-11-05 HTTP+SSE session.
 	legacySSE
+	// shared serves the stateless MCP 2026-07-28 requests of one
+	// principal to a spawned server (shared.go): one long-lived server
+	// process that every such request of the principal reaches, under
+	// an id of the gateway's own.
+	shared
 )
 
 // maxRelations bounds the relations a session remembers between a remote
@@ -89,7 +94,16 @@ type session struct {
 	initID  string
 	// rounds are the input_required rounds this one-shot session handed
 	// out, still open for a retry.
-	rounds     map[roundID]bool
+	rounds map[roundID]bool
+	// A shared session's own: seq numbers the ids it gives requests
+	// upstream; used is set once a request was registered; ctl holds
+	// the messages the gateway itself sends the proxy (cancellations,
+	// refusals of server requests), read before in, and ctlReady says
+	// that it holds one.
+	seq        uint64
+	used       bool
+	ctl        [][]byte
+	ctlReady   chan struct{}
 	lastActive time.Time
 	idle       *time.Timer
 	closed     bool
@@ -101,11 +115,22 @@ func (s *session) touchLocked() { s.lastActive = time.Now() }
 // ReadMessage returns the client's next message; io.EOF once the session
 // ends.
 func (s *session) ReadMessage() ([]byte, error) {
-	select {
-	case m := <-s.in:
-		return m, nil
-	case <-s.ctx.Done():
-		return nil, io.EOF
+	for {
+		s.mu.Lock()
+		if len(s.ctl) > 0 {
+			m := s.ctl[0]
+			s.ctl = s.ctl[1:]
+			s.mu.Unlock()
+			return m, nil
+		}
+		s.mu.Unlock()
+		select {
+		case m := <-s.in:
+			return m, nil
+		case <-s.ctlReady: // nil, and never ready, but for a shared session
+		case <-s.ctx.Done():
+			return nil, io.EOF
+		}
 	}
 }
 
@@ -144,7 +169,7 @@ func (s *session) closeStreamsLocked() {
 	for _, st := range s.streams {
 		// A request the proxy never answered still gets an answer.
 		for k := range st.awaiting {
-			s.queueLocked(st, errorMessage(json.RawMessage(k), codeSessionEnded, reason), true)
+			s.queueLocked(st, errorMessage(st.replyID(k), codeSessionEnded, reason), true)
 			delete(s.byRequest, k)
 		}
 		clear(st.awaiting)
@@ -236,6 +261,10 @@ func (s *session) routeLocked(m json.RawMessage) {
 		s.respondLocked(m, &env)
 		return
 	}
+	if s.kind == shared {
+		s.routeSharedLocked(m, &env)
+		return
+	}
 	st := s.relatedLocked(m, &env)
 	if st == nil {
 		st = s.fallbackLocked()
@@ -260,13 +289,17 @@ func (s *session) respondLocked(m json.RawMessage, env *envelope) {
 	}
 	delete(s.byRequest, k)
 	delete(st.awaiting, k)
+	if s.kind == shared {
+		// The client gets the response under its own id.
+		m, env = s.restoreResponseLocked(st, m, env)
+	}
 	if k == s.initID && env.Result != nil && env.Result.ProtocolVersion != "" {
 		s.version = env.Result.ProtocolVersion
 	}
 	if st.listsTools && env.Result != nil {
 		s.srv.tools.learn(m)
 	}
-	if s.kind == oneShot && env.Result != nil && env.Result.ResultType == string(mcp.ResultTypeInputRequired) {
+	if (s.kind == oneShot || s.kind == shared) && env.Result != nil && env.Result.ResultType == string(mcp.ResultTypeInputRequired) {
 		m = s.wrapStateLocked(st, m, env)
 	}
 	s.queueLocked(st, m, true)
@@ -282,8 +315,10 @@ func (s *session) respondLocked(m json.RawMessage, env *envelope) {
 				delete(s.sentOn, rk) // its cancellation has no stream left
 			}
 		}
-		s.finished = append(s.finished, st)
-		s.trimFinishedLocked()
+		if s.kind != shared { // a shared session's streams cannot be resumed: detach forgets them
+			s.finished = append(s.finished, st)
+			s.trimFinishedLocked()
+		}
 		if s.kind == oneShot && len(s.byRequest) == 0 && len(s.rounds) == 0 {
 			s.cancel() // the one-shot session's work is done
 		}
@@ -384,6 +419,13 @@ func (s *session) queueLocked(st *stream, m []byte, response bool) {
 // cannot be resumed, so its session ends.
 func (s *session) closeUnreadLocked(st *stream) {
 	limit, waiting := s.srv.opts.StreamBuffered, st.backlog
+	if s.kind == shared {
+		// Other requests share the session: this one alone ends.
+		s.log.Warn("cancelling a request whose client does not read its stream", "stream", st.id, "waiting_bytes", waiting, "limit", limit)
+		st.unhook()
+		s.cancelSharedLocked(st, fmt.Sprintf("the client did not read the request's event stream: %d bytes of server messages waited for it (limit %d)", waiting, limit))
+		return
+	}
 	if st.kind == legacyStream || s.kind == oneShot {
 		if s.reason == "" {
 			s.reason = fmt.Sprintf("the client did not read its event stream: %d bytes of server messages waited for it (limit %d)", waiting, limit)
@@ -462,6 +504,12 @@ func retainedBytes(st *stream) int {
 func (s *session) delivered(st *stream, evs []*event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if _, kept := s.streams[st.id]; !kept && s.kind == shared {
+		for _, ev := range evs {
+			ev.delivered = true // a forgotten stream counts nothing
+		}
+		return
+	}
 	for _, ev := range evs {
 		if !ev.delivered {
 			ev.delivered = true

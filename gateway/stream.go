@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -79,6 +80,13 @@ type stream struct {
 	// listsTools is set for a one-shot session's tools/list, whose
 	// result teaches the gateway's toolHeaders.
 	listsTools bool
+	// A shared session's request goes upstream under an id of the
+	// gateway's own (upID), and a progress token too (upToken); the
+	// client's are clientID and clientToken. listens is set for a
+	// subscriptions/listen, whose notifications the server tags with
+	// its id.
+	clientID, clientToken, upID, upToken json.RawMessage
+	listens                              bool
 	// gen counts the connections that attached; a connection whose gen
 	// is no longer current was taken over by a resumption (or closed for
 	// not reading) and stops. stop, set while a connection writes the
@@ -87,6 +95,15 @@ type stream struct {
 	attached bool
 	stop     func()
 	notify   chan struct{}
+}
+
+// replyID is the id under which the client gets the response to the
+// request whose id key (as it went upstream) is k.
+func (st *stream) replyID(k string) json.RawMessage {
+	if st.clientID != nil {
+		return st.clientID
+	}
+	return json.RawMessage(k)
 }
 
 func newStream(id string, kind streamKind, resumable bool) *stream {

@@ -98,6 +98,9 @@ type Principal struct {
 	Rights []string `json:"rights"`
 	// Scopes are the server globs it may see and answer; nil means all.
 	Scopes []string `json:"scopes,omitempty"`
+	// Groups are a named operator's identity groups, which an approval
+	// policy's approvers may name; nil for everyone else.
+	Groups []string `json:"groups,omitempty"`
 }
 
 // TokenHolder is the shared token's holder: every right, every scope.

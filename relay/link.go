@@ -20,6 +20,7 @@ import (
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
 	"github.com/agenteventprotocol/aep-mcp-bridge/control"
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/weburl"
 	"github.com/agenteventprotocol/aep-mcp-bridge/proof"
 )
 
@@ -155,14 +156,16 @@ func NewLink(o LinkOptions) (*Link, error) {
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
 	}
-	l.log = l.log.With("relay", u)
+	l.log = l.log.With("relay", weburl.Display(u))
 	return l, nil
 }
 
 func socketURL(raw string) (string, error) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
-		return "", fmt.Errorf("relay URL %q: want ws://host:port/socket or http://host:port", raw)
+		// Never the URL itself: its user info, path or query may carry
+		// a secret, and this error is printed.
+		return "", fmt.Errorf("relay URL %s: want ws://host:port/socket or http://host:port", weburl.Display(raw))
 	}
 	switch u.Scheme {
 	case "http":
@@ -171,7 +174,7 @@ func socketURL(raw string) (string, error) {
 		u.Scheme = "wss"
 	case "ws", "wss":
 	default:
-		return "", fmt.Errorf("relay URL %q: the scheme must be ws, wss, http or https", raw)
+		return "", fmt.Errorf("relay URL %s: the scheme must be ws, wss, http or https", weburl.Display(raw))
 	}
 	if u.Path == "" || u.Path == "/" {
 		u.Path = "/socket"
@@ -528,7 +531,7 @@ func (l *Link) readLoop(conn *linkConn, write func([]byte) error) error {
 						"the hub did not say who sent this command, so the session cannot record who answered; it was not applied")))
 					continue
 				}
-				from.By, from.ReadOnly = s.By, s.ReadOnly
+				from.By, from.Groups, from.ReadOnly = s.By, s.Groups, s.ReadOnly
 			}
 			l.mu.Lock()
 			t := l.target

@@ -487,3 +487,21 @@ func TestARefusalFromTheRelayIsLogged(t *testing.T) {
 		t.Fatalf("the log does not name the refused event and the reason:\n%s", got)
 	}
 }
+
+// TestABadRelayURLIsNotEchoed: the error for a relay URL that cannot be
+// used names its scheme and host at most, never the user info, path or
+// query, where a secret may sit.
+func TestABadRelayURLIsNotEchoed(t *testing.T) {
+	for _, raw := range []string{
+		"ftp://user:s3cret@relay.example/socket?token=s3cret",
+		"wss:///s3cret-path?token=s3cret",
+	} {
+		_, err := NewLink(LinkOptions{URL: raw, Token: "t"})
+		if err == nil {
+			t.Fatalf("NewLink(%q) took it", raw)
+		}
+		if strings.Contains(err.Error(), "s3cret") {
+			t.Fatalf("NewLink(%q) = %v; it shows the URL's secret", raw, err)
+		}
+	}
+}

@@ -27,11 +27,12 @@ func (s senderTarget) Submit(_ aep.Event, from control.Sender) (string, string) 
 
 // TestTheHubSaysWhoSentACommand: an operator's command, routed by the hub
 // to a linked bridge's session, reaches the session as the operator's,
-// whatever the command's agent claims.
+// with the operator's identity groups, whatever the command's agent
+// claims.
 func TestTheHubSaysWhoSentACommand(t *testing.T) {
 	text, v, _ := identity.NewCredential(identity.KindOperator, rand.Reader)
 	doc := &identity.Document{}
-	doc.AddOperator(identity.Operator{Name: "alice", Can: identity.Answer, Credential: &v})
+	doc.AddOperator(identity.Operator{Name: "alice", Can: identity.Answer, Groups: []string{"oncall", "sre"}, Credential: &v})
 	real := startRealWith(t, "127.0.0.1:0", endpoint.Options{Token: token, Operators: identity.NewDirectory(doc)})
 	sub := real.hub.Subscribe(func(ev *aep.Event) bool { return ev.Session == "s" }, 8)
 	defer sub.Close()
@@ -43,7 +44,7 @@ func TestTheHubSaysWhoSentACommand(t *testing.T) {
 	runLink(t, l)
 	awaitEvent(t, sub, "E1", logs)
 
-	for _, tc := range []struct{ credential, want string }{{text, "alice"}, {token, "token holder"}} {
+	for _, tc := range []struct{ credential, want, groups string }{{text, "alice", "oncall,sre"}, {token, "token holder", ""}} {
 		c, _, err := websocket.DefaultDialer.Dial("ws://"+real.addr+"/socket?access_token="+tc.credential, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -53,8 +54,8 @@ func TestTheHubSaysWhoSentACommand(t *testing.T) {
 		c.WriteMessage(websocket.TextMessage, cmd)
 		select {
 		case from := <-got:
-			if from.By != tc.want || from.ReadOnly || !from.Authenticated {
-				t.Errorf("the session was told the command came from %+v; want %s", from, tc.want)
+			if from.By != tc.want || strings.Join(from.Groups, ",") != tc.groups || from.ReadOnly || !from.Authenticated {
+				t.Errorf("the session was told the command came from %+v; want %s in groups %q", from, tc.want, tc.groups)
 			}
 		case <-time.After(waitLimit):
 			t.Fatalf("the command never reached the session; log:\n%s", logs)
@@ -75,7 +76,7 @@ func TestAnUnattributedCommandIsRefused(t *testing.T) {
 		}
 		defer c.Close()
 		_, cmd := respondCommand(t, "C1")
-		other, _ := json.Marshal(aep.NewSender(&aep.Event{ID: "C0", Source: "aep://h/agent/operator"}, "alice", false))
+		other, _ := json.Marshal(aep.NewSender(&aep.Event{ID: "C0", Source: "aep://h/agent/operator"}, "alice", nil, false))
 		c.WriteMessage(websocket.TextMessage, other) // names another command
 		c.WriteMessage(websocket.TextMessage, cmd)
 		c.SetReadDeadline(time.Now().Add(waitLimit))

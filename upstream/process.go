@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -54,7 +53,7 @@ func Start(argv []string, env []string, stderr io.Writer) (*Process, error) {
 	if err := cmd.Start(); err != nil {
 		r.Close()
 		w.Close()
-		return nil, fmt.Errorf("starting the upstream server %q: %w; check the command after --", strings.Join(argv, " "), err)
+		return nil, fmt.Errorf("starting the upstream server %q: %w; check the command after --", argv[0], err)
 	}
 	w.Close()
 	c := &Process{cmd: cmd, stdin: in, stdout: r, done: make(chan struct{})}

@@ -60,11 +60,17 @@ func TestStartErrorSaysWhatToDo(t *testing.T) {
 	}{
 		{"missing binary", []string{"/no/such/server"}, "check the command after --"},
 		{"no command", nil, "pass it after --"},
+		{"missing binary with a secret argument", []string{"/no/such/server", "--api-key", "s3cret-arg"}, `"/no/such/server"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Start(tc.argv, nil, io.Discard)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v; want an error saying %q", err, tc.want)
+			}
+			// The error is printed: it names the program, never its
+			// arguments, which may carry a key.
+			if strings.Contains(err.Error(), "s3cret-arg") {
+				t.Fatalf("got %v; it shows an argument", err)
 			}
 		})
 	}

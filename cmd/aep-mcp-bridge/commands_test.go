@@ -256,3 +256,13 @@ func TestInboxBeforeAnyBridgeRuns(t *testing.T) {
 		})
 	}
 }
+
+// TestInboxBadEndpointIsNotEchoed: a mistyped --endpoint is refused with
+// its scheme and host at most; its user info, path and query (where a
+// pasted secret sits) are never printed.
+func TestInboxBadEndpointIsNotEchoed(t *testing.T) {
+	out, errOut, code := cli(t, "inbox", "--no-open", "--endpoint", "ftp://op:s3cret@127.0.0.1:1/x?token=s3cret", "--state-dir", t.TempDir())
+	if code != exitUsage || out != "" || !strings.Contains(errOut, "want the endpoint's http(s) base URL") || strings.Contains(errOut, "s3cret") {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want a usage error that does not show the URL's secret", code, out, errOut)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/internal/scrub"
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/weburl"
 	"github.com/agenteventprotocol/aep-mcp-bridge/operator"
 )
 
@@ -35,7 +36,7 @@ func runInbox(ctx context.Context, args []string, s stdio) error {
 	}
 	base, err := url.Parse(strings.TrimRight(ca.endpoint, "/"))
 	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
-		fmt.Fprintf(stderr, "aep-mcp-bridge inbox: --endpoint %q: want the endpoint's http(s) base URL, e.g. %s\n", ca.endpoint, defaultEndpoint)
+		fmt.Fprintf(stderr, "aep-mcp-bridge inbox: --endpoint %s: want the endpoint's http(s) base URL, e.g. %s\n", weburl.Display(ca.endpoint), defaultEndpoint)
 		return errUsage
 	}
 	t, err := clientToken(ca.token, ca.state)

@@ -59,18 +59,9 @@ func TestPolicyFileStartAndReload(t *testing.T) {
 // call with the reason the client then reads.
 func TestApproveAndDenyCommands(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	bin := buildBinary(t, dir)
-	state := filepath.Join(dir, "state")
-	creds := map[string]string{"alice": addOp(t, state, "alice"), "carol": addOp(t, state, "carol"), "bob": addOp(t, state, "bob")}
-	path := filepath.Join(dir, "policy.yaml")
-	os.WriteFile(path, []byte("rules:\n  - {id: two-deploy, tool: deploy, action: ask, approvers: [alice, carol], approvals: 2}\n"), 0o600)
-	env := []string{"AEP_TOKEN=" + opsToken, "AEP_MCP_TOKEN=" + opsMCPToken}
-	p := startProcessEnv(t, env, bin, "serve", "--listen", "127.0.0.1:0", "--mcp-listen", "127.0.0.1:0", "--state-dir", state,
-		"--log-dir", "off", "--route", "remote", "--policy", path, "--", bin, "demo-server")
-	aepAddr, mcpAddr := addrOf(t, p, "AEP endpoint"), addrOf(t, p, "MCP gateway")
-	endpoint := "http://" + aepAddr
-	holder := dialOp(t, aepAddr, opsToken, "holder")
+	g := startPolicyGateway(t, "rules:\n  - {id: two-deploy, tool: deploy, action: ask, approvers: [alice, carol], approvals: 2}\n",
+		map[string][]string{"alice": nil, "carol": nil, "bob": nil})
+	creds, endpoint, mcpAddr, holder := g.creds, g.endpoint, g.mcpAddr, g.holder
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 
@@ -136,4 +127,92 @@ func TestApproveAndDenyCommands(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the denied call never returned")
 	}
+}
+
+// TestApproveByIdentityGroup runs a gateway whose policy lets the
+// identity group sre approve the demo server's deploy: alice, whom
+// operators add places in sre (and whom the policy file does not name),
+// approves with the CLI; bob, in another group, is refused
+// control.rejected{unauthorized}, and the call waits for alice.
+func TestApproveByIdentityGroup(t *testing.T) {
+	t.Parallel()
+	g := startPolicyGateway(t, "groups:\n  sre: {identity: true}\nrules:\n  - {id: sre-deploy, tool: deploy, action: ask, approvers: [group:sre]}\n",
+		map[string][]string{"alice": {"--group", "sre"}, "bob": {"--group", "web"}})
+	creds, endpoint, mcpAddr, holder := g.creds, g.endpoint, g.mcpAddr, g.holder
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	done := make(chan string, 1)
+	go func() {
+		got, err := deployThrough(ctx, "http://"+mcpAddr+"/mcp", opsMCPToken, "agent")
+		if err != nil {
+			got = "error: " + err.Error()
+		}
+		done <- got
+	}()
+	req := holder.await("the permission request", func(f map[string]any) bool {
+		return f["type"] == "attention.requested" && dataOf(f)["kind"] == "permission"
+	})
+	id := req["id"].(string)
+	op := func(who string, args ...string) (string, string, int) {
+		return cli(t, append(args, "--endpoint", endpoint, "--token", creds[who])...)
+	}
+	if _, errOut, code := op("bob", "approve", id); code != exitRejected || !strings.Contains(errOut, "unauthorized") || !strings.Contains(errOut, "not an approver") {
+		t.Errorf("bob's approve: exit %d %s; want rejected unauthorized, not an approver", code, errOut)
+	}
+	rej := holder.await("bob's rejection", func(f map[string]any) bool {
+		return f["type"] == "control.rejected"
+	})
+	if dataOf(rej)["reason"] != "unauthorized" {
+		t.Errorf("bob's command was rejected %v; want reason unauthorized", dataOf(rej))
+	}
+	if out, errOut, code := op("alice", "approve", id); code != 0 || strings.TrimSpace(out) != "approved" {
+		t.Fatalf("alice's approve, as a member of sre: exit %d %s %s", code, out, errOut)
+	}
+	ans := holder.await("alice's answer", func(f map[string]any) bool {
+		return f["type"] == "attention.answered" && f["subject"] == id
+	})
+	if dataOf(ans)["by"] != "alice" {
+		t.Errorf("attention.answered %v; want by alice", dataOf(ans))
+	}
+	// The call reached the demo server, which now asks its form.
+	form := holder.await("the demo server's form", func(f map[string]any) bool {
+		return f["type"] == "attention.requested" && dataOf(f)["kind"] == "form"
+	})
+	if _, _, code := op("alice", "respond", form["id"].(string), "--cancel"); code != 0 {
+		t.Errorf("cancelling the demo server's form: exit %d", code)
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+		t.Fatal("the approved call never returned")
+	}
+}
+
+// policyGateway is a gateway process in front of the demo server under
+// an approval policy, with named operators and the token's holder
+// subscribed.
+type policyGateway struct {
+	creds             map[string]string
+	endpoint, mcpAddr string
+	holder            *opConn
+}
+
+// startPolicyGateway runs the gateway under policy doc, with the named
+// operators ops (each with its operators add flags).
+func startPolicyGateway(t *testing.T, doc string, ops map[string][]string) policyGateway {
+	t.Helper()
+	dir := t.TempDir()
+	bin := buildBinary(t, dir)
+	state := filepath.Join(dir, "state")
+	creds := map[string]string{}
+	for name, flags := range ops {
+		creds[name] = addOp(t, state, append([]string{name}, flags...)...)
+	}
+	path := filepath.Join(dir, "policy.yaml")
+	os.WriteFile(path, []byte(doc), 0o600)
+	env := []string{"AEP_TOKEN=" + opsToken, "AEP_MCP_TOKEN=" + opsMCPToken}
+	p := startProcessEnv(t, env, bin, "serve", "--listen", "127.0.0.1:0", "--mcp-listen", "127.0.0.1:0", "--state-dir", state,
+		"--log-dir", "off", "--route", "remote", "--policy", path, "--", bin, "demo-server")
+	aepAddr, mcpAddr := addrOf(t, p, "AEP endpoint"), addrOf(t, p, "MCP gateway")
+	return policyGateway{creds: creds, endpoint: "http://" + aepAddr, mcpAddr: mcpAddr, holder: dialOp(t, aepAddr, opsToken, "holder")}
 }

@@ -145,12 +145,6 @@ func tail(s string) string {
 // knownServer and knownClient are the bridge's defects the suite shows,
 // each named where it lives.
 var (
-	knownServer = []known{
-		{leg: leg2026, scenario: "server-stateless", via: "serve -- CMD",
-			why: "through serve -- CMD each stateless request is a one-shot session with a server process of its own (gateway/oneshot.go, bridge.dial), " +
-				"so the suite's tools/call test_trigger_tool_change (and _prompt_change) changes the list of another process than the one whose " +
-				"subscriptions/listen stream is open, and no notifications/tools/list_changed or prompts/list_changed reaches that stream (a SHOULD: warnings); " +
-				"serve --url shares one server and passes. Needs stateless requests multiplexed onto one shared server process"},
-	}
+	knownServer = []known{}
 	knownClient = []known{}
 )

@@ -44,8 +44,15 @@ func Check(raw string) error {
 	case scheme == "https":
 		return &Refusal{Why: "the https URL names no host", NoHost: true}
 	}
+	if len(scheme) > maxScheme {
+		return &Refusal{Why: "a URL with an unknown scheme is refused"}
+	}
 	return &Refusal{Why: fmt.Sprintf("a URL with the %s: scheme is refused", scheme)}
 }
+
+// maxScheme is the longest scheme an error or a log names: a longer one
+// is more likely a pasted secret than a scheme.
+const maxScheme = 16
 
 // IsLoopback reports whether host is localhost or a loopback IP. Names
 // are not resolved: a name that resolves to loopback today may not
@@ -64,6 +71,9 @@ func Display(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme == "" {
 		return "(not an absolute URL)"
+	}
+	if len(u.Scheme) > maxScheme {
+		return "(a URL with an unknown scheme)"
 	}
 	if u.Host == "" {
 		return strings.ToLower(u.Scheme) + ":"

@@ -22,6 +22,7 @@ func TestCheck(t *testing.T) {
 		{"file", "file:///etc/secret-path", false},
 		{"relative", "secret-path?token=s3cret", false},
 		{"unparsable", "http://[::1/secret-path", false},
+		{"a pasted secret before a colon", "s3cretverylongsecretvalue:x", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -51,6 +52,7 @@ func TestDisplay(t *testing.T) {
 		{"javascript:alert(1)", "javascript:"},
 		{"no scheme/at all", "(not an absolute URL)"},
 		{"http://[::1/x", "(not an absolute URL)"},
+		{"s3cretverylongsecretvalue:x", "(a URL with an unknown scheme)"},
 	}
 	for _, tt := range tests {
 		if got := Display(tt.in); got != tt.want {

@@ -13,7 +13,11 @@
 // it accepts connections. Over stdio, with AEP_TEST_RECORD set, it appends
 // every byte it reads to that file.
 //
-// Its one tool, ask {schema?, message?}, asks for input the way the SDK
+// Its tool region {region} returns its argument, which its inputSchema
+// binds to the Mcp-Param-Region header (x-mcp-header). Its tool add-tool
+// {name} adds a tool of that name, so that the server
+// tells its listening clients that the tool list changed. Its tool ask
+// {schema?, message?} asks for input the way the SDK
 // does in every revision: it returns an input request (MCP 2026-07-28
 // multi round-trip), which the SDK turns into an elicitation/create for a
 // client of an earlier revision, and once answered returns the
@@ -71,7 +75,36 @@ func newServer() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "gosdk-peer", Version: "1.8.0"}, nil)
 	s.AddTool(&mcp.Tool{Name: "ask", Description: "asks for input and returns the ElicitResult it received",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"schema":{"type":"string"},"message":{"type":"string"}}}`)}, ask)
+	s.AddTool(&mcp.Tool{Name: "add-tool", Description: "adds a tool named name, so that the tool list changes",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`)}, addTool(s))
+	s.AddTool(&mcp.Tool{Name: "region", Description: "returns its region argument, which clients mirror in the Mcp-Param-Region header",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var args struct {
+				Region string `json:"region"`
+			}
+			json.Unmarshal(req.Params.Arguments, &args)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: args.Region}}}, nil
+		})
 	return s
+}
+
+// addTool adds the tool its call names, which does nothing: the server
+// tells the clients that listen for it that its tool list changed.
+func addTool(s *mcp.Server) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var args struct {
+			Name string `json:"name"`
+		}
+		if err := json.Unmarshal(req.Params.Arguments, &args); err != nil || args.Name == "" {
+			return nil, errors.New("add-tool needs the name of the tool to add")
+		}
+		s.AddTool(&mcp.Tool{Name: args.Name, InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			})
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "added " + args.Name}}}, nil
+	}
 }
 
 func ask(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

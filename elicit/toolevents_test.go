@@ -1,0 +1,67 @@
+package elicit
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
+)
+
+// orderPublisher records the drafts it is given, in order.
+type orderPublisher struct {
+	mu     sync.Mutex
+	drafts []aep.Draft
+}
+
+func (o *orderPublisher) Emit(d aep.Draft) (aep.Event, []byte, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.drafts = append(o.drafts, d)
+	return aep.Event{ID: fmt.Sprintf("ev-%d", len(o.drafts))}, nil, nil
+}
+
+// TestToolEventsBoundedInOrder: while Run runs, tool.* events wait for a
+// flush, never more than maxToolEvents of them (the producer that fills
+// the queue emits it), none is dropped, and they reach the publisher in
+// the order they were queued, each end naming its call's tool.requested.
+// Outside Run an event is emitted at once.
+func TestToolEventsBoundedInOrder(t *testing.T) {
+	t.Parallel()
+	pub := &orderPublisher{}
+	p := New(Options{Client: newMemConn(), Server: newMemConn(), Publisher: pub})
+	p.queueTool(toolEvent{typ: "tool.requested", tc: &toolCall{tool: "before"}, args: []byte(`{}`)})
+	if len(pub.drafts) != 1 {
+		t.Fatalf("before Run, %d events emitted; want the one at once", len(pub.drafts))
+	}
+	p.runTools(true)
+	const calls = maxToolEvents + maxToolEvents/2 + 3
+	for i := range calls {
+		tc := &toolCall{tool: fmt.Sprintf("t%d", i), callID: fmt.Sprint(i)}
+		p.queueTool(toolEvent{typ: "tool.requested", tc: tc, args: []byte(`{"i":1}`)})
+		p.queueTool(toolEvent{typ: "tool.completed", tc: tc, data: toolCompleted{Tool: tc.ref(), Status: "success"}})
+		p.toolEv.mu.Lock()
+		queued := len(p.toolEv.q)
+		p.toolEv.mu.Unlock()
+		if queued >= maxToolEvents {
+			t.Fatalf("%d events queued; want fewer than %d", queued, maxToolEvents)
+		}
+	}
+	if len(pub.drafts) == 1 {
+		t.Fatal("a full queue was not emitted by its producer")
+	}
+	p.runTools(false)
+	p.flushTools(nil)
+	if got, want := len(pub.drafts), 1+2*calls; got != want {
+		t.Fatalf("%d events emitted; want %d", got, want)
+	}
+	for i := range calls {
+		req, end := pub.drafts[1+2*i], pub.drafts[2+2*i]
+		if req.Type != "tool.requested" || end.Type != "tool.completed" || req.Subject != fmt.Sprintf("t%d", i) || end.Subject != req.Subject {
+			t.Fatalf("events %d and %d are %s %s, %s %s; want call t%d's tool.requested then its tool.completed", 1+2*i, 2+2*i, req.Type, req.Subject, end.Type, end.Subject, i)
+		}
+		if want := fmt.Sprintf("ev-%d", 2+2*i); end.Cause != want {
+			t.Fatalf("call t%d's tool.completed names cause %q; want %q, its tool.requested", i, end.Cause, want)
+		}
+	}
+}
