@@ -32,6 +32,7 @@ func runHTTP(ctx context.Context, args []string) error {
 	n := fs.Int("n", 2000, "calls per configuration and round")
 	rounds := fs.Int("rounds", 5, "paired rounds; the table reports the median of the rounds' percentiles")
 	profile := fs.String("profile", "", "write a CPU profile of every bridge run to this folder (--cpuprofile), one file per run")
+	base := fs.String("base", "", "also measure the bridge built from this checkout (another branch's or commit's tree), in the same paired rounds, and report this tree's bridge ÷ that one")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -40,6 +41,12 @@ func runHTTP(ctx context.Context, args []string) error {
 		return err
 	}
 	defer cleanup()
+	baseBin := ""
+	if *base != "" {
+		if baseBin, err = buildBridgeFrom(*base, filepath.Dir(bridgeBin)); err != nil {
+			return err
+		}
+	}
 	url, serverPID, stop, err := startHTTPServer(serverBin)
 	if err != nil {
 		return err
@@ -86,13 +93,16 @@ func runHTTP(ctx context.Context, args []string) error {
 				runs++
 				argv = append(argv, "--cpuprofile", filepath.Join(*profile, fmt.Sprintf("http-%03d.pprof", runs)))
 			}
-			c, cmd, err := spawnGo(argv)
-			if err != nil {
-				return nil, callCost{}, err
-			}
-			defer c.Close()
-			return timeCallsCost(ctx, c, *n, cmd.Process.Pid)
+			return bridgeCalls(ctx, argv, *n)
 		}},
+	}
+	if baseBin != "" {
+		configs = append(configs, struct {
+			name string
+			run  func() ([]time.Duration, callCost, error)
+		}{pathBridgeBase, func() ([]time.Duration, callCost, error) {
+			return bridgeCalls(ctx, []string{baseBin, "--url", url, "--listen", "off", "--log-dir", logs, "--log-level", "error"}, *n)
+		}})
 	}
 	var m httpRounds
 	for r := 0; r < *rounds; r++ {
@@ -106,6 +116,29 @@ func runHTTP(ctx context.Context, args []string) error {
 	}
 	printHTTPTable(os.Stdout, *n, *rounds, m)
 	return nil
+}
+
+// bridgeCalls spawns the bridge with argv and times n calls through it,
+// with what its process cost per call.
+func bridgeCalls(ctx context.Context, argv []string, n int) ([]time.Duration, callCost, error) {
+	c, cmd, err := spawnGo(argv)
+	if err != nil {
+		return nil, callCost{}, err
+	}
+	defer c.Close()
+	return timeCallsCost(ctx, c, n, cmd.Process.Pid)
+}
+
+// buildBridgeFrom builds the bridge of the checkout at dir into out, as
+// aep-mcp-bridge-base, and returns its path.
+func buildBridgeFrom(dir, out string) (string, error) {
+	bin := filepath.Join(out, "aep-mcp-bridge-base")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/aep-mcp-bridge")
+	cmd.Dir = dir
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("-base %s: building its bridge: %v\n%s", dir, err, b)
+	}
+	return bin, nil
 }
 
 // httpRounds are runHTTP's measurements by path, one entry per round:
@@ -134,6 +167,7 @@ const (
 	pathStdioDirect = "stdio, direct (mcp-go client and server)"
 	pathStdioPump   = "stdio, through the raw pump"
 	pathBridgeURL   = "bridge (--url, mcp-go stdio client)"
+	pathBridgeBase  = "bridge of -base (--url, mcp-go stdio client)"
 	pathFloor       = "floor: direct + the stdio hop (pump − stdio direct)"
 )
 
@@ -154,7 +188,10 @@ func printHTTPTable(w io.Writer, n, rounds int, m httpRounds) {
 	fmt.Fprintf(w, "CPU and runs: the middle process's per call (the server's on the direct rows), from the kernel's scheduler statistics\n\n")
 	fmt.Fprintln(w, "| path | p50 µs | p99 µs | p50 vs direct | CPU µs per call | runs on a CPU per call |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|")
-	for _, name := range []string{pathHTTPDirect, pathHTTPPump, pathStdioDirect, pathStdioPump, pathBridgeURL} {
+	for _, name := range []string{pathHTTPDirect, pathHTTPPump, pathStdioDirect, pathStdioPump, pathBridgeURL, pathBridgeBase} {
+		if len(p50[name]) == 0 {
+			continue // -base not given
+		}
 		a := median(p50[name])
 		fmt.Fprintf(w, "| %s | %s | %s | %.2f× | %s | %.2f |\n", name, us(a), us(median(m.p99[name])), float64(a)/float64(direct), us(median(m.cpu[name])), medianFloat(m.runs[name]))
 	}
@@ -172,6 +209,11 @@ func printHTTPTable(w io.Writer, n, rounds int, m httpRounds) {
 		{pathFloor + " (target: at most 50 µs above)", floor},
 	} {
 		fmt.Fprintf(w, "| %s | %s | %s | %.2f× |\n", f.name, us(median(f.p50)), us(medianDiff(bridge, f.p50)), medianRatio(bridge, f.p50))
+	}
+	if b := p50[pathBridgeBase]; len(b) > 0 {
+		fmt.Fprintf(w, "\nthis bridge against -base's, paired rounds: p50 %s µs apart (%.2f×); CPU per call %s µs apart (%.2f×); runs per call %.2f against %.2f\n",
+			us(medianDiff(bridge, b)), medianRatio(bridge, b), us(medianDiff(m.cpu[pathBridgeURL], m.cpu[pathBridgeBase])), medianRatio(m.cpu[pathBridgeURL], m.cpu[pathBridgeBase]),
+			medianFloat(m.runs[pathBridgeURL]), medianFloat(m.runs[pathBridgeBase]))
 	}
 }
 

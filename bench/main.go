@@ -11,6 +11,7 @@
 //	go run ./bench policy   # decision time per call for policies of 10, 100 and 1,000 rules
 //	go run ./bench notify   # 1,000 questions' raise time without and with --notify to a 200 ms webhook
 //	go run ./bench fleet    # 1,000 questions: one process, 3 gateways joined to one hub, 3 gateways on a 3-node NATS cluster
+//	go run ./bench startup  # the default bridge's and gateway's start time and idle RSS (the in-process plane)
 //
 // The helper modes "pump", "tcp-pump", "flood-server" and "fanout-server" are the
 // baselines' and targets' processes.
@@ -24,7 +25,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: bench proxy|pending|fanout|http|ingest|gateway|sse|policy|notify|fleet [flags]")
+		fmt.Fprintln(os.Stderr, "usage: bench proxy|pending|fanout|http|ingest|gateway|sse|policy|notify|fleet|startup [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -58,6 +59,8 @@ func main() {
 		err = runNotify(ctx, os.Args[2:])
 	case "fleet":
 		err = runFleet(ctx, os.Args[2:])
+	case "startup":
+		err = runStartup(ctx, os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown mode %q", os.Args[1])
 	}

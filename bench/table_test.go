@@ -58,3 +58,40 @@ func TestHTTPTableFloor(t *testing.T) {
 		t.Errorf("printing changed the rounds it was given: %d paths", len(p50))
 	}
 }
+
+// TestHTTPTableBase: with -base, the other bridge gets its row, and this
+// bridge is set against it by the median of the rounds' differences and
+// ratios; without it, neither is printed.
+func TestHTTPTableBase(t *testing.T) {
+	us := time.Microsecond
+	p50 := map[string][]time.Duration{
+		pathHTTPDirect:  {200 * us, 200 * us, 200 * us},
+		pathHTTPPump:    {240 * us, 240 * us, 240 * us},
+		pathStdioDirect: {100 * us, 100 * us, 100 * us},
+		pathStdioPump:   {150 * us, 150 * us, 150 * us},
+		pathBridgeURL:   {260 * us, 300 * us, 270 * us},
+	}
+	m := httpRounds{p50: p50, p99: p50, cpu: map[string][]time.Duration{}, runs: map[string][]float64{}}
+	for k := range p50 {
+		m.cpu[k] = []time.Duration{100 * us, 100 * us, 100 * us}
+		m.runs[k] = []float64{5, 5, 5}
+	}
+	var out bytes.Buffer
+	printHTTPTable(&out, 10, 3, m)
+	if strings.Contains(out.String(), "-base") {
+		t.Errorf("without -base the table mentions it:\n%s", out.String())
+	}
+	p50[pathBridgeBase] = []time.Duration{300 * us, 400 * us, 300 * us} // 40, 100, 30 apart; 0.87, 0.75, 0.90
+	m.cpu[pathBridgeBase] = []time.Duration{200 * us, 150 * us, 100 * us}
+	m.runs[pathBridgeBase] = []float64{9, 10, 8}
+	out.Reset()
+	printHTTPTable(&out, 10, 3, m)
+	for _, want := range []string{
+		"| " + pathBridgeBase + " | 300.0 |",
+		"p50 -40.0 µs apart (0.87×); CPU per call -50.0 µs apart (0.67×); runs per call 5.00 against 9.00",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the table lacks %q:\n%s", want, out.String())
+		}
+	}
+}

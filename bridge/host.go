@@ -71,7 +71,9 @@ type HostOptions struct {
 	// (identity/store.Path of the state folder); "" means none. The
 	// endpoint follows the file while it runs: a revoked operator's
 	// connections close within a second. A host that joins another
-	// endpoint leaves operators to it.
+	// endpoint leaves operators to it. On the operator plane on NATS,
+	// the plane's named operators are in force instead, the same on
+	// every front door (WatchIdentities).
 	Identities string
 	// OperatorHeader and TrustedProxies take a proxy operator's name from
 	// a header set by an authenticating reverse proxy (see
@@ -133,7 +135,7 @@ type Host struct {
 	// ids follows the identity document for the endpoint; nil without
 	// one. idsDone closes when its goroutine, which Close stops after the
 	// endpoint, has ended.
-	ids       *store.Watcher
+	ids       store.Source
 	idsCancel context.CancelFunc
 	idsDone   chan struct{}
 
@@ -220,6 +222,9 @@ func NewHost(o HostOptions) (*Host, error) {
 // hub it joined.
 func (h *Host) startNotify(o notify.Options) error {
 	o.Hub, o.Token = h.hub, h.opts.Token
+	if o.Claim == nil {
+		o.Claim = h.notifyClaim()
+	}
 	if o.Logger == nil {
 		o.Logger = h.log
 	}
@@ -329,8 +334,8 @@ func (h *Host) serve() error {
 	eo := endpoint.Options{Token: h.opts.Token, Hub: h.hub, Agent: h.opts.Agent, Logger: h.log,
 		Root: h.opts.Root, Health: h.health, AllowHosts: h.opts.AllowHosts, AllowOrigins: h.opts.AllowOrigins,
 		BodyTimeout: h.opts.BodyTimeout, OperatorHeader: h.opts.OperatorHeader, TrustedProxies: h.opts.TrustedProxies}
-	if h.opts.Identities != "" {
-		ids, err := store.NewWatcher(store.Options{Path: h.opts.Identities,
+	if h.opts.Identities != "" || h.fleet() {
+		ids, err := h.WatchIdentities(store.Options{Path: h.opts.Identities,
 			OnLoad: func(d *identity.Directory) {
 				h.log.Info("named operators reloaded", "file", h.opts.Identities, "operators", len(d.Document().Operators))
 				h.ep.SetOperators(d)

@@ -10,6 +10,7 @@ import (
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
 	"github.com/agenteventprotocol/aep-mcp-bridge/control"
+	"github.com/agenteventprotocol/aep-mcp-bridge/identity/store"
 	"github.com/agenteventprotocol/aep-mcp-bridge/plane"
 	"github.com/agenteventprotocol/aep-mcp-bridge/plane/natsplane"
 	"github.com/agenteventprotocol/aep-mcp-bridge/proof"
@@ -94,3 +95,36 @@ func (t planeTarget) Submit(cmd aep.Event, _ []byte, by plane.Principal) plane.O
 
 // Plane returns the host's part in its operator plane.
 func (h *Host) Plane() plane.Member { return h.plane }
+
+// WatchIdentities returns what keeps the host's front door in step with
+// its named operators and clients: on the operator plane on NATS, the
+// plane's (every front door authenticates the same ones, and a change
+// made on any machine reaches each at once); otherwise the identity
+// document o.Path of the state folder, followed by a store.Watcher.
+// o.Interval is the file's only.
+func (h *Host) WatchIdentities(o store.Options) (store.Source, error) {
+	m, ok := h.plane.(*natsplane.Member)
+	if !ok {
+		return store.NewWatcher(o)
+	}
+	if o.Path != "" {
+		if d, err := store.Load(o.Path); err == nil && (len(d.Operators) > 0 || len(d.Clients) > 0) {
+			h.log.Warn("the identities file holds named operators or clients that the operator plane on NATS does not use: "+
+				"add them on the plane with operators add --nats (clients add --nats)", "file", o.Path,
+				"operators", len(d.Operators), "clients", len(d.Clients))
+		}
+	}
+	return m.Identities(natsplane.IdentityOptions{OnLoad: o.OnLoad, OnError: o.OnError}), nil
+}
+
+// notifyClaim is how the host's notifier knows that it sends a
+// notification: on the operator plane on NATS, every front door sees
+// every question, and the one whose claim the plane takes first sends
+// each (natsplane.Member.ClaimNotification); in this process alone, it
+// sends them all (nil).
+func (h *Host) notifyClaim() func(string) bool {
+	if m, ok := h.plane.(*natsplane.Member); ok {
+		return m.ClaimNotification
+	}
+	return nil
+}

@@ -149,9 +149,11 @@ func TestFleetNodeKilledMidQuestion(t *testing.T) {
 func TestFleetAuthorityAcrossGateways(t *testing.T) {
 	cl := testnats.Shared(t)
 	prefix := testnats.Prefix()
+	// The named operators live on the plane: every gateway of the fleet
+	// authenticates the same ones.
+	ops := addFleetOperator(t, cl.URLs(), prefix, "ops", "elicit-test-*")
+	billing := addFleetOperator(t, cl.URLs(), prefix, "billing", "billing-*")
 	ids := store.Path(t.TempDir())
-	ops := addFleetOperator(t, ids, "ops", "elicit-test-*")
-	billing := addFleetOperator(t, ids, "billing", "billing-*")
 	a := fleetGateway(t, cl.Node(0).URL(), prefix, bridge.HostOptions{Identities: ids})
 	c := fleetGateway(t, cl.Node(2).URL(), prefix, bridge.HostOptions{Identities: ids})
 	wa := a.watch()
@@ -212,8 +214,9 @@ func TestFleetAuthorityAcrossGateways(t *testing.T) {
 }
 
 // addFleetOperator adds a named operator that answers the servers of
-// scope to the identity document at path, and returns its credential.
-func addFleetOperator(t *testing.T, path, name, scope string) string {
+// scope to the identities of the plane prefix on the cluster at urls,
+// and returns its credential.
+func addFleetOperator(t *testing.T, urls, prefix, name, scope string) string {
 	t.Helper()
 	s, err := identity.ParseScope([]string{scope})
 	if err != nil {
@@ -223,7 +226,14 @@ func addFleetOperator(t *testing.T, path, name, scope string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = store.Update(path, func(d *identity.Document) error {
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	ids, err := natsplane.OpenIdentities(ctx, natsplane.Options{URLs: urls, User: testnats.User, Password: testnats.Password, Prefix: prefix, Token: aepToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ids.Close()
+	err = ids.Update(ctx, func(d *identity.Document) error {
 		return d.AddOperator(identity.Operator{Name: name, Can: identity.Answer, Servers: s, Created: time.Now(), Credential: &v})
 	})
 	if err != nil {

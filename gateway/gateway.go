@@ -163,7 +163,7 @@ type Server struct {
 	// ids follows the identity document, idsCancel stops it and idsDone
 	// is closed once it stopped (nil without Identities).
 	clients   atomic.Pointer[identity.Directory]
-	ids       *store.Watcher
+	ids       store.Source
 	idsCancel context.CancelFunc
 	idsDone   chan struct{}
 	// refusedMu guards refusedLogged: when each reason of a refused
@@ -215,7 +215,7 @@ func New(o Options) (*Server, error) {
 	}
 	s.clients.Store(identity.NewDirectory(nil))
 	if o.Identities != "" {
-		ids, err := store.NewWatcher(store.Options{Path: o.Identities, Interval: o.IdentitiesInterval,
+		ids, err := o.Host.WatchIdentities(store.Options{Path: o.Identities, Interval: o.IdentitiesInterval,
 			OnLoad: func(d *identity.Directory) {
 				s.log.Info("named clients reloaded", "file", o.Identities, "clients", len(d.Document().Clients))
 				s.SetClients(d)

@@ -71,6 +71,16 @@ type Options struct {
 	// MaxRouted bounds the targets a Router may add over the notifier's
 	// life; 0 means DefaultMaxRouted.
 	MaxRouted int
+	// Claim, when set, is asked before each notification is sent, with
+	// a key that names the notification wherever it is made: what
+	// happened (its Type), to which question (its source, session and
+	// id), for which target (its name, format and URL). The notification
+	// is sent only when Claim returns true. The front doors of a fleet
+	// share one claim per key (natsplane.Member.ClaimNotification), so a
+	// question notifies each target once, not once per door. It is
+	// called from the target's sender goroutine and must be bounded; nil
+	// sends everything.
+	Claim func(key string) bool
 	// Transport makes the requests; nil means a clone of
 	// http.DefaultTransport (proxies from the environment). Redirects are
 	// never followed, whatever the transport.

@@ -64,6 +64,8 @@ type sender struct {
 	wake     chan struct{}
 
 	sent, retried, failed, dropped atomic.Uint64
+	// elsewhere counts the notifications another front door claimed.
+	elsewhere atomic.Uint64
 }
 
 func newSender(nf *Notifier, t Target, routed bool) *sender {
@@ -191,6 +193,11 @@ func (s *sender) run() {
 func (s *sender) deliver(nt *note) {
 	if s.nf.opts.onDone != nil {
 		defer s.nf.opts.onDone()
+	}
+	if claim := s.nf.opts.Claim; claim != nil && !claim(claimKey(s, nt)) {
+		s.elsewhere.Add(1)
+		s.log.Debug("another front door sends this notification", keyType, nt.typ, keyQuestion, nt.q.id())
+		return
 	}
 	body, err := s.nf.body(s, nt)
 	if err != nil {
@@ -351,12 +358,22 @@ type TargetStats struct {
 	// Queued wait now; Sent were accepted (2xx); Retried counts attempts
 	// that failed and were tried again; Failed were given up (a final
 	// answer, no more attempts, or a Retry-After too long); Dropped were
-	// pushed out of a full queue or left when the bridge stopped.
-	Queued                         int
-	Sent, Retried, Failed, Dropped uint64
+	// pushed out of a full queue or left when the bridge stopped;
+	// Elsewhere were sent by another front door of the fleet (Options.Claim).
+	Queued                                    int
+	Sent, Retried, Failed, Dropped, Elsewhere uint64
 }
 
 func (s *sender) stats() TargetStats {
 	return TargetStats{Target: s.t.Label(), Format: s.t.Format, Routed: s.routed, Queued: s.queued(),
-		Sent: s.sent.Load(), Retried: s.retried.Load(), Failed: s.failed.Load(), Dropped: s.dropped.Load()}
+		Sent: s.sent.Load(), Retried: s.retried.Load(), Failed: s.failed.Load(), Dropped: s.dropped.Load(),
+		Elsewhere: s.elsewhere.Load()}
+}
+
+// claimKey names nt for s wherever it is made (Options.Claim): the same
+// question's same notification to the same target has the same key on
+// every front door, whatever the note's own id and time.
+func claimKey(s *sender, nt *note) string {
+	ev := &nt.q.req.Event
+	return strings.Join([]string{"notify v1", string(nt.typ), ev.Source, ev.Session, ev.ID, targetKey(&s.t)}, "\x00")
 }

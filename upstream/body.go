@@ -222,7 +222,7 @@ func (c *Conn) sendStream(lg *legacy, body *io.PipeReader, tee *envTee, a *ack) 
 		lg.send(body, func() envelope { return tee.outbound().envelope }, a.done)
 		return
 	}
-	c.send(c.ctx, body, tee.outbound, nil, a)
+	c.send(c.ctx, body, tee.outbound, nil, a, nil)
 }
 
 // refuseWhole answers a client message over the limit of what writeStream

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -96,6 +97,9 @@ type Conn struct {
 	// url is opts.URL parsed once (nil when it does not parse: each POST
 	// then parses it, and fails as it says).
 	url *url.URL
+	// direct is the transport's own HTTP/1.1 exchange for the POSTs of
+	// whole messages (h1.go); nil when net/http does every POST.
+	direct *direct
 	// jobs hands a POST to an idle poster goroutine (see poster).
 	jobs chan postJob
 	// idlePosters counts the posters waiting for a job.
@@ -143,12 +147,14 @@ func Dial(o Options) (*Conn, error) {
 		c.url = u
 	}
 	if c.hc == nil {
+		dial := (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 		c.hc = &http.Client{Transport: &http.Transport{
 			Proxy:               http.ProxyFromEnvironment,
-			DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			DialContext:         dial,
 			TLSHandshakeTimeout: 10 * time.Second,
-			MaxIdleConnsPerHost: 16,
+			MaxIdleConnsPerHost: maxIdleConns,
 		}, CheckRedirect: noRedirects}
+		c.direct = newDirect(c.url, http.ProxyFromEnvironment, dial, maxIdleConns)
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -169,6 +175,10 @@ func Dial(o Options) (*Conn, error) {
 	}
 	return c, nil
 }
+
+// maxIdleConns bounds the kept-alive connections to the server at rest,
+// net/http's and the transport's own (h1.go) each.
+const maxIdleConns = 16
 
 // inbound is a server message and, when it came on the response stream
 // of a client request, that request's id. A large JSON response comes as
@@ -294,11 +304,48 @@ func (c *Conn) writeMessage(msg []byte) error {
 	}
 	c.prevAck = j.ack
 	c.lastAck.Store(j.ack)
+	j.early = c.writeEarly(j)
 	if !c.startPost(j) {
+		if j.early != nil {
+			j.early.abandon()
+		}
 		j.stop(c)
 		return io.ErrClosedPipe
 	}
 	return nil
+}
+
+// writeEarly writes the POST of a small whole message on the caller's
+// goroutine when a kept-alive connection is at rest (direct.writeIdle),
+// so the request is on its way while the poster that reads the response
+// is woken; nil, having written nothing, otherwise: the poster then does
+// all of the POST. It never dials, and the write fits the connection's
+// socket buffer, so the caller does not wait for the server. c.order is
+// held: the request goes out in its turn.
+func (c *Conn) writeEarly(j postJob) *written {
+	if c.direct == nil || len(j.msg) > maxEarlyBody || !c.direct.hasIdle() {
+		return nil
+	}
+	ctx := j.ctx
+	if ctx == nil {
+		ctx = c.ctx
+	}
+	req, err := c.newPost(ctx, bytes.NewReader(j.msg))
+	if err != nil {
+		return nil // the poster builds it again, and fails it as it says
+	}
+	c.mu.Lock()
+	legacy := c.version
+	c.mu.Unlock()
+	c.modern.setHeaders(req.Header, j.out, legacy)
+	if !c.direct.takes(req, len(j.msg)) {
+		return nil
+	}
+	w := c.direct.writeIdle(req)
+	if w != nil {
+		j.ack.sentBody()
+	}
+	return w
 }
 
 // awaitPrev waits until the server acknowledged the message posted
@@ -318,6 +365,9 @@ type postJob struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	ack    *ack
+	// early is the request writeEarly wrote already, whose response is
+	// the poster's to read; nil when the poster does all of the POST.
+	early *written
 }
 
 // stop ends the job's own context once its POST is over, and forgets
@@ -450,5 +500,6 @@ func (c *Conn) Close() error {
 	}
 	c.stop()
 	c.wg.Wait()
+	c.direct.close()
 	return nil
 }

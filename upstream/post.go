@@ -24,7 +24,7 @@ func (c *Conn) post(j postJob) {
 	if ctx == nil {
 		ctx = c.ctx
 	}
-	c.send(ctx, bytes.NewReader(j.msg), func() outbound { return j.out }, j.msg, j.ack)
+	c.send(ctx, bytes.NewReader(j.msg), func() outbound { return j.out }, j.msg, j.ack, j.early)
 }
 
 // send is post for a body that may be a stream (writeStream): outf says
@@ -37,8 +37,16 @@ func (c *Conn) post(j postJob) {
 // whose cancellation closes its response stream (noted with modern.note
 // before the message was handed over, so the client's cancellation that
 // follows finds it).
-func (c *Conn) send(ctx context.Context, body io.Reader, outf func() outbound, msg []byte, a *ack) {
+//
+// early, when not nil, is the request already written on the caller's
+// goroutine (writeEarly): only its response is left to read.
+func (c *Conn) send(ctx context.Context, body io.Reader, outf func() outbound, msg []byte, a *ack, early *written) {
 	defer a.acknowledge()
+	if early != nil {
+		resp, err := c.direct.readWritten(early)
+		c.answer(ctx, early.req, resp, err, outf, msg, a)
+		return
+	}
 	abandon := func(err error) {
 		if pr, ok := body.(*io.PipeReader); ok {
 			pr.CloseWithError(err)
@@ -46,9 +54,16 @@ func (c *Conn) send(ctx context.Context, body io.Reader, outf func() outbound, m
 	}
 	out := outf()
 	env := out.envelope
-	req, err := c.newPost(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) {
-		a.sentBody()
-	}}), body)
+	// A whole message small enough goes on the transport's own exchange
+	// (h1.go), which says itself when the request is written.
+	direct := msg != nil && c.direct != nil && len(msg) <= maxDirectBody
+	reqCtx := ctx
+	if !direct {
+		reqCtx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) {
+			a.sentBody()
+		}})
+	}
+	req, err := c.newPost(reqCtx, body)
 	if err != nil {
 		abandon(err)
 		c.fail(env.ID, "building the request: "+withoutURL(err).Error())
@@ -58,11 +73,23 @@ func (c *Conn) send(ctx context.Context, body io.Reader, outf func() outbound, m
 	legacy := c.version
 	c.mu.Unlock()
 	c.modern.setHeaders(req.Header, out, legacy)
-	resp, err := c.hc.Do(req)
-	a.acknowledge()       // acknowledged, or failed
-	env = outf().envelope // a streamed message's id may come after its params
+	var resp *http.Response
+	if direct && c.direct.takes(req, len(msg)) {
+		resp, err = c.direct.roundTrip(req, a.sentBody)
+	} else {
+		resp, err = c.hc.Do(req)
+	}
 	if err != nil {
 		abandon(withoutURL(err))
+	}
+	c.answer(ctx, req, resp, err, outf, msg, a)
+}
+
+// answer handles what a POST got: the server's response, or err.
+func (c *Conn) answer(ctx context.Context, req *http.Request, resp *http.Response, err error, outf func() outbound, msg []byte, a *ack) {
+	a.acknowledge()        // acknowledged, or failed
+	env := outf().envelope // a streamed message's id may come after its params
+	if err != nil {
 		if c.ctx.Err() == nil && ctx.Err() == nil {
 			c.fail(env.ID, describeNetErr(c.opts.URL, err).Error())
 		}

@@ -32,7 +32,10 @@ Subcommands:
   revoke NAME
 
 Every gateway that serves from this state folder follows the change within
-a second: a revoked client's sessions end, and its next request gets 401.`
+a second: a revoked client's sessions end, and its next request gets 401.
+
+With --nats (and the fleet's token), the records live on the operator
+plane instead, and every gateway of the fleet follows them.`
 
 // runClients is `aep-mcp-bridge clients SUBCOMMAND`.
 func runClients(ctx context.Context, args []string, s stdio) error {
@@ -46,7 +49,7 @@ func clientsAdd(args []string, s stdio) error {
 	var servers listFlag
 	fs.Var(&servers, "servers", "the MCP servers it may use, by the name their sessions show: globs, comma-separated or repeated (deploy-*,billing); default every server")
 	expires := fs.String("expires", "", "when its access ends: a duration (12h), days (30d) or a date (2026-12-31); default never")
-	state := fs.String("state-dir", "", "the state folder of the gateways it uses; default the bridge's")
+	st := defineStore(fs, "the gateways it uses")
 	name, err := parseNamed(fs, args, s, "client")
 	if err != nil {
 		return err
@@ -59,16 +62,18 @@ func clientsAdd(args []string, s stdio) error {
 	if err != nil {
 		return err
 	}
-	path, err := identitiesPath(*state)
+	rs, err := st.open(context.Background())
 	if err != nil {
 		return err
 	}
+	defer rs.Close()
+	path := rs.where
 	credential, v, err := identity.NewCredential(identity.KindClient, rand.Reader)
 	if err != nil {
 		return err
 	}
 	c := identity.Client{Name: name, Servers: scope, Created: now, Expires: until, Credential: v}
-	if err := store.Update(path, func(d *identity.Document) error { return d.AddClient(c) }); err != nil {
+	if err := rs.update(context.Background(), func(d *identity.Document) error { return d.AddClient(c) }); err != nil {
 		return fmt.Errorf("clients add: %w", err)
 	}
 	fmt.Fprintf(s.err, "Added client %s: servers %s, %s (%s).\n", name, scope, expiryText(until), path)
@@ -137,17 +142,19 @@ func clientsRevoke(args []string, s stdio) error {
 // with remove; it says so when there is none. It returns the name and
 // the document's path.
 func revokeRecord(fs *flag.FlagSet, args []string, s stdio, kind, whose string, remove func(*identity.Document, string) bool) (string, string, error) {
-	state := fs.String("state-dir", "", "the state folder of "+whose+"; default the bridge's")
+	st := defineStore(fs, whose)
 	name, err := parseNamed(fs, args, s, kind)
 	if err != nil {
 		return "", "", err
 	}
-	path, err := identitiesPath(*state)
+	rs, err := st.open(context.Background())
 	if err != nil {
 		return "", "", err
 	}
+	defer rs.Close()
+	path := rs.where
 	errNone := errors.New("none")
-	err = store.Update(path, func(d *identity.Document) error {
+	err = rs.update(context.Background(), func(d *identity.Document) error {
 		if !remove(d, name) {
 			return errNone
 		}

@@ -21,7 +21,12 @@ type natsFlags struct {
 }
 
 func (n *natsFlags) define(fs *flag.FlagSet) {
-	fs.StringVar(&n.urls, "nats", "", "put the operator plane on the NATS JetStream cluster at these URLs (comma-separated, nats:// or tls://): every bridge and gateway given the same --nats, --nats-prefix and token serves the same inbox; default: the plane of this process")
+	n.defineWith(fs, "put the operator plane on the NATS JetStream cluster at these URLs (comma-separated, nats:// or tls://): every bridge and gateway given the same --nats, --nats-prefix and token serves the same inbox; default: the plane of this process")
+}
+
+// defineWith registers the flags, --nats with the usage natsUsage.
+func (n *natsFlags) defineWith(fs *flag.FlagSet, natsUsage string) {
+	fs.StringVar(&n.urls, "nats", "", natsUsage)
 	fs.StringVar(&n.creds, "nats-creds", "", "a NATS credentials file (JWT and NKey seed) for --nats; the cluster's credentials, never an operator's")
 	fs.StringVar(&n.prefix, "nats-prefix", "aep", "names the plane's streams, buckets and subjects on --nats, so several fleets share one cluster")
 	fs.StringVar(&n.ca, "nats-tls-ca", "", "PEM file of the CAs that sign the NATS servers' certificates (default: the system's)")

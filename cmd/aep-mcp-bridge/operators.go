@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -35,7 +34,12 @@ Subcommands:
 
 Every running bridge that serves its endpoint from this state folder
 follows the change within a second: a revoked operator's open connections
-close, and its next request is refused.`
+close, and its next request is refused.
+
+With --nats (and the fleet's token), the records live on the operator
+plane instead, and every front door of the fleet follows them: an operator
+added on one machine opens any door, and a revocation on any machine
+closes its connections on every door.`
 
 // runOperators is `aep-mcp-bridge operators SUBCOMMAND`.
 func runOperators(ctx context.Context, args []string, s stdio) error {
@@ -117,7 +121,7 @@ func operatorsAdd(args []string, s stdio) error {
 	fs.Var(&groups, "group", "a group it is in, which a policy's approvers name as group:G: repeated or comma-separated (oncall,sre); default none")
 	expires := fs.String("expires", "", "when its access ends: a duration (12h), days (30d) or a date (2026-12-31); default never")
 	proxy := fs.Bool("proxy", false, "no credential: the name comes from a trusted proxy's --operator-header")
-	state := fs.String("state-dir", "", "the state folder of the bridges it opens; default the bridge's")
+	st := defineStore(fs, "the bridges it opens")
 	name, err := parseNamed(fs, args, s, "operator")
 	if err != nil {
 		return err
@@ -138,10 +142,12 @@ func operatorsAdd(args []string, s stdio) error {
 	if err != nil {
 		return err
 	}
-	path, err := identitiesPath(*state)
+	rs, err := st.open(context.Background())
 	if err != nil {
 		return err
 	}
+	defer rs.Close()
+	path := rs.where
 	o := identity.Operator{Name: name, Can: right, Servers: scope, Groups: member, Created: now, Expires: until, Proxy: *proxy}
 	var credential string
 	if !*proxy {
@@ -151,7 +157,7 @@ func operatorsAdd(args []string, s stdio) error {
 		}
 		o.Credential = &v
 	}
-	if err := store.Update(path, func(d *identity.Document) error { return d.AddOperator(o) }); err != nil {
+	if err := rs.update(context.Background(), func(d *identity.Document) error { return d.AddOperator(o) }); err != nil {
 		return fmt.Errorf("operators add: %w", err)
 	}
 	fmt.Fprintf(s.err, "Added operator %s: can %s, servers %s, %s, %s (%s).\n", name, right, scope, groupsText(member), expiryText(until), path)
@@ -263,22 +269,23 @@ type listing struct {
 // "the bridges" or "the gateways") and loads what it lists.
 func parseList(fs *flag.FlagSet, args []string, s stdio, kind, whose string) (*listing, error) {
 	asJSON := fs.Bool("json", false, "print the "+kind+" as JSON")
-	state := fs.String("state-dir", "", "the state folder of "+whose+"; default the bridge's")
+	st := defineStore(fs, whose)
 	if err := parseArgs(fs, args, s); err != nil {
 		return nil, err
 	}
 	if fs.NArg() != 0 {
 		return nil, noArguments(fs, s)
 	}
-	path, err := identitiesPath(*state)
+	rs, err := st.open(context.Background())
 	if err != nil {
 		return nil, err
 	}
-	d, err := store.Load(path)
+	defer rs.Close()
+	d, seen, err := rs.load(context.Background())
 	if err != nil {
 		return nil, err
 	}
-	return &listing{path: path, doc: d, seen: store.LoadSeen(filepath.Dir(path)), asJSON: *asJSON}, nil
+	return &listing{path: rs.where, doc: d, seen: seen, asJSON: *asJSON}, nil
 }
 
 // lastUse is when the record key was last used, or nil.

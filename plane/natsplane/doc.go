@@ -12,6 +12,9 @@
 //	P_sessions  bucket, <session>               the claimed sessions
 //	P_commands  bucket, <key>.<command>         the commands' recorded acks
 //	P_members   bucket, <key>                   the members' heartbeats
+//	P_identities bucket, doc and seen.<name>    the named operators and
+//	            clients, sealed, and when each was last used
+//	P_notified  bucket, <MAC of a notification> which door sends it
 //	P.cmd.<key>         core subject            commands to a member, sealed
 //	P.redeliver.<sess>  core subject            re-sent acks, live only
 //
@@ -75,6 +78,15 @@
 // With the node a front door is connected to, and that leads the events
 // stream, stopped, a question asked and answered across doors goes
 // through within a few seconds (TestKillTheNodeThatLeadsTheStream).
+//
+// Every front door authenticates the same named operators and clients:
+// the identity document lives in P_identities, sealed with a key derived
+// from the fleet's token (the cluster's credentials neither read its
+// verifiers nor write a record), each version above the last, so a door
+// that read a revocation refuses the document from before it put back
+// (identities.go). The CLI changes it through an IdentityStore, compare
+// and set; every member follows it, and hands each change to its front
+// door's IdentitySource, which closes a revoked operator's connections.
 //
 // What a front door refuses, whatever the cluster's credentials let its
 // writer do: a statement not signed by the key its session is certified

@@ -2,9 +2,11 @@ package natsplane
 
 import (
 	"bytes"
+	"encoding/base64"
 	"testing"
 	"time"
 
+	"github.com/agenteventprotocol/aep-mcp-bridge/identity"
 	"github.com/agenteventprotocol/aep-mcp-bridge/proof"
 )
 
@@ -39,5 +41,35 @@ func FuzzOpen(f *testing.F) {
 		if _, _, err := s.open(adOf("cmd", "aep", "fp"), b); err == nil && len(b) < 4+nonceSize {
 			t.Fatal("opened a short sealed message")
 		}
+	})
+}
+
+// FuzzIdentities feeds the identities' readers what a token holder could
+// seal (any plaintext), and what a holder of the cluster's credentials
+// could put in the bucket (any bytes): a document opens only when it
+// decodes whole, as the identity package reads it, and nothing panics.
+func FuzzIdentities(f *testing.F) {
+	s, _ := identitySealer(fleetToken, "aep")
+	doc := []byte(`{"version":1,"operators":[],"clients":[]}`)
+	f.Add([]byte(`{"gen":1,"at":"2026-01-01T00:00:00Z","doc":"`+base64.StdEncoding.EncodeToString(doc)+`"}`), false)
+	f.Add([]byte(`{"gen":1,"doc":"bm90IGpzb24="}`), false)
+	f.Add([]byte("2026-01-01T00:00:00Z"), false)
+	f.Add(s.seal(adOf("identities", "aep", identitiesKey), []byte(`{}`)), true)
+	f.Fuzz(func(t *testing.T, b []byte, raw bool) {
+		in := b
+		if !raw {
+			in = s.seal(adOf("identities", "aep", identitiesKey), b)
+		}
+		if sd, d, err := openDocument(s, "aep", in); err == nil {
+			again, err := identity.Decode(d.Encode())
+			if err != nil || !bytes.Equal(again.Encode(), d.Encode()) {
+				t.Fatalf("a document opened that does not read back (%v): %q", err, sd.Doc)
+			}
+		}
+		seenIn := b
+		if !raw {
+			seenIn = s.seal(adOf("seen", "aep", "seen.k"), b)
+		}
+		openSeen(s, "aep", "seen.k", seenIn)
 	})
 }

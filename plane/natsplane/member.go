@@ -14,6 +14,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
+	"github.com/agenteventprotocol/aep-mcp-bridge/identity"
+	"github.com/agenteventprotocol/aep-mcp-bridge/identity/store"
 	"github.com/agenteventprotocol/aep-mcp-bridge/plane"
 	"github.com/agenteventprotocol/aep-mcp-bridge/proof"
 )
@@ -56,9 +58,11 @@ type Options struct {
 	// StoreBytes is what the plane may take of the cluster's storage; 0
 	// means 512 MiB. The events stream takes half (its depth per session
 	// is Hub.ReplayPerSession, bus.DefaultReplayPerSession), the open
-	// questions a quarter, the commands' recorded acks an eighth, the
-	// claimed sessions and the heartbeats a sixteenth each. JetStream
-	// reserves it all when the plane is made.
+	// questions a quarter, the commands' recorded acks, the claimed
+	// sessions, the heartbeats and the notifications' claims a
+	// sixteenth each; the named operators and clients take 8 MiB more,
+	// whatever StoreBytes is. JetStream reserves it all when the plane
+	// is made.
 	StoreBytes int64
 	// CommandWait bounds a command's round trip to its session's owner
 	// when the caller's context has no deadline; 0 means 10s.
@@ -109,6 +113,11 @@ type Member struct {
 	evNext   uint64                   // the events stream's sequence after the last one read
 	parked   []parkedQ                // open questions read before their events
 
+	// ids are the named operators and clients (identities.go).
+	ids identities
+	// notifyKey keys the MACs of notification claims (notified.go).
+	notifyKey []byte
+
 	// mu guards the fields below.
 	mu     sync.Mutex
 	claims map[string]localClaim // this process's sessions, by session
@@ -118,6 +127,9 @@ type Member struct {
 
 type buckets struct {
 	open, sessions, commands, members jetstream.KeyValue
+	// identities holds the named operators and clients (identities.go);
+	// notified the claims of notifications sent (notified.go).
+	identities, notified jetstream.KeyValue
 }
 
 type localClaim struct {
@@ -180,7 +192,16 @@ func Open(ctx context.Context, o Options) (*Member, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Member{opts: o, log: o.Logger, n: n, key: o.Key, fp: o.Key.Fingerprint(), seal: s,
+	ids, err := identitySealer(o.Token, o.Prefix)
+	if err != nil {
+		return nil, err
+	}
+	notifyKey, err := notifyKeyOf(o.Token, o.Prefix)
+	if err != nil {
+		return nil, err
+	}
+	m := &Member{opts: o, log: o.Logger, n: n, key: o.Key, fp: o.Key.Fingerprint(), seal: s, notifyKey: notifyKey,
+		ids:     identities{seal: ids, dir: identity.NewDirectory(nil), subs: map[*IdentitySource]struct{}{}, used: store.Seen{}},
 		settled: newRecent(settledKept), ended: newRecent(settledKept), peers: map[string]*peer{},
 		remote: map[string]remoteBinding{}, claims: map[string]localClaim{}, mine: map[string]mineQ{}}
 	if m.log == nil {
@@ -253,16 +274,7 @@ func (m *Member) connect(ctx context.Context) error {
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 			m.log.Warn("the operator plane's connection reported an error", "err", err)
 		})}
-	switch {
-	case o.Creds != "":
-		copts = append(copts, nats.UserCredentials(o.Creds))
-	case o.User != "":
-		copts = append(copts, nats.UserInfo(o.User, o.Password))
-	}
-	if o.TLS != nil {
-		copts = append(copts, nats.Secure(o.TLS))
-	}
-	nc, err := nats.Connect(o.URLs, copts...)
+	nc, err := nats.Connect(o.URLs, append(copts, credentialOptions(o)...)...)
 	if err != nil {
 		return fmt.Errorf("connecting to the NATS servers %s: %w; check --nats and --nats-creds", redactURLs(o.URLs), err)
 	}
@@ -273,13 +285,7 @@ func (m *Member) connect(ctx context.Context) error {
 		return err
 	}
 	m.js = js
-	replicas := o.Replicas
-	if replicas == 0 {
-		replicas = 1
-		if nc.ConnectedClusterName() != "" {
-			replicas = 3
-		}
-	}
+	replicas := replicasOf(o, nc)
 	err = m.retry(ctx, "making the plane's stream and buckets", func(ctx context.Context) error {
 		return m.ensure(ctx, replicas)
 	})
@@ -287,6 +293,34 @@ func (m *Member) connect(ctx context.Context) error {
 		nc.Close()
 	}
 	return err
+}
+
+// credentialOptions are the connection options of o's cluster
+// credentials and TLS.
+func credentialOptions(o Options) []nats.Option {
+	var out []nats.Option
+	switch {
+	case o.Creds != "":
+		out = append(out, nats.UserCredentials(o.Creds))
+	case o.User != "":
+		out = append(out, nats.UserInfo(o.User, o.Password))
+	}
+	if o.TLS != nil {
+		out = append(out, nats.Secure(o.TLS))
+	}
+	return out
+}
+
+// replicasOf is how many copies of each stream and bucket o asks for on
+// the cluster nc is connected to: 3 on a cluster, else 1, unless set.
+func replicasOf(o Options, nc *nats.Conn) int {
+	if o.Replicas != 0 {
+		return o.Replicas
+	}
+	if nc.ConnectedClusterName() != "" {
+		return 3
+	}
+	return 1
 }
 
 // ensure makes the events stream and the buckets, or updates their
@@ -315,10 +349,16 @@ func (m *Member) ensure(ctx context.Context, replicas int) error {
 	if m.kvs.sessions, err = kv(m.n.sessions, 0, b/16, "claimed sessions"); err != nil {
 		return err
 	}
-	if m.kvs.commands, err = kv(m.n.commands, 24*time.Hour, b/8, "commands' recorded acks"); err != nil {
+	if m.kvs.commands, err = kv(m.n.commands, 24*time.Hour, b/16, "commands' recorded acks"); err != nil {
 		return err
 	}
-	m.kvs.members, err = kv(m.n.members, max(20*m.opts.Heartbeat, time.Minute), b/16, "members' heartbeats")
+	if m.kvs.members, err = kv(m.n.members, max(20*m.opts.Heartbeat, time.Minute), b/16, "members' heartbeats"); err != nil {
+		return err
+	}
+	if m.kvs.notified, err = kv(m.n.notified, notifiedKept, b/16, "notifications sent"); err != nil {
+		return err
+	}
+	m.kvs.identities, err = ensureIdentities(ctx, m.js, m.n, replicas)
 	return err
 }
 
@@ -391,6 +431,7 @@ func (m *Member) Close(ctx context.Context) error {
 	m.closed = true
 	m.mu.Unlock()
 	err := m.out.drained(ctx)
+	m.flushSeen(ctx)
 	m.state(true)
 	m.shutdown(ctx, true)
 	if err != nil {

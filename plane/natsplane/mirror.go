@@ -56,6 +56,9 @@ func (m *Member) start(ctx context.Context) error {
 		what  string
 		start func() *follower
 	}{
+		// Who may act comes first: a front door serves nobody named
+		// before it knows the named operators and clients.
+		{"the named operators and clients", m.followIdentities},
 		{"the members' heartbeats", func() *follower { return m.followBucket("the members' heartbeats", m.n.members, m.takePresence) }},
 		{"the claimed sessions", func() *follower { return m.followBucket("the claimed sessions", m.n.sessions, m.takeBinding) }},
 		{"the events stream", func() *follower {
@@ -104,8 +107,9 @@ func (m *Member) start(ctx context.Context) error {
 	if err := m.nc.FlushWithContext(ctx); err != nil {
 		return fmt.Errorf("subscribing to commands: %w", err)
 	}
-	m.wg.Add(1)
+	m.wg.Add(2)
 	go m.beat()
+	go m.recordSeen()
 	return nil
 }
 

@@ -18,6 +18,9 @@ type names struct {
 	// the open questions, the claimed sessions, the commands' recorded
 	// acks, and the members' heartbeats.
 	open, sessions, commands, members string
+	// identities is the bucket of the named operators and clients;
+	// notified the claims of the notifications sent (notified.go).
+	identities, notified string
 }
 
 // validPrefix is what --nats-prefix takes: it names streams and buckets,
@@ -29,7 +32,8 @@ func namesOf(prefix string) (names, error) {
 		return names{}, fmt.Errorf("the plane prefix %q must be 1-32 characters of [A-Za-z0-9_-], starting alphanumeric", prefix)
 	}
 	return names{prefix: prefix, events: prefix + "_events", eventSubjects: prefix + ".ev.*",
-		open: prefix + "_open", sessions: prefix + "_sessions", commands: prefix + "_commands", members: prefix + "_members"}, nil
+		open: prefix + "_open", sessions: prefix + "_sessions", commands: prefix + "_commands", members: prefix + "_members",
+		identities: prefix + "_identities", notified: prefix + "_notified"}, nil
 }
 
 // token names a session (source and session: session ids are unique per

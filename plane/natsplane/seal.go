@@ -27,7 +27,13 @@ type sealer struct{ aead cipher.AEAD }
 
 // newSealer derives the command key of the plane prefix from token.
 func newSealer(token, prefix string) (*sealer, error) {
-	key, err := hkdf.Key(sha256.New, []byte(token), []byte("aep-mcp-bridge operator plane"), "commands v1 "+prefix, 32)
+	return newSealerFor(token, "commands v1 "+prefix)
+}
+
+// newSealerFor derives the key of what info names (a use and the plane
+// prefix) from token: each use has a key of its own.
+func newSealerFor(token, info string) (*sealer, error) {
+	key, err := hkdf.Key(sha256.New, []byte(token), []byte("aep-mcp-bridge operator plane"), info, 32)
 	if err != nil {
 		return nil, err
 	}

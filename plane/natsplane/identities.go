@@ -1,0 +1,494 @@
+package natsplane
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/identity"
+	"github.com/agenteventprotocol/aep-mcp-bridge/identity/store"
+)
+
+// The named operators and clients of a fleet live on the plane, so that
+// every front door authenticates the same ones: the identity document
+// (package identity: names, rights, scopes, groups, expiry, and salted
+// hashes of the credentials, never a credential) in the bucket
+// P_identities, under the key "doc", and when each record was last used
+// under "seen.<digest of its name>".
+//
+// Both are sealed (AES-256-GCM, under a key derived from the fleet's
+// token, another than the commands'): a verifier keys the credential
+// proof at /join, so the cluster's credentials must not read it, and a
+// record only the token's holders could write is one an impostor with
+// the cluster's credentials cannot add. Each document carries a
+// generation, above every earlier one's: a front door that has read a
+// generation refuses an older one (a captured document put back to undo
+// a revocation). A deleted document is the empty one: everyone's access
+// ends.
+//
+// Changes are compare-and-set on the key's revision, so two commands
+// that change the records at once (on two machines) never lose a change.
+
+// identitiesKey is the document's key in the bucket.
+const identitiesKey = "doc"
+
+// seenPrefix starts the keys of the last uses.
+const seenPrefix = "seen."
+
+// identitiesBytes bounds the bucket on the cluster: a document is at
+// most the cluster's largest message (NATS's max_payload, 1 MiB by
+// default), and the last uses are a small value per record.
+const identitiesBytes = 8 << 20
+
+// sealedDocument is the document as the bucket keeps it, sealed.
+type sealedDocument struct {
+	// Gen orders the documents: each one's is above its predecessor's
+	// and at least the time it was written, in nanoseconds, so a
+	// document written after the key was deleted still comes after
+	// every one before.
+	Gen uint64    `json:"gen"`
+	At  time.Time `json:"at"`
+	Doc []byte    `json:"doc"`
+}
+
+// ensureIdentities makes the identities bucket if it is missing and
+// returns it; one that exists is taken as it is.
+func ensureIdentities(ctx context.Context, js jetstream.JetStream, n names, replicas int) (jetstream.KeyValue, error) {
+	kv, err := js.KeyValue(ctx, n.identities)
+	if err == nil {
+		return kv, nil
+	}
+	if !errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, err
+	}
+	kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: n.identities, History: 1, MaxBytes: identitiesBytes,
+		Storage: jetstream.FileStorage, Replicas: replicas, Description: "aep-mcp-bridge operator plane: named operators and clients"})
+	if errors.Is(err, jetstream.ErrBucketExists) {
+		return js.KeyValue(ctx, n.identities) // made meanwhile by another member
+	}
+	return kv, err
+}
+
+// identitySealer derives the key that seals the identities of the plane
+// prefix from the fleet's token.
+func identitySealer(token, prefix string) (*sealer, error) {
+	return newSealerFor(token, "identities v1 "+prefix)
+}
+
+// errNotOurs is a document that does not open with this token.
+var errNotOurs = errors.New("the identities on the operator plane do not open with this token: give the fleet's token (AEP_TOKEN or --token), the one every bridge of the plane has")
+
+// openDocument opens the sealed document b of the plane prefix.
+func openDocument(s *sealer, prefix string, b []byte) (sealedDocument, *identity.Document, error) {
+	plain, _, err := s.open(adOf("identities", prefix, identitiesKey), b)
+	if err != nil {
+		return sealedDocument{}, nil, errNotOurs
+	}
+	var sd sealedDocument
+	if err := json.Unmarshal(plain, &sd); err != nil {
+		return sealedDocument{}, nil, fmt.Errorf("the identities on the operator plane: %w", err)
+	}
+	d, err := identity.Decode(sd.Doc)
+	if err != nil {
+		return sealedDocument{}, nil, fmt.Errorf("the identities on the operator plane: %w", err)
+	}
+	return sd, d, nil
+}
+
+// seenKey is the bucket key of the last use of the record key (a
+// store.OperatorKey or store.ClientKey).
+func seenKey(record string) string {
+	sum := sha256.Sum256([]byte(record))
+	return seenPrefix + hex.EncodeToString(sum[:16])
+}
+
+// IdentityStore changes and reads the named operators and clients on
+// the plane, as the CLI does: a connection to the cluster and the
+// bucket, without joining the plane.
+type IdentityStore struct {
+	nc     *nats.Conn
+	kv     jetstream.KeyValue
+	seal   *sealer
+	prefix string
+	where  string
+}
+
+// OpenIdentities connects to the cluster of o (URLs, credentials, TLS,
+// Prefix, Token; the rest is unused) and makes the identities bucket if
+// it is missing, bounded by ctx.
+func OpenIdentities(ctx context.Context, o Options) (*IdentityStore, error) {
+	switch {
+	case o.URLs == "":
+		return nil, errors.New("the operator plane on NATS needs server URLs: pass --nats nats://host:4222[,…]")
+	case o.Token == "":
+		return nil, errors.New("the identities on the operator plane need the fleet's token (AEP_TOKEN or --token): they are sealed with it")
+	}
+	if o.Prefix == "" {
+		o.Prefix = "aep"
+	}
+	n, err := namesOf(o.Prefix)
+	if err != nil {
+		return nil, err
+	}
+	s, err := identitySealer(o.Token, o.Prefix)
+	if err != nil {
+		return nil, err
+	}
+	nc, err := nats.Connect(o.URLs, append(credentialOptions(o), nats.Name("aep-mcp-bridge identities"), nats.NoReconnect())...)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the NATS servers %s: %w; check --nats and --nats-creds", redactURLs(o.URLs), err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	kv, err := ensureIdentities(ctx, js, n, replicasOf(o, nc))
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("reaching the identities bucket %s on the NATS servers %s: %w", n.identities, redactURLs(o.URLs), err)
+	}
+	return &IdentityStore{nc: nc, kv: kv, seal: s, prefix: o.Prefix,
+		where: fmt.Sprintf("the operator plane %q on %s", o.Prefix, redactURLs(o.URLs))}, nil
+}
+
+// Where names the store in messages: the plane's prefix and servers.
+func (s *IdentityStore) Where() string { return s.where }
+
+// Close closes the connection.
+func (s *IdentityStore) Close() { s.nc.Close() }
+
+// load returns the document in force, its generation and the key's
+// revision (0: no document).
+func (s *IdentityStore) load(ctx context.Context) (*identity.Document, uint64, uint64, error) {
+	e, err := s.kv.Get(ctx, identitiesKey)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return &identity.Document{}, 0, 0, nil
+	case err != nil:
+		return nil, 0, 0, fmt.Errorf("reading the identities on %s: %w", s.where, err)
+	}
+	sd, d, err := openDocument(s.seal, s.prefix, e.Value())
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	return d, sd.Gen, e.Revision(), nil
+}
+
+// Load returns the document in force: the empty one when there is none.
+func (s *IdentityStore) Load(ctx context.Context) (*identity.Document, error) {
+	d, _, _, err := s.load(ctx)
+	return d, err
+}
+
+// updateAttempts bounds how often Update tries again when another
+// command changed the document between its read and its write.
+const updateAttempts = 16
+
+// Update changes the document: it reads it, calls change, and writes the
+// result if the document is still the one it read, else reads again. A
+// change that fails leaves the document as it was.
+func (s *IdentityStore) Update(ctx context.Context, change func(*identity.Document) error) error {
+	for range updateAttempts {
+		d, gen, rev, err := s.load(ctx)
+		if err != nil {
+			return err
+		}
+		if err := change(d); err != nil {
+			return err
+		}
+		now := time.Now()
+		sd := sealedDocument{Gen: max(gen+1, uint64(now.UnixNano())), At: now.UTC(), Doc: d.Encode()}
+		plain, err := json.Marshal(sd)
+		if err != nil {
+			return err
+		}
+		b := s.seal.seal(adOf("identities", s.prefix, identitiesKey), plain)
+		if limit := s.nc.MaxPayload() - 1024; int64(len(b)) > limit {
+			return fmt.Errorf("the identities would take %d bytes on %s, above the %d its servers take in one message (their max_payload): revoke records no longer used, or raise max_payload", len(b), s.where, limit)
+		}
+		if rev == 0 {
+			_, err = s.kv.Create(ctx, identitiesKey, b)
+		} else {
+			_, err = s.kv.Update(ctx, identitiesKey, b, rev)
+		}
+		if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			continue // changed meanwhile: read it again
+		}
+		if err != nil {
+			return fmt.Errorf("writing the identities on %s: %w", s.where, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("the identities on %s changed %d times while this command tried to change them; run it again", s.where, updateAttempts)
+}
+
+// Seen returns when each record of d was last used by a front door, by
+// store.OperatorKey and store.ClientKey. It is informational: a value
+// that does not open is left out.
+func (s *IdentityStore) Seen(ctx context.Context, d *identity.Document) (store.Seen, error) {
+	out := store.Seen{}
+	var keys []string
+	for _, o := range d.Operators {
+		keys = append(keys, store.OperatorKey(o.Name))
+	}
+	for _, c := range d.Clients {
+		keys = append(keys, store.ClientKey(c.Name))
+	}
+	for _, k := range keys {
+		e, err := s.kv.Get(ctx, seenKey(k))
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading when identities were last used on %s: %w", s.where, err)
+		}
+		if at, ok := openSeen(s.seal, s.prefix, e.Key(), e.Value()); ok {
+			out[k] = at
+		}
+	}
+	return out, nil
+}
+
+// openSeen opens the sealed last use b stored under key.
+func openSeen(s *sealer, prefix, key string, b []byte) (time.Time, bool) {
+	plain, _, err := s.open(adOf("seen", prefix, key), b)
+	if err != nil {
+		return time.Time{}, false
+	}
+	var at time.Time
+	if at.UnmarshalText(plain) != nil {
+		return time.Time{}, false
+	}
+	return at, true
+}
+
+// identities is what a member knows of the plane's identities. Its mu
+// guards everything.
+type identities struct {
+	seal *sealer
+	mu   sync.Mutex
+	dir  *identity.Directory
+	gen  uint64
+	// failed is the last failure reported, so it is reported once.
+	failed string
+	subs   map[*IdentitySource]struct{}
+	used   store.Seen
+}
+
+// takeIdentities puts a new document in force: on a put, one that opens
+// and is not older than the one in force; on a delete or purge, the
+// empty document.
+func (m *Member) takeIdentities(e entry) {
+	ids := &m.ids
+	var d *identity.Document
+	var gen uint64
+	if e.op == jetstream.KeyValuePut {
+		sd, doc, err := openDocument(ids.seal, m.n.prefix, e.value)
+		if err != nil {
+			m.identityFailure(fmt.Errorf("%w; the named operators and clients stay those last read", err))
+			return
+		}
+		d, gen = doc, sd.Gen
+	} else {
+		d = &identity.Document{}
+	}
+	ids.mu.Lock()
+	if gen != 0 && gen < ids.gen {
+		ids.mu.Unlock()
+		m.identityFailure(errors.New("a document of identities older than the one in force was put on the operator plane (a revocation undone by someone holding the cluster's credentials?); it is refused"))
+		return
+	}
+	ids.gen = max(ids.gen, gen)
+	ids.dir, ids.failed = identity.NewDirectory(d), ""
+	for s := range ids.subs {
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+	}
+	ids.mu.Unlock()
+}
+
+// identityFailure reports err once to the log and every source.
+func (m *Member) identityFailure(err error) {
+	ids := &m.ids
+	ids.mu.Lock()
+	if err.Error() == ids.failed {
+		ids.mu.Unlock()
+		return
+	}
+	ids.failed = err.Error()
+	subs := make([]*IdentitySource, 0, len(ids.subs))
+	for s := range ids.subs {
+		subs = append(subs, s)
+	}
+	ids.mu.Unlock()
+	m.log.Error("named operators and clients", "err", err)
+	for _, s := range subs {
+		if s.o.OnError != nil {
+			s.o.OnError(err)
+		}
+	}
+}
+
+// directory returns the directory in force.
+func (m *Member) directory() *identity.Directory {
+	m.ids.mu.Lock()
+	defer m.ids.mu.Unlock()
+	return m.ids.dir
+}
+
+// used records a last use, which flushSeen writes.
+func (m *Member) used(key string, at time.Time) {
+	m.ids.mu.Lock()
+	defer m.ids.mu.Unlock()
+	if at.After(m.ids.used[key]) {
+		m.ids.used[key] = at
+	}
+}
+
+// seenEvery is how often, at most, a member writes the last uses.
+const seenEvery = 30 * time.Second
+
+// recordSeen writes the last uses every seenEvery until the member
+// stops.
+func (m *Member) recordSeen() {
+	defer m.wg.Done()
+	t := time.NewTicker(seenEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(m.epoch(), firstAttemptWait)
+			m.flushSeen(ctx)
+			cancel()
+		}
+	}
+}
+
+// flushSeen writes the recorded last uses, bounded by ctx, each where no
+// later one is stored. A last use it could not write is lost: it is
+// informational.
+func (m *Member) flushSeen(ctx context.Context) {
+	m.ids.mu.Lock()
+	updates := m.ids.used
+	m.ids.used = store.Seen{}
+	m.ids.mu.Unlock()
+	for k, at := range updates {
+		key := seenKey(k)
+		if e, err := m.kvs.identities.Get(ctx, key); err == nil {
+			if prev, ok := openSeen(m.ids.seal, m.n.prefix, key, e.Value()); ok && !at.After(prev) {
+				continue
+			}
+		}
+		text, _ := at.UTC().Truncate(time.Second).MarshalText() // a time in years 0-9999 always marshals
+		if _, err := m.kvs.identities.Put(ctx, key, m.ids.seal.seal(adOf("seen", m.n.prefix, key), text)); err != nil {
+			m.log.Debug("recording when an identity was last used", "err", err)
+		}
+	}
+}
+
+// IdentityOptions configure an IdentitySource.
+type IdentityOptions struct {
+	// OnLoad is called with each new directory put in force, from Run's
+	// goroutine. Nil means nothing is called.
+	OnLoad func(*identity.Directory)
+	// OnError is called when a document on the plane is refused (it does
+	// not open with the token, or it is older than the one in force);
+	// the last good directory stays in force. Nil means nothing is
+	// called.
+	OnError func(error)
+}
+
+// IdentitySource keeps a front door in step with the plane's named
+// operators and clients, as a store.Watcher does with the state folder's
+// file: a store.Source. A change made on any machine reaches OnLoad as
+// soon as the member reads it, typically within milliseconds.
+type IdentitySource struct {
+	m    *Member
+	o    IdentityOptions
+	wake chan struct{}
+
+	// mu guards last: the directory the source last handed out.
+	mu   sync.Mutex
+	last *identity.Directory
+}
+
+var _ store.Source = (*IdentitySource)(nil)
+
+// Identities returns a source of the plane's named operators and
+// clients. Run it to have OnLoad called.
+func (m *Member) Identities(o IdentityOptions) *IdentitySource {
+	s := &IdentitySource{m: m, o: o, wake: make(chan struct{}, 1)}
+	m.ids.mu.Lock()
+	m.ids.subs[s] = struct{}{}
+	m.ids.mu.Unlock()
+	return s
+}
+
+// Directory returns the directory in force.
+func (s *IdentitySource) Directory() *identity.Directory {
+	d := s.m.directory()
+	s.mu.Lock()
+	s.last = d
+	s.mu.Unlock()
+	return d
+}
+
+// Used records that the record key (store.OperatorKey, store.ClientKey)
+// was used at at; the member writes it on the plane, at most every 30
+// seconds and when it leaves.
+func (s *IdentitySource) Used(key string, at time.Time) { s.m.used(key, at) }
+
+// Run calls OnLoad with every directory put in force that the source
+// has not handed out, until ctx is done (it returns ctx's error) or the
+// member stops (nil).
+func (s *IdentitySource) Run(ctx context.Context) error {
+	defer func() {
+		s.m.ids.mu.Lock()
+		delete(s.m.ids.subs, s)
+		s.m.ids.mu.Unlock()
+	}()
+	for {
+		d := s.m.directory()
+		s.mu.Lock()
+		changed := d != s.last
+		s.last = d
+		s.mu.Unlock()
+		if changed && s.o.OnLoad != nil {
+			s.o.OnLoad(d)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.m.ctx.Done():
+			return nil // the member left the plane: nothing changes any more
+		case <-s.wake:
+		}
+	}
+}
+
+// identitiesFilter is the subject of the document in the bucket.
+func (n names) identitiesFilter() string { return "$KV." + n.identities + "." + identitiesKey }
+
+// followIdentities starts the follower of the identities document.
+func (m *Member) followIdentities() *follower {
+	return m.follow("the named operators and clients", "KV_"+m.n.identities, m.n.identitiesFilter(), true,
+		func(msg jetstream.Msg, meta *jetstream.MsgMetadata) {
+			if key, ok := strings.CutPrefix(msg.Subject(), "$KV."+m.n.identities+"."); ok && key == identitiesKey {
+				m.takeIdentities(entryOf(key, msg, meta))
+			}
+		})
+}

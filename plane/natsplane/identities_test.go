@@ -1,0 +1,247 @@
+package natsplane
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/identity"
+	"github.com/agenteventprotocol/aep-mcp-bridge/identity/store"
+	"github.com/agenteventprotocol/aep-mcp-bridge/plane/planetest"
+)
+
+// idWatch is a front door's identity source, run, with what it handed
+// out.
+type idWatch struct {
+	t    *testing.T
+	src  *IdentitySource
+	dirs chan *identity.Directory
+	errs chan error
+}
+
+func watchIdentities(t *testing.T, m *Member) *idWatch {
+	w := &idWatch{t: t, dirs: make(chan *identity.Directory, 64), errs: make(chan error, 64)}
+	w.src = m.Identities(IdentityOptions{OnLoad: func(d *identity.Directory) { w.dirs <- d }, OnError: func(err error) { w.errs <- err }})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); w.src.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return w
+}
+
+// until waits for a directory handed out that satisfies ok.
+func (w *idWatch) until(what string, ok func(*identity.Directory) bool) *identity.Directory {
+	w.t.Helper()
+	if d := w.src.Directory(); ok(d) {
+		return d
+	}
+	guard := time.After(planetest.Wait)
+	for {
+		select {
+		case d := <-w.dirs:
+			if ok(d) {
+				return d
+			}
+		case <-guard:
+			w.t.Fatalf("no directory %s within %v", what, planetest.Wait)
+		}
+	}
+}
+
+// refused waits for a refusal that says want.
+func (w *idWatch) refused(want string) {
+	w.t.Helper()
+	guard := time.After(planetest.Wait)
+	for {
+		select {
+		case err := <-w.errs:
+			if strings.Contains(err.Error(), want) {
+				return
+			}
+		case <-guard:
+			w.t.Fatalf("no refusal saying %q within %v", want, planetest.Wait)
+		}
+	}
+}
+
+func operatorNames(d *identity.Directory) []string {
+	var out []string
+	for _, o := range d.Document().Operators {
+		out = append(out, o.Name)
+	}
+	return out
+}
+
+func has(name string) func(*identity.Directory) bool {
+	return func(d *identity.Directory) bool { _, ok := d.Operator(name); return ok }
+}
+
+func newOperator(t *testing.T, name string) (identity.Operator, string) {
+	t.Helper()
+	cred, v, err := identity.NewCredential(identity.KindOperator, rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return identity.Operator{Name: name, Can: identity.Answer, Created: time.Now().UTC().Truncate(time.Second), Credential: &v}, cred
+}
+
+func openStore(t *testing.T, prefix, token string) *IdentityStore {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), planetest.Wait)
+	defer cancel()
+	s, err := OpenIdentities(ctx, Options{URLs: shared.URLs(), User: clusterUser, Password: clusterPass, Prefix: prefix, Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// TestIdentitiesOnThePlane: the named operators that a command writes
+// through one connection reach every front door, which authenticates
+// them; commands that change them at once lose no change; and someone
+// with the cluster's credentials but not the fleet's token can neither
+// add an operator, nor undo a revocation by putting back a document it
+// captured. Deleting the document ends everyone's access (it fails
+// closed), and a document written after is believed.
+func TestIdentitiesOnThePlane(t *testing.T) {
+	prefix := newPrefix()
+	a, b := member(t, shared.URLs(), prefix), member(t, shared.URLs(), prefix)
+	wa, wb := watchIdentities(t, a), watchIdentities(t, b)
+	st := openStore(t, prefix, fleetToken)
+	ctx, cancel := context.WithTimeout(context.Background(), planetest.Wait)
+	defer cancel()
+
+	alice, cred := newOperator(t, "alice")
+	if err := st.Update(ctx, func(d *identity.Document) error { return d.AddOperator(alice) }); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []*idWatch{wa, wb} {
+		d := w.until("with alice", has("alice"))
+		if o, err := d.Authenticate(cred, time.Now()); err != nil || o.Name != "alice" {
+			t.Fatalf("alice's credential on a front door: %v, %v", o.Name, err)
+		}
+	}
+
+	// Eight commands at once, each with a connection of its own.
+	var wg sync.WaitGroup
+	for i := range 8 {
+		s := openStore(t, prefix, fleetToken)
+		o, _ := newOperator(t, fmt.Sprintf("op-%d", i))
+		wg.Go(func() {
+			if err := s.Update(ctx, func(d *identity.Document) error { return d.AddOperator(o) }); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	wb.until("with the nine operators", func(d *identity.Directory) bool { return len(d.Document().Operators) == 9 })
+
+	// The impostor has the cluster's credentials.
+	nc, err := nats.Connect(shared.URLs(), nats.UserInfo(clusterUser, clusterPass))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	kv, err := js.KeyValue(ctx, prefix+"_identities")
+	if err != nil {
+		t.Fatal(err)
+	}
+	captured, err := kv.Get(ctx, identitiesKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A document of its own, sealed with another token, is refused.
+	other, _ := identitySealer("another-token-0123456789abcdef0123", prefix)
+	mallory, _ := newOperator(t, "mallory")
+	forged := &identity.Document{Operators: []identity.Operator{mallory}}
+	plain, _ := json.Marshal(sealedDocument{Gen: uint64(time.Now().Add(time.Hour).UnixNano()), At: time.Now(), Doc: forged.Encode()})
+	if _, err := kv.Put(ctx, identitiesKey, other.seal(adOf("identities", prefix, identitiesKey), plain)); err != nil {
+		t.Fatal(err)
+	}
+	wb.refused("do not open with this token")
+	if _, ok := b.directory().Operator("mallory"); ok || len(operatorNames(b.directory())) != 9 {
+		t.Fatalf("the forged document was believed: %v", operatorNames(b.directory()))
+	}
+	if _, err := st.Load(ctx); err == nil || !strings.Contains(err.Error(), "do not open") {
+		t.Fatalf("the CLI read the forged document: %v", err)
+	}
+	// The genuine one back (the impostor's own put is in the way of a
+	// compare-and-set: a command refuses to write over what it cannot
+	// read, so the genuine document is restored from the capture).
+	if _, err := kv.Put(ctx, identitiesKey, captured.Value()); err != nil {
+		t.Fatal(err)
+	}
+
+	// alice is revoked; the captured document, which has her, is put
+	// back: every door that read the revocation refuses it.
+	if err := st.Update(ctx, func(d *identity.Document) error { d.RemoveOperator("alice"); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []*idWatch{wa, wb} {
+		w.until("without alice", func(d *identity.Directory) bool { return !has("alice")(d) && len(d.Document().Operators) == 8 })
+	}
+	if _, err := kv.Put(ctx, identitiesKey, captured.Value()); err != nil {
+		t.Fatal(err)
+	}
+	wa.refused("older than the one in force")
+	wb.refused("older than the one in force")
+	for _, m := range []*Member{a, b} {
+		if _, err := m.directory().Authenticate(cred, time.Now()); err == nil {
+			t.Fatal("a revocation was undone by a captured document")
+		}
+	}
+
+	// Deleting the document ends everyone's access; one written after
+	// is believed.
+	if err := kv.Delete(ctx, identitiesKey); err != nil {
+		t.Fatal(err)
+	}
+	wb.until("empty", func(d *identity.Directory) bool { return len(d.Document().Operators) == 0 })
+	carol, _ := newOperator(t, "carol")
+	if err := st.Update(ctx, func(d *identity.Document) error { return d.AddOperator(carol) }); err != nil {
+		t.Fatal(err)
+	}
+	wb.until("with carol only", func(d *identity.Directory) bool { return has("carol")(d) && len(d.Document().Operators) == 1 })
+}
+
+// TestIdentitiesLastUse: a front door records when each operator was
+// last used, sealed, and the CLI reads it back by the operator's name;
+// an older use does not overwrite a later one another door recorded.
+func TestIdentitiesLastUse(t *testing.T) {
+	prefix := newPrefix()
+	a, b := member(t, shared.URLs(), prefix), member(t, shared.URLs(), prefix)
+	st := openStore(t, prefix, fleetToken)
+	ctx, cancel := context.WithTimeout(context.Background(), planetest.Wait)
+	defer cancel()
+	alice, _ := newOperator(t, "alice")
+	if err := st.Update(ctx, func(d *identity.Document) error { return d.AddOperator(alice) }); err != nil {
+		t.Fatal(err)
+	}
+	later := time.Date(2026, 5, 1, 12, 0, 30, 0, time.UTC)
+	a.Identities(IdentityOptions{}).Used(store.OperatorKey("alice"), later)
+	a.flushSeen(ctx)
+	b.Identities(IdentityOptions{}).Used(store.OperatorKey("alice"), later.Add(-time.Hour))
+	b.flushSeen(ctx)
+	d, err := st.Load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen, err := st.Seen(ctx, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := seen[store.OperatorKey("alice")]; !got.Equal(later) {
+		t.Fatalf("alice last used %v; want %v", got, later)
+	}
+}
