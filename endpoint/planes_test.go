@@ -149,7 +149,7 @@ type planeTarget struct{ f *fixture }
 type targetOf struct{ Target }
 
 func (p planeTarget) Submit(cmd aep.Event, _ []byte, by plane.Principal) plane.Outcome {
-	code, detail := p.f.target.Load().Submit(cmd, control.Sender{Authenticated: true, By: by.Name, ReadOnly: !by.May(plane.RightAnswer)})
+	code, detail := p.f.target.Load().Submit(cmd, control.Sender{Authenticated: true, By: by.Name, Groups: by.Groups, ReadOnly: !by.May(plane.RightAnswer)})
 	return plane.Outcome{Code: code, Detail: detail}
 }
 
