@@ -188,10 +188,11 @@ func (s *Server) retryOf(body []byte, env *envelope, who principal) ([]byte, *se
 	if sess != nil {
 		sess.mu.Lock()
 		delete(sess.rounds, sealed.round)
-		if sess.ctx.Err() != nil {
-			sess = nil // ending: a new session serves the retry
-		}
+		ending := sess.ctx.Err() != nil
 		sess.mu.Unlock()
+		if ending {
+			sess = nil // a new session serves the retry
+		}
 	}
 	return out, sess, nil
 }

@@ -3,7 +3,9 @@ package upstream
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -65,8 +67,36 @@ type direct struct {
 // h1Conn is one connection and its buffers.
 type h1Conn struct {
 	nc net.Conn
+	lr *limitedConn // br's source: bounds a response's head
 	br *bufio.Reader
 	bw *bufio.Writer
+}
+
+// maxResponseHead bounds the bytes of a response's head, its 1xx
+// interim responses included: the Transport's default
+// MaxResponseHeaderBytes, which net/http applies the same way.
+const maxResponseHead = 10 << 20
+
+// limitedConn reads from nc at most n bytes, then fails: a server that
+// sends a head without end fills no memory and holds no POST forever.
+type limitedConn struct {
+	nc net.Conn
+	n  int64
+}
+
+// errHeadTooLarge fails a response whose head exceeds maxResponseHead.
+var errHeadTooLarge = fmt.Errorf("the server's response headers exceeded %d bytes; the exchange was aborted", maxResponseHead)
+
+func (l *limitedConn) Read(p []byte) (int, error) {
+	if l.n <= 0 {
+		return 0, errHeadTooLarge
+	}
+	if int64(len(p)) > l.n {
+		p = p[:l.n]
+	}
+	n, err := l.nc.Read(p)
+	l.n -= int64(n)
+	return n, err
 }
 
 // newDirect returns the transport's own client for u when u is a plain
@@ -187,7 +217,12 @@ func (d *direct) readWritten(w *written) (*http.Response, error) {
 // read reads the response to a written request.
 func (d *direct) read(w *written) (*http.Response, error) {
 	ctx := w.req.Context()
+	w.pc.lr.n = maxResponseHead
 	resp, err := readResponse(w.pc.br, w.req)
+	if err != nil && w.pc.lr.n <= 0 {
+		err = errHeadTooLarge // whatever the cut head looked like
+	}
+	w.pc.lr.n = math.MaxInt64 // a body is bounded by its reader
 	if err != nil {
 		w.abandon()
 		if ctx.Err() != nil {
@@ -237,7 +272,8 @@ func (d *direct) get(ctx context.Context) (*h1Conn, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	return &h1Conn{nc: nc, br: bufio.NewReaderSize(nc, 4<<10), bw: bufio.NewWriterSize(nc, 4<<10)}, false, nil
+	lr := &limitedConn{nc: nc, n: math.MaxInt64}
+	return &h1Conn{nc: nc, lr: lr, br: bufio.NewReaderSize(lr, 4<<10), bw: bufio.NewWriterSize(nc, 4<<10)}, false, nil
 }
 
 // hasIdle reports whether the pool holds a connection at rest (which

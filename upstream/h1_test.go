@@ -312,3 +312,56 @@ func TestPostOnAClosedPool(t *testing.T) {
 		t.Errorf("got %v, dialled %v; want net.ErrClosed and no dial", err, dialled)
 	}
 }
+
+// TestResponseHeadIsBounded: a server whose response head (interim 1xx
+// responses included) runs past net/http's default bound of 10 MB gets
+// the POST failed with an error that says so, as net/http does, rather
+// than its head held in memory however long it grows.
+func TestResponseHeadIsBounded(t *testing.T) {
+	t.Parallel()
+	big := strings.Repeat("a", maxResponseHead+1<<20)
+	tests := []struct {
+		name string
+		head string
+	}{
+		{"one long header", "HTTP/1.1 200 OK\r\nX-Junk: " + big + "\r\n"},
+		{"endless interim responses", strings.Repeat("HTTP/1.1 100 Continue\r\n\r\n", (maxResponseHead+1<<20)/25) + "HTTP/1.1 200 OK\r\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			t.Cleanup(wg.Wait)
+			t.Cleanup(func() { ln.Close() })
+			wg.Go(func() {
+				nc, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				defer nc.Close()
+				req, err := http.ReadRequest(bufio.NewReader(nc))
+				if err != nil {
+					return
+				}
+				b, _ := io.ReadAll(req.Body)
+				m := decode(t, string(b))
+				body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{}}`, m.ID)
+				// The client that gives up closes the connection, which
+				// ends this write.
+				fmt.Fprintf(nc, "%sContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", tt.head, len(body), body)
+			})
+			c := dial(t, Options{URL: "http://" + ln.Addr().String() + "/mcp", Transport: "streamable"})
+			if err := c.Write(t.Context(), frame(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`)); err != nil {
+				t.Fatal(err)
+			}
+			m := decode(t, next(t, c))
+			if m.Error == nil || !strings.Contains(m.Error.Message, "exceeded") {
+				t.Fatalf("got %+v (%v); want an error that says the response's headers were too large", m, m.Error)
+			}
+			c.Close()
+		})
+	}
+}
