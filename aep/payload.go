@@ -220,6 +220,12 @@ func validatePayload(t string, capture Capture, data json.RawMessage) error {
 	if err != nil {
 		return &ValidationError{Rule: "AEP-0001 §5.1 #17", Attr: "data", Msg: "data must be a JSON object"}
 	}
+	return validatePayloadMap(t, capture, m)
+}
+
+// validatePayloadMap is validatePayload of the data decodeData decoded
+// into m.
+func validatePayloadMap(t string, capture Capture, m map[string]any) error {
 	if capture == CaptureNone {
 		if len(m) > 0 {
 			return &ValidationError{Rule: "AEP-0001 §8.2", Attr: "data", Msg: "an event at capture none carries no payload content"}

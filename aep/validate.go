@@ -86,6 +86,14 @@ func IsCommand(t string) bool {
 // Validate applies the envelope rules of AEP-0001 §5 and §6 and the payload
 // shape of the event's type (AEP-0002 §5). It returns a *ValidationError.
 func (e *Event) Validate() error {
+	if err := e.validateEnvelope(); err != nil {
+		return err
+	}
+	return validatePayload(e.Type, e.EffectiveCapture(), e.Data)
+}
+
+// validateEnvelope is Validate without the payload's checks.
+func (e *Event) validateEnvelope() error {
 	if e.AEP != Version {
 		return &ValidationError{Rule: "AEP-0001 §5.1 #1", Attr: "aep", Msg: fmt.Sprintf("unsupported envelope version %q: this endpoint speaks %q", e.AEP, Version)}
 	}
@@ -146,7 +154,7 @@ func (e *Event) Validate() error {
 			return &ValidationError{Rule: "AEP-0001 §5.4", Attr: name, Msg: "extension attribute values must be a string, integer or boolean"}
 		}
 	}
-	return validatePayload(e.Type, e.EffectiveCapture(), e.Data)
+	return nil
 }
 
 // isScalarJSON reports whether v is a JSON string, integer or boolean.
