@@ -3,8 +3,10 @@ package aep
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -144,15 +146,29 @@ func (e *Event) validateEnvelope() error {
 		return &ValidationError{Rule: "AEP-0001 §5.1 #14", Attr: "traceparent", Msg: "must be a W3C traceparent (vv-32hex-16hex-ff)"}
 	}
 	for name, v := range e.Extensions {
-		if coreSet[name] {
-			return &ValidationError{Rule: "AEP-0001 §5.4", Attr: name, Msg: "extension attribute collides with a core attribute"}
+		if checkExtension(name, v) != nil {
+			// Report the first bad one by name, so the same event
+			// always gets the same error.
+			for _, name := range slices.Sorted(maps.Keys(e.Extensions)) {
+				if err := checkExtension(name, e.Extensions[name]); err != nil {
+					return err
+				}
+			}
 		}
-		if !extNameRe.MatchString(name) {
-			return &ValidationError{Rule: "AEP-0001 §5.4", Attr: name, Msg: "extension attribute name must match [a-z0-9]{1,20}"}
-		}
-		if !isScalarJSON(v) {
-			return &ValidationError{Rule: "AEP-0001 §5.4", Attr: name, Msg: "extension attribute values must be a string, integer or boolean"}
-		}
+	}
+	return nil
+}
+
+// checkExtension applies AEP-0001 §5.4 to one extension attribute.
+func checkExtension(name string, v []byte) error {
+	if coreSet[name] {
+		return &ValidationError{Rule: "AEP-0001 §5.4", Attr: name, Msg: "extension attribute collides with a core attribute"}
+	}
+	if !extNameRe.MatchString(name) {
+		return &ValidationError{Rule: "AEP-0001 §5.4", Attr: name, Msg: "extension attribute name must match [a-z0-9]{1,20}"}
+	}
+	if !isScalarJSON(v) {
+		return &ValidationError{Rule: "AEP-0001 §5.4", Attr: name, Msg: "extension attribute values must be a string, integer or boolean"}
 	}
 	return nil
 }
