@@ -71,7 +71,7 @@ func downlevel(e Event, ceiling Capture) (Event, map[string]any, error) {
 		return e, nil, nil
 	}
 	pruned := prune(s, m, out).(map[string]any)
-	degraded := out < CaptureRedacted
+	degraded := out < CaptureRedacted && hasExceptions(e.Type)
 	if degraded {
 		degradeExceptions(&e, pruned)
 	}
@@ -182,6 +182,15 @@ func degradeExceptions(e *Event, m map[string]any) {
 		}
 		ans["values"] = kept
 	}
+}
+
+// hasExceptions says whether degradeExceptions rewrites events of type t.
+func hasExceptions(t string) bool {
+	switch t {
+	case "attention.requested", "attention.answered", "control.attention.respond":
+		return true
+	}
+	return false
 }
 
 func degradeLabels(v any) {
