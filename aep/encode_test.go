@@ -24,6 +24,7 @@ var handEvents = []string{
 	`{"aep":"0.1","id":"01J0000000000000000000000F","type":"tool.failed","time":"2026-01-02T03:04:05.000Z","source":"aep://h/agent/a/session/s","agent":"a","session":"s","seq":5,"epoch":0,"capture":"full","data":"not an object"}`,
 	`{"aep":"0.1","id":"01J0000000000000000000000G","type":"control.attention.respond","time":"2026-01-02T03:04:05.000Z","source":"aep://o/operator/x","agent":"op","session":"s","capture":"full","data":{"request_id":"01J0000000000000000000000C","answer":{"values":{"a":"secret","b":2}}}}`,
 	`{"aep":"0.1","id":"01J0000000000000000000000H","type":"progress.status","time":"2026-01-02T03:04:05.000Z","source":"aep://h/agent/a/session/s","agent":"a","session":"s","seq":6,"epoch":0,"ext":{"not":"scalar"},"data":{"message":"x"}}`,
+	`{"aep":"0.1","id":"01J0000000000000000000000J","type":"attention.answered","time":"2026-01-02T03:04:05.000Z","source":"aep://h/agent/a/session/s","agent":"a","session":"s","seq":8,"epoch":0,"capture":"metadata","data":{"request_id":"01J0000000000000000000000C","answer":{"text":"above metadata"}}}`,
 	`{"aep":"0.1","id":"01J0000000000000000000000I","type":"session.ended","time":"2026-01-02T03:04:05.000Z","source":"aep://h/agent/a/session/s","agent":"a","session":"s","seq":7,"epoch":0,"capture":"metadata"}`,
 }
 
@@ -116,6 +117,27 @@ func newPath(ev Event, ceiling Capture) ([]byte, string) {
 
 var ceilings = []Capture{0, CaptureNone, CaptureMetadata, CaptureRedacted, CaptureFull}
 
+// sameModes checks that the payload checks pass or fail alike with and
+// without paths (the quick run validatePayloadMap makes first), and
+// reports whether ev's data was checked at all.
+func sameModes(t *testing.T, name string, ev Event) bool {
+	t.Helper()
+	s, ok := payloads[ev.Type]
+	m, err := decodeData(ev.Data)
+	if !ok || err != nil || m == nil {
+		return false
+	}
+	if quick, full := checkShape(s, m, noPath), checkShape(s, m, "data"); (quick == nil) != (full == nil) {
+		t.Errorf("%s: checkShape without paths says %v, with paths %v", name, quick, full)
+	}
+	for _, c := range ceilings[1:] {
+		if quick, full := aboveCapture(s, m, c, noPath), aboveCapture(s, m, c, "data"); (quick == "") != (full == "") {
+			t.Errorf("%s at %s: aboveCapture without paths says %q, with paths %q", name, c, quick, full)
+		}
+	}
+	return true
+}
+
 // samePaths reports where the two paths differ for ev at any ceiling.
 func samePaths(t *testing.T, name string, ev Event) (valid int) {
 	t.Helper()
@@ -144,15 +166,20 @@ func TestDownlevelValidEncodeMatchesTheOldPath(t *testing.T) {
 	for _, h := range handEvents {
 		raws = append(raws, []byte(h))
 	}
-	events, valid := 0, 0
+	events, valid, checked := 0, 0, 0
 	for i, raw := range raws {
 		var ev Event
 		if err := json.Unmarshal(raw, &ev); err != nil {
 			continue
 		}
 		events++
-		valid += samePaths(t, string(raw[:min(len(raw), 120)])+"…#"+string(rune('0'+i%10)), ev)
+		name := string(raw[:min(len(raw), 120)]) + "…#" + string(rune('0'+i%10))
+		valid += samePaths(t, name, ev)
+		if sameModes(t, name, ev) {
+			checked++
+		}
 	}
+	t.Logf("%d payloads checked with and without paths", checked)
 	// Most must get through validation, so the bytes are compared, not
 	// just the errors.
 	t.Logf("%d events at %d ceilings each; %d (event, ceiling) pairs emitted, the rest refused alike", events, len(ceilings), valid)
@@ -186,6 +213,7 @@ func FuzzDownlevelValidEncode(f *testing.F) {
 			return
 		}
 		samePaths(t, "fuzzed event", ev)
+		sameModes(t, "fuzzed event", ev)
 	})
 }
 
