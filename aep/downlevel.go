@@ -20,10 +20,37 @@ import (
 //
 // The returned event shares no mutable state with e.
 func Downlevel(e Event, ceiling Capture) (Event, error) {
+	e, _, err := downlevel(e, ceiling)
+	return e, err
+}
+
+// DownlevelValid is Downlevel followed by Validate of its result, with
+// the data decoded once instead of twice: the event, its checks and
+// their errors are exactly those of the two calls one after the other.
+// A failed Validate's error is a *ValidationError; a failed Downlevel's
+// is not.
+func DownlevelValid(e Event, ceiling Capture) (Event, error) {
+	e, m, err := downlevel(e, ceiling)
+	if err != nil {
+		return Event{}, err
+	}
+	if err := e.validateEnvelope(); err != nil {
+		return Event{}, err
+	}
+	if m == nil {
+		return e, validatePayload(e.Type, e.EffectiveCapture(), e.Data)
+	}
+	return e, validatePayloadMap(e.Type, e.EffectiveCapture(), m)
+}
+
+// downlevel is Downlevel; when it rewrote the data, it also returns the
+// decoded form of the new data (what decodeData(e.Data) returns), or nil
+// when the caller must decode e.Data itself.
+func downlevel(e Event, ceiling Capture) (Event, map[string]any, error) {
 	in := e.EffectiveCapture()
 	ceiling = ceiling.OrDefault()
 	if in <= ceiling {
-		return e, nil
+		return e, nil, nil
 	}
 	out := ceiling
 	if out == CaptureRedacted && in == CaptureFull {
@@ -34,25 +61,34 @@ func Downlevel(e Event, ceiling Capture) (Event, error) {
 	s, known := payloads[e.Type]
 	if out == CaptureNone || !known {
 		e.Data = nil
-		return e, nil
+		return e, nil, nil
 	}
 	m, err := decodeData(e.Data)
 	if err != nil {
-		return Event{}, fmt.Errorf("down-leveling %s: data is not a JSON object: %w", e.ID, err)
+		return Event{}, nil, fmt.Errorf("down-leveling %s: data is not a JSON object: %w", e.ID, err)
 	}
 	if m == nil {
-		return e, nil
+		return e, nil, nil
 	}
 	pruned := prune(s, m, out).(map[string]any)
-	if out < CaptureRedacted {
+	degraded := out < CaptureRedacted && hasExceptions(e.Type)
+	if degraded {
 		degradeExceptions(&e, pruned)
 	}
 	b, err := json.Marshal(pruned)
 	if err != nil {
-		return Event{}, fmt.Errorf("down-leveling %s: %w", e.ID, err)
+		return Event{}, nil, fmt.Errorf("down-leveling %s: %w", e.ID, err)
 	}
 	e.Data = b
-	return e, nil
+	if degraded {
+		// The degraded exceptions are strings built here (a synthesized
+		// prompt may hold the subject's invalid UTF-8, which the encoding
+		// replaces): only a decode of b says what b holds.
+		return e, nil, nil
+	}
+	// Every value in pruned came from the decoder, so decoding b again
+	// gives pruned back.
+	return e, pruned, nil
 }
 
 func cloneExt(m map[string]json.RawMessage) map[string]json.RawMessage {
@@ -146,6 +182,15 @@ func degradeExceptions(e *Event, m map[string]any) {
 		}
 		ans["values"] = kept
 	}
+}
+
+// hasExceptions says whether degradeExceptions rewrites events of type t.
+func hasExceptions(t string) bool {
+	switch t {
+	case "attention.requested", "attention.answered", "control.attention.respond":
+		return true
+	}
+	return false
 }
 
 func degradeLabels(v any) {

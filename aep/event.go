@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"regexp"
 	"sort"
 	"strconv"
@@ -179,6 +180,12 @@ type objectWriter struct {
 
 // put writes a member whose value is already encoded.
 func (w *objectWriter) put(name string, v []byte) {
+	w.name(name)
+	w.b.Write(v)
+}
+
+// name writes a member's name and colon, after a comma unless first.
+func (w *objectWriter) name(name string) {
 	if w.started {
 		w.b.WriteByte(',')
 	}
@@ -186,7 +193,6 @@ func (w *objectWriter) put(name string, v []byte) {
 	w.b.WriteByte('"')
 	w.b.WriteString(name)
 	w.b.WriteString(`":`)
-	w.b.Write(v)
 }
 
 // str writes a string member; an empty one only when always is set.
@@ -194,12 +200,66 @@ func (w *objectWriter) str(name, v string, always bool) error {
 	if v == "" && !always {
 		return nil
 	}
-	enc, err := marshalNoEscape(v)
+	w.name(name)
+	enc, err := appendString(w.b.AvailableBuffer(), v)
 	if err != nil {
 		return err
 	}
-	w.put(name, enc)
+	w.b.Write(enc)
 	return nil
+}
+
+// Encode returns the event's encoding, byte for byte what json.Marshal
+// of the event returns, without the second pass json.Marshal makes over
+// a MarshalJSON's output: MarshalJSON's output is already compact, so
+// what that pass changes is only '<', '>', '&', U+2028 and U+2029, which
+// it escapes inside strings, as Encode does. An event with an extension
+// value that is not one JSON scalar token (one that Validate refuses) is
+// encoded by json.Marshal itself.
+func (e Event) Encode() ([]byte, error) {
+	for _, v := range e.Extensions {
+		if !isScalarJSON(v) || !json.Valid(v) || bytes.ContainsAny(v[len(v)-1:], " \t\r\n") {
+			return json.Marshal(e)
+		}
+	}
+	b, err := e.MarshalJSON()
+	if err != nil {
+		return nil, &json.MarshalerError{Type: reflect.TypeFor[Event](), Err: err}
+	}
+	if !needsHTMLEscape(b) {
+		return b, nil
+	}
+	var out bytes.Buffer
+	out.Grow(len(b) + 16)
+	json.HTMLEscape(&out, b)
+	return out.Bytes(), nil
+}
+
+// needsHTMLEscape says whether b holds a byte that json.HTMLEscape may
+// change: '<', '>', '&', or the first byte of U+2028 and U+2029.
+func needsHTMLEscape(b []byte) bool {
+	for _, c := range b {
+		switch c {
+		case '<', '>', '&', 0xE2:
+			return true
+		}
+	}
+	return false
+}
+
+// appendString appends v encoded as a JSON string without HTML escaping,
+// as marshalNoEscape encodes it: a string of printable ASCII without '"'
+// or '\\' is itself between quotes; any other goes through encoding/json.
+func appendString(dst []byte, v string) ([]byte, error) {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
+			enc, err := marshalNoEscape(v)
+			return append(dst, enc...), err
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, v...)
+	return append(dst, '"'), nil
 }
 
 // marshalNoEscape encodes a string without HTML escaping, so '<', '>' and '&'

@@ -220,6 +220,12 @@ func validatePayload(t string, capture Capture, data json.RawMessage) error {
 	if err != nil {
 		return &ValidationError{Rule: "AEP-0001 §5.1 #17", Attr: "data", Msg: "data must be a JSON object"}
 	}
+	return validatePayloadMap(t, capture, m)
+}
+
+// validatePayloadMap is validatePayload of the data decodeData decoded
+// into m.
+func validatePayloadMap(t string, capture Capture, m map[string]any) error {
 	if capture == CaptureNone {
 		if len(m) > 0 {
 			return &ValidationError{Rule: "AEP-0001 §8.2", Attr: "data", Msg: "an event at capture none carries no payload content"}
@@ -236,11 +242,13 @@ func validatePayload(t string, capture Capture, data json.RawMessage) error {
 		}
 		return nil
 	}
-	if err := checkShape(s, m, "data"); err != nil {
-		return err
+	// The checks run first without paths, which only an error needs,
+	// and again with them, in name order, to say which member is wrong.
+	if checkShape(s, m, noPath) != nil {
+		return checkShape(s, m, "data")
 	}
-	if path := aboveCapture(s, m, capture, "data"); path != "" {
-		return &ValidationError{Rule: "AEP-0001 §8.2(a)", Attr: path, Msg: fmt.Sprintf("field requires a capture level above the event's %s", capture)}
+	if aboveCapture(s, m, capture, noPath) != "" {
+		return &ValidationError{Rule: "AEP-0001 §8.2(a)", Attr: aboveCapture(s, m, capture, "data"), Msg: fmt.Sprintf("field requires a capture level above the event's %s", capture)}
 	}
 	if t == "attention.requested" {
 		return checkFieldSpecs(m)
@@ -253,6 +261,10 @@ func shapeError(path, msg string) error {
 	return &ValidationError{Rule: "AEP-0002 §5 payload schema", Attr: path, Msg: msg}
 }
 
+// noPath is the path of a check that says only whether a payload passes:
+// it builds no path and looks at members in any order.
+const noPath = ""
+
 func checkShape(s *shape, v any, path string) error {
 	switch s.kind {
 	case kObject:
@@ -263,7 +275,11 @@ func checkShape(s *shape, v any, path string) error {
 			return shapeError(path, "must be an array")
 		}
 		for i, it := range a {
-			if err := checkShape(s.items, it, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+			p := noPath
+			if path != noPath {
+				p = fmt.Sprintf("%s[%d]", path, i)
+			}
+			if err := checkShape(s.items, it, p); err != nil {
 				return err
 			}
 		}
@@ -289,6 +305,16 @@ func checkObject(s *shape, v any, path string) error {
 		if _, ok := m[r]; !ok {
 			return shapeError(path+"."+r, "required payload field is missing")
 		}
+	}
+	if path == noPath {
+		for k, mv := range m {
+			if ps, ok := s.props[k]; ok {
+				if err := checkShape(ps, mv, noPath); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
 	}
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -396,6 +422,14 @@ func aboveCapture(s *shape, v any, level Capture, path string) string {
 		if !ok {
 			return ""
 		}
+		if path == noPath {
+			for k, mv := range m {
+				if ps, ok := s.props[k]; ok && (!ps.exc && ps.capture.OrDefault() > level || aboveCapture(ps, mv, level, noPath) != "") {
+					return "." + k
+				}
+			}
+			return ""
+		}
 		keys := make([]string, 0, len(m))
 		for k := range m {
 			keys = append(keys, k)
@@ -419,7 +453,11 @@ func aboveCapture(s *shape, v any, level Capture, path string) string {
 			return ""
 		}
 		for i, it := range a {
-			if p := aboveCapture(s.items, it, level, fmt.Sprintf("%s[%d]", path, i)); p != "" {
+			p := noPath
+			if path != noPath {
+				p = fmt.Sprintf("%s[%d]", path, i)
+			}
+			if p := aboveCapture(s.items, it, level, p); p != "" {
 				return p
 			}
 		}

@@ -3,8 +3,10 @@ package aep
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -86,6 +88,14 @@ func IsCommand(t string) bool {
 // Validate applies the envelope rules of AEP-0001 §5 and §6 and the payload
 // shape of the event's type (AEP-0002 §5). It returns a *ValidationError.
 func (e *Event) Validate() error {
+	if err := e.validateEnvelope(); err != nil {
+		return err
+	}
+	return validatePayload(e.Type, e.EffectiveCapture(), e.Data)
+}
+
+// validateEnvelope is Validate without the payload's checks.
+func (e *Event) validateEnvelope() error {
 	if e.AEP != Version {
 		return &ValidationError{Rule: "AEP-0001 §5.1 #1", Attr: "aep", Msg: fmt.Sprintf("unsupported envelope version %q: this endpoint speaks %q", e.AEP, Version)}
 	}
@@ -136,17 +146,31 @@ func (e *Event) Validate() error {
 		return &ValidationError{Rule: "AEP-0001 §5.1 #14", Attr: "traceparent", Msg: "must be a W3C traceparent (vv-32hex-16hex-ff)"}
 	}
 	for name, v := range e.Extensions {
-		if coreSet[name] {
-			return &ValidationError{Rule: "AEP-0001 §5.4", Attr: name, Msg: "extension attribute collides with a core attribute"}
-		}
-		if !extNameRe.MatchString(name) {
-			return &ValidationError{Rule: "AEP-0001 §5.4", Attr: name, Msg: "extension attribute name must match [a-z0-9]{1,20}"}
-		}
-		if !isScalarJSON(v) {
-			return &ValidationError{Rule: "AEP-0001 §5.4", Attr: name, Msg: "extension attribute values must be a string, integer or boolean"}
+		if checkExtension(name, v) != nil {
+			// Report the first bad one by name, so the same event
+			// always gets the same error.
+			for _, name := range slices.Sorted(maps.Keys(e.Extensions)) {
+				if err := checkExtension(name, e.Extensions[name]); err != nil {
+					return err
+				}
+			}
 		}
 	}
-	return validatePayload(e.Type, e.EffectiveCapture(), e.Data)
+	return nil
+}
+
+// checkExtension applies AEP-0001 §5.4 to one extension attribute.
+func checkExtension(name string, v []byte) error {
+	if coreSet[name] {
+		return &ValidationError{Rule: "AEP-0001 §5.4", Attr: name, Msg: "extension attribute collides with a core attribute"}
+	}
+	if !extNameRe.MatchString(name) {
+		return &ValidationError{Rule: "AEP-0001 §5.4", Attr: name, Msg: "extension attribute name must match [a-z0-9]{1,20}"}
+	}
+	if !isScalarJSON(v) {
+		return &ValidationError{Rule: "AEP-0001 §5.4", Attr: name, Msg: "extension attribute values must be a string, integer or boolean"}
+	}
+	return nil
 }
 
 // isScalarJSON reports whether v is a JSON string, integer or boolean.

@@ -2,6 +2,7 @@ package bus
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -260,14 +261,16 @@ func (e *Emitter) Record(ev aep.Event) (aep.Event, []byte, error) {
 }
 
 func (e *Emitter) finish(ev aep.Event) (aep.Event, []byte, error) {
-	ev, err := aep.Downlevel(ev, e.Ceiling(ev.Type))
+	typ := ev.Type
+	ev, err := aep.DownlevelValid(ev, e.Ceiling(typ))
 	if err != nil {
+		var ve *aep.ValidationError
+		if errors.As(err, &ve) {
+			return aep.Event{}, nil, fmt.Errorf("refusing to emit an invalid %s event: %w", typ, err)
+		}
 		return aep.Event{}, nil, err
 	}
-	if err := ev.Validate(); err != nil {
-		return aep.Event{}, nil, fmt.Errorf("refusing to emit an invalid %s event: %w", ev.Type, err)
-	}
-	raw, err := json.Marshal(ev)
+	raw, err := ev.Encode()
 	if err != nil {
 		return aep.Event{}, nil, fmt.Errorf("encoding %s: %w", ev.Type, err)
 	}

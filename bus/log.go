@@ -80,7 +80,14 @@ type Log struct {
 	// is the last of them, whose identity a gap record at Close carries.
 	lost Gap
 	who  aep.Event
+	// line is the buffer Write builds a line in, kept between writes
+	// while it is at most maxKeptLine bytes.
+	line []byte
 }
+
+// maxKeptLine bounds the line buffer a Log keeps between writes, so one
+// large event does not pin its size for the session.
+const maxKeptLine = 64 << 10
 
 // OpenLog creates or opens the log of one session. A file that ends
 // inside a line (a crash mid-write) gets its newline first, so the torn
@@ -133,10 +140,12 @@ func (l *Log) Path() string { return l.path }
 // could not be written before it, if any. When it cannot write the line,
 // the event is counted in the next gap record.
 func (l *Log) Write(ev aep.Event, raw []byte) error {
-	line := make([]byte, 0, len(raw)+1)
-	line = append(append(line, raw...), '\n')
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	line := append(append(l.line[:0], raw...), '\n')
+	if cap(line) <= maxKeptLine {
+		l.line = line
+	}
 	if l.f == nil {
 		return fmt.Errorf("writing session log %s: the log is closed", l.path)
 	}
