@@ -263,6 +263,10 @@ func (s *socket) handleEvent(data []byte) {
 		s.command(ev, data)
 		return
 	}
+	if why := s.e.writtenElsewhere(ev); why != "" {
+		s.errorFrame("", ev.ID, "unauthorized", why)
+		return
+	}
 	if why := s.e.authorize(s, ev); why != "" {
 		s.errorFrame("", ev.ID, "unauthorized", why)
 		return

@@ -86,6 +86,20 @@ type relayer interface {
 	// ClaimRelayed makes this door the route of b.Session's commands,
 	// which go to t.
 	ClaimRelayed(writer string, b plane.Binding, t plane.Target) error
+	// ClaimedElsewhere names the other door whose claim holds the
+	// session of source, or "".
+	ClaimedElsewhere(source, session string) string
+}
+
+// writtenElsewhere refuses an event of a session that an emitter on
+// another front door of the plane claims: it returns why, or "".
+func (e *Endpoint) writtenElsewhere(ev *aep.Event) string {
+	r := e.relayer()
+	if r == nil || ev.Session == "" || r.ClaimedElsewhere(ev.Source, ev.Session) == "" {
+		return ""
+	}
+	return fmt.Sprintf("session %q of %s is written through another front door of the operator plane; an emitter writes a session through one door at a time",
+		ev.Session, ev.Source)
 }
 
 // relays is what the endpoint stated on the plane of its emitter

@@ -71,6 +71,11 @@ func TestEmitterOnAnotherDoor(t *testing.T) {
 		t.Fatalf("door A's open set %v lacks the emitter's question", got)
 	}
 	waitRoster(t, a, session)
+	// Another emitter, on door A, may not write the session that C's
+	// emitter claims.
+	if f := emitterConn(t, srvA, "i2").sendEvent(remoteEvent(src, session, "Q2", "attention.requested", "srv", 5)); f == nil || f["code"] != "unauthorized" {
+		t.Fatalf("door A let another emitter write session %s that door C's emitter claims: %v", session, f)
+	}
 
 	cmd := fmt.Sprintf(`{"aep":"0.1","id":"C1","type":"control.attention.respond","subject":"Q","time":"2026-01-01T00:00:00Z","source":"aep://op/agent/op","agent":"op","session":%q,"data":{"answer":{"option":"yes"}}}`, session)
 	op.send(cmd)

@@ -165,6 +165,24 @@ func (m *Member) ClaimRelayed(writer string, b plane.Binding, t plane.Target) er
 	return m.claim(b, t, item{op: opRelayBind, conn: emitterName(writer)})
 }
 
+// ClaimedElsewhere returns the fingerprint of the other door (or member)
+// whose live claim on the plane holds the session of source, or "": an
+// emitter writes a session through one front door at a time.
+func (m *Member) ClaimedElsewhere(source, session string) string {
+	m.ingest.Lock()
+	defer m.ingest.Unlock()
+	return m.claimantLocked(token(source, session), "")
+}
+
+// claimantLocked returns the live member, other than except, whose claim
+// holds the session tok, or "". Callers hold m.ingest.
+func (m *Member) claimantLocked(tok, except string) string {
+	if rb, ok := m.remote[tok]; ok && rb.fp != except && !m.peerLocked(rb.fp).gone {
+		return rb.fp
+	}
+	return ""
+}
+
 // carryRelayed carries out a relayed operation.
 func (m *Member) carryRelayed(it item, now time.Time, put func(subject string, data []byte, id string) error) error {
 	switch it.op {
@@ -224,6 +242,11 @@ func (m *Member) takeRelayed(subject string, data []byte, stored time.Time) {
 		m.log.Debug("ignored a relayed event that is not its subject's, or of a member's session", "subject", subject)
 		return
 	}
+	if owner := m.claimantLocked(tok, r.door); owner != "" {
+		m.log.Warn("ignored an event a door relayed into a session another door's emitter claims", "door", r.door, "claimant", owner,
+			"id", ev.ID)
+		return
+	}
 	if ev.Type == "attention.requested" && !m.admitQuestion(envelope{signedAt: r.signedAt}, ev, tok, stored) {
 		return
 	}
@@ -266,8 +289,8 @@ func (m *Member) takeRelayedBinding(e entry) {
 	}
 	m.ingest.Lock()
 	defer m.ingest.Unlock()
-	if m.knownLocked(proof.SessionKey(b.Session)) || m.ended.has(e.key) {
-		return
+	if m.knownLocked(proof.SessionKey(b.Session)) || m.ended.has(e.key) || m.claimantLocked(e.key, r.door) != "" {
+		return // a member's session, ended, or claimed first through another door
 	}
 	m.remote[e.key] = remoteBinding{fp: r.door, b: b, relayed: true}
 }

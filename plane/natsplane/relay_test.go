@@ -144,13 +144,23 @@ func TestRelayedEmitterAndImpostor(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// 5. Another door, with the token, relays an emitter of its own into
+	// the session F's emitter claims; then a question of another session,
+	// which the stream orders after it.
+	g := member(t, shared.URLs(), prefix)
+	intruder, intruderRaw := relayedEvent(t, session, "G1", "attention.requested", "srv", 3, `{"kind":"input","prompt":"p"}`)
+	g.Relay("emitter y", false, intruder, intruderRaw)
+	gb, gbRaw := relayedEvent(t, "ext-3", "GB", "attention.requested", "srv", 1, `{"kind":"input","prompt":"p"}`)
+	g.Relay("emitter y", false, gb, gbRaw)
+	w.Until("door G's other question on A", planetest.Is("attention.requested", "GB"))
+
 	// The barrier: a genuine question after all of it.
 	b, bRaw := relayedEvent(t, session, "B", "attention.requested", "srv", 2, `{"kind":"input","prompt":"p"}`)
 	f.Relay(writer, false, b, bRaw)
 	w.Until("the barrier on A", planetest.Is("attention.requested", "B"))
 	open := planetest.OpenIDs(a.Hub())
-	if !slices.Contains(open, "Q") || slices.Contains(open, "FORGED") {
-		t.Fatalf("door A's open set is %v; want Q open and no forged question", open)
+	if !slices.Contains(open, "Q") || slices.Contains(open, "FORGED") || slices.Contains(open, "G1") {
+		t.Fatalf("door A's open set is %v; want Q open, and neither the forged question nor door G's in F's session", open)
 	}
 	if code, _ := a.Command(ctx, plane.TokenHolder(), func() *aep.Event { c, _ := planetest.Respond("ext-2", "Q", nil); return c }(), cmdRaw); code != "no-route" {
 		t.Fatalf("a command for the impostor's claimed session got %q; want no-route", code)
