@@ -241,7 +241,13 @@ func (t relayTarget) Submit(cmd aep.Event, raw []byte, by plane.Principal) plane
 	if !slices.Contains(c.Accepts, cmd.Type) {
 		return plane.Outcome{Code: "unsupported", Detail: fmt.Sprintf("session %q accepts %v, not %s", cmd.Session, c.Accepts, cmd.Type)}
 	}
-	from := control.Sender{Authenticated: true, By: by.Name, Groups: by.Groups, ReadOnly: !by.May(plane.RightAnswer)}
+	// The plane names no shared token's holder (planePrincipal); the
+	// emitter is told of it as a command given here would tell it.
+	name := by.Name
+	if name == "" {
+		name = authority.TokenHolderName
+	}
+	from := control.Sender{Authenticated: true, By: name, Groups: by.Groups, ReadOnly: !by.May(plane.RightAnswer)}
 	var code, detail string
 	if rt, ok := c.Target.(RawTarget); ok {
 		code, detail = rt.SubmitRaw(&cmd, raw, from)
