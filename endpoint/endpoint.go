@@ -124,6 +124,9 @@ type Endpoint struct {
 	// access decides who may write what and who takes which commands
 	// (package authority); it has its own lock.
 	access *table
+	// relays is what the endpoint stated on the operator plane of its
+	// emitter connections (plane.go).
+	relays relays
 
 	// operators are the named operators in force (SetOperators), and
 	// opsState what the endpoint tracks of them, under its own lock.

@@ -263,6 +263,10 @@ func (s *socket) handleEvent(data []byte) {
 		s.command(ev, data)
 		return
 	}
+	if why := s.e.writtenElsewhere(ev); why != "" {
+		s.errorFrame("", ev.ID, "unauthorized", why)
+		return
+	}
 	if why := s.e.authorize(s, ev); why != "" {
 		s.errorFrame("", ev.ID, "unauthorized", why)
 		return
@@ -272,7 +276,8 @@ func (s *socket) handleEvent(data []byte) {
 	// published, so an operator who answers the moment it arrives finds
 	// the route.
 	claimed := ev.Session != "" && ev.Seq != nil && s.e.access.Sequenced(s.auth, ev.Source, ev.Session)
-	if err := s.e.opts.Hub.IngestFrom(s.e.access.Writer(s.auth), []*aep.Event{ev}, [][]byte{data}); err != nil {
+	writer := s.e.access.Writer(s.auth)
+	if err := s.e.opts.Hub.IngestFrom(writer, []*aep.Event{ev}, [][]byte{data}); err != nil {
 		if claimed {
 			s.e.access.Unsequenced(s.auth, ev.Session)
 		}
@@ -280,7 +285,11 @@ func (s *socket) handleEvent(data []byte) {
 		if errors.As(err, &ie) {
 			s.errorFrame("", ev.ID, ie.Code, ie.Detail)
 		}
+		return
 	}
+	// Operators on the plane's other front doors see it too, and their
+	// commands for the session come here.
+	s.e.relayEvent(s, writer, ev, data, claimed)
 }
 
 // command routes a command to the one session that claims it (AEP-0004

@@ -62,6 +62,7 @@ func (e *Endpoint) ingest(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, status, httpError{Error: ie.Code, Line: &ie.Index, Detail: ie.Detail})
 		return
 	}
+	e.relayPosted(evs, lines)
 	writeJSON(w, http.StatusAccepted, map[string]int{"accepted": len(evs)})
 }
 

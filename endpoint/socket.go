@@ -133,6 +133,7 @@ func (e *Endpoint) runSocket(conn *websocket.Conn, p authority.Principal, op *id
 	// Nothing more can come from the peer: what it wrote is released at
 	// once, so its reconnection is not refused while this one drains.
 	e.access.Disconnect(s.auth)
+	e.relayGone(s)
 	if e.opts.afterRelease != nil {
 		e.opts.afterRelease()
 	}

@@ -57,7 +57,13 @@ func (m *Member) Command(ctx context.Context, from plane.Principal, cmd *aep.Eve
 		m.record(cmd, out)
 		return out.Code, out.Detail
 	}
-	owner := proof.SessionKey(cmd.Session)
+	// A session an emitter connected to another door writes is routed to
+	// that door, as its claim on the plane says; any other to the member
+	// its id is certified to.
+	owner := m.relayedOwner(cmd.Session)
+	if owner == "" {
+		owner = proof.SessionKey(cmd.Session)
+	}
 	if owner == "" {
 		return "no-route", fmt.Sprintf("no session %q on the operator plane: its id names no bridge's key", cmd.Session)
 	}

@@ -79,6 +79,17 @@
 // stream, stopped, a question asked and answered across doors goes
 // through within a few seconds (TestKillTheNodeThatLeadsTheStream).
 //
+// What an emitter connected to a front door writes (a bridge joined with
+// --relay, any AEP emitter on /socket or POST /events) reaches the plane
+// too: the door that holds the connection, having checked its authority,
+// states each event it admitted on the events stream, and each session
+// the emitter claims in P_sessions, as relayed statements, signed with
+// its key and MAC'd with a key derived from the fleet's token (relay.go).
+// Every other door puts those events in its hub as that door's emitter's
+// writing, applies the abandoned rule when the door says the emitter
+// left (or the door is gone), and routes a command for such a session to
+// the door, which hands it to the emitter's connection.
+//
 // Every front door authenticates the same named operators and clients:
 // the identity document lives in P_identities, sealed with a key derived
 // from the fleet's token (the cluster's credentials neither read its

@@ -20,6 +20,7 @@ const (
 	kindRecord   byte = 'c' // a command's recorded ack (wraps the ack's envelope)
 	kindBinding  byte = 'b' // a claimed session
 	kindPresence byte = 'p' // a member's heartbeat
+	kindRelay    byte = 'r' // what a door's emitter wrote, MAC'd with the fleet's token (relay.go)
 )
 
 // envelopeMagic starts every signed envelope: format version 1.

@@ -117,6 +117,11 @@ type Member struct {
 	ids identities
 	// notifyKey keys the MACs of notification claims (notified.go).
 	notifyKey []byte
+	// relayKey keys the MACs of relayed statements (relay.go).
+	relayKey []byte
+	// relayers are the emitters each other door relayed, by their
+	// writer in the hub (relay.go). m.ingest guards it.
+	relayers map[string]map[string]bool
 
 	// mu guards the fields below.
 	mu     sync.Mutex
@@ -149,6 +154,9 @@ type mineQ struct {
 type remoteBinding struct {
 	fp string
 	b  plane.Binding
+	// relayed: the session is a door's emitter's (relay.go), and fp the
+	// door's.
+	relayed bool
 }
 
 var _ plane.Member = (*Member)(nil)
@@ -200,9 +208,14 @@ func Open(ctx context.Context, o Options) (*Member, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Member{opts: o, log: o.Logger, n: n, key: o.Key, fp: o.Key.Fingerprint(), seal: s, notifyKey: notifyKey,
-		ids:     identities{seal: ids, dir: identity.NewDirectory(nil), subs: map[*IdentitySource]struct{}{}, used: store.Seen{}},
-		settled: newRecent(settledKept), ended: newRecent(settledKept), peers: map[string]*peer{},
+	relayKey, err := relayKeyOf(o.Token, o.Prefix)
+	if err != nil {
+		return nil, err
+	}
+	m := &Member{opts: o, log: o.Logger, n: n, key: o.Key, fp: o.Key.Fingerprint(), seal: s, notifyKey: notifyKey, relayKey: relayKey,
+		relayers: map[string]map[string]bool{},
+		ids:      identities{seal: ids, dir: identity.NewDirectory(nil), subs: map[*IdentitySource]struct{}{}, used: store.Seen{}},
+		settled:  newRecent(settledKept), ended: newRecent(settledKept), peers: map[string]*peer{},
 		remote: map[string]remoteBinding{}, claims: map[string]localClaim{}, mine: map[string]mineQ{}}
 	if m.log == nil {
 		m.log = slog.New(slog.DiscardHandler)
@@ -333,7 +346,7 @@ func (m *Member) ensure(ctx context.Context, replicas int) error {
 	_, err := m.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name: m.n.events, Subjects: []string{m.n.eventSubjects}, Storage: jetstream.FileStorage, Replicas: replicas,
 		MaxMsgsPerSubject: depth, MaxBytes: m.opts.StoreBytes / 2, Discard: jetstream.DiscardOld,
-		MaxMsgSize: int32(bus.DefaultMaxEvent + envelopeHead), Duplicates: 2 * time.Minute,
+		MaxMsgSize: int32(bus.DefaultMaxEvent + envelopeHead + relayOverhead), Duplicates: 2 * time.Minute,
 		Description: "aep-mcp-bridge operator plane: every session's events"})
 	if err != nil {
 		return err

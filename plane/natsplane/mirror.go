@@ -63,7 +63,11 @@ func (m *Member) start(ctx context.Context) error {
 		{"the claimed sessions", func() *follower { return m.followBucket("the claimed sessions", m.n.sessions, m.takeBinding) }},
 		{"the events stream", func() *follower {
 			return m.follow("the events stream", m.n.events, m.n.eventSubjects, false, func(msg jetstream.Msg, meta *jetstream.MsgMetadata) {
-				m.takeEvent(msg.Subject(), msg.Data(), meta.Timestamp)
+				if isRelayed(msg.Data()) {
+					m.takeRelayed(msg.Subject(), msg.Data(), meta.Timestamp)
+				} else {
+					m.takeEvent(msg.Subject(), msg.Data(), meta.Timestamp)
+				}
 				m.ingest.Lock()
 				m.passedLocked(meta.Sequence.Stream)
 				m.ingest.Unlock()
@@ -168,6 +172,12 @@ func (m *Member) takeEvent(subject string, data []byte, stored time.Time) {
 		return
 	}
 	m.put(env.fp, ev, data[envelopeHead:])
+	m.settledLocked(ev, tok)
+}
+
+// settledLocked remembers what ev, an event of the session tok that the
+// hub took, settles: a question, or the session. Callers hold m.ingest.
+func (m *Member) settledLocked(ev *aep.Event, tok string) {
 	switch ev.Type {
 	case "attention.resolved", "attention.timeout":
 		m.settled.add(ev.Subject)

@@ -115,6 +115,9 @@ func (m *Member) peerLocked(fp string) *peer {
 func (m *Member) goneLocked(fp string, pr *peer) {
 	pr.gone = true
 	m.hub.Left(writerOf(fp), true)
+	for w, keepDated := range m.relayers[fp] {
+		m.hub.Left(w, keepDated) // its emitters' connections went with it
+	}
 	m.log.Info("a member of the operator plane is gone; its open questions wait for it until they expire", "member", fp)
 }
 

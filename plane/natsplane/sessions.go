@@ -17,6 +17,12 @@ func (m *Member) Claim(b plane.Binding, t plane.Target) error {
 	if proof.SessionKey(b.Session) != m.fp {
 		return fmt.Errorf("session %q is not certified to this process's key; only such sessions take commands over the plane", b.Session)
 	}
+	return m.claim(b, t, item{op: opBind})
+}
+
+// claim makes this member the route of b.Session's commands, to t, and
+// queues it, the binding, to state the claim.
+func (m *Member) claim(b plane.Binding, t plane.Target, it item) error {
 	body, err := json.Marshal(b)
 	if err != nil {
 		return err
@@ -29,7 +35,8 @@ func (m *Member) Claim(b plane.Binding, t plane.Target) error {
 	}
 	m.claims[b.Session] = localClaim{b: b, tok: tok, t: t}
 	m.mu.Unlock()
-	m.enqueue(item{op: opBind, tok: tok, raw: body, keep: true})
+	it.tok, it.raw, it.keep = tok, body, true
+	m.enqueue(it)
 	return nil
 }
 
@@ -79,6 +86,10 @@ func (m *Member) Sessions() []plane.Binding {
 // session's key, not by this bucket).
 func (m *Member) takeBinding(e entry) {
 	tok := e.key
+	if e.op == jetstream.KeyValuePut && isRelayed(e.value) {
+		m.takeRelayedBinding(e) // a door's emitter's (relay.go)
+		return
+	}
 	m.ingest.Lock()
 	defer m.ingest.Unlock()
 	if e.op != jetstream.KeyValuePut {

@@ -65,14 +65,17 @@ func (s *sink) Redeliver(ev aep.Event, raw []byte) error {
 type op int
 
 const (
-	opEvent     op = iota + 1 // publish an event to the stream
-	opOpen                    // state an open question in its bucket
-	opSettle                  // remove a settled question from its bucket
-	opRedeliver               // re-send an ack, live
-	opBind                    // state a claimed session
-	opUnbind                  // remove an ended claim
-	opRecord                  // record a command's ack
-	opPresence                // state that the member is alive, or leaving
+	opEvent      op = iota + 1 // publish an event to the stream
+	opOpen                     // state an open question in its bucket
+	opSettle                   // remove a settled question from its bucket
+	opRedeliver                // re-send an ack, live
+	opBind                     // state a claimed session
+	opUnbind                   // remove an ended claim
+	opRecord                   // record a command's ack
+	opPresence                 // state that the member is alive, or leaving
+	opRelayEvent               // publish an event a door's emitter wrote (relay.go)
+	opRelayLeft                // state that a door's emitter left
+	opRelayBind                // state a claimed session of a door's emitter
 )
 
 // item is one queued operation.
@@ -87,6 +90,10 @@ type item struct {
 	// keep says it may not be dropped when the outbox is over its bound.
 	keep bool
 	left bool // opPresence: the member is leaving
+	// conn and keepDated are, for a relayed operation, the emitter's
+	// name and what its leaving does to its dated questions.
+	conn      string
+	keepDated bool
 }
 
 func (it item) size() int { return len(it.raw) + 128 }
@@ -264,6 +271,22 @@ func (m *Member) carry(ctx context.Context, it item) (uint64, error) {
 	case opRecord:
 		inner := seal(m.key, kindEvent, m.n.prefix, it.tok, now, it.raw)
 		_, err = m.kvs.commands.Put(ctx, it.key, seal(m.key, kindRecord, m.n.prefix, it.key, now, inner))
+	case opRelayEvent, opRelayLeft:
+		var seq uint64
+		err = m.carryRelayed(it, now, func(subject string, data []byte, id string) error {
+			var opts []jetstream.PublishOpt
+			if id != "" {
+				opts = append(opts, jetstream.WithMsgID(id))
+			}
+			ack, err := m.js.PublishMsg(ctx, &nats.Msg{Subject: subject, Data: data}, opts...)
+			if err == nil {
+				seq = ack.Sequence
+			}
+			return err
+		})
+		return seq, err
+	case opRelayBind:
+		_, err = m.kvs.sessions.Put(ctx, it.tok, sealRelayed(m.key, m.relayKey, m.n.prefix, it.tok, now, relayBinding, false, it.conn, it.raw))
 	case opPresence:
 		body, _ := json.Marshal(presence{Agent: m.opts.Agent, Instance: m.opts.Instance, Left: it.left,
 			HeartbeatMS: m.opts.Heartbeat.Milliseconds()})
