@@ -70,6 +70,11 @@ type Options struct {
 	// Logger receives logs; nil discards them. Event content and tokens
 	// are never logged.
 	Logger *slog.Logger
+	// GenerationFile keeps the generation of the newest identities the
+	// member took (a file in the front door's state folder), so that
+	// after a restart it still refuses an older document put back. ""
+	// keeps it in memory only.
+	GenerationFile string
 
 	// now is the clock of heartbeats and skew; nil means time.Now.
 	now func() time.Time
@@ -200,8 +205,13 @@ func Open(ctx context.Context, o Options) (*Member, error) {
 	if err != nil {
 		return nil, err
 	}
+	gen, err := loadGeneration(o.GenerationFile)
+	if err != nil {
+		return nil, err
+	}
 	m := &Member{opts: o, log: o.Logger, n: n, key: o.Key, fp: o.Key.Fingerprint(), seal: s, notifyKey: notifyKey,
-		ids:     identities{seal: ids, dir: identity.NewDirectory(nil), subs: map[*IdentitySource]struct{}{}, used: store.Seen{}},
+		ids: identities{seal: ids, dir: identity.NewDirectory(nil), gen: gen, genFile: o.GenerationFile,
+			subs: map[*IdentitySource]struct{}{}, used: store.Seen{}},
 		settled: newRecent(settledKept), ended: newRecent(settledKept), peers: map[string]*peer{},
 		remote: map[string]remoteBinding{}, claims: map[string]localClaim{}, mine: map[string]mineQ{}}
 	if m.log == nil {
