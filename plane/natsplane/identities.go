@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -253,16 +254,39 @@ func (s *IdentityStore) Load(ctx context.Context) (*identity.Document, error) {
 	return d, err
 }
 
-// updateAttempts bounds how often Update tries again when another
-// command changed the document between its read and its write.
-const updateAttempts = 16
+// updateBackoff bounds the pause, jittered, before Update reads again
+// after something else was written on the bucket between its read and
+// its write: short, since a write takes a round trip, but spread so
+// that racing commands stop colliding.
+const updateBackoff = 50 * time.Millisecond
+
+// backoff waits a random pause before attempt (from 1) of a write that
+// lost a race, up to updateBackoff, or until ctx is done (its error).
+func backoff(ctx context.Context, attempt int) error {
+	ceiling := min(time.Millisecond<<min(attempt, 6), updateBackoff)
+	t := time.NewTimer(rand.N(ceiling) + 1)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
 
 // Update changes the document: it reads it, calls change, and writes the
 // result if nothing was written on the bucket meanwhile, else reads
 // again. A change that fails leaves the document as it was. It refuses
 // to build on a document put back (ErrPutBack) unless Rebuild is set.
+// It tries again as long as ctx lives, however many commands race it:
+// give ctx a deadline.
 func (s *IdentityStore) Update(ctx context.Context, change func(*identity.Document) error) error {
-	for range updateAttempts {
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			if err := backoff(ctx, attempt); err != nil {
+				return fmt.Errorf("the identities on %s kept changing while this command tried to change them (%d tries): %w; run it again", s.where, attempt, err)
+			}
+		}
 		info, err := s.stream.Info(ctx)
 		if err != nil {
 			return fmt.Errorf("reading the identities bucket on %s: %w", s.where, err)
@@ -306,7 +330,6 @@ func (s *IdentityStore) Update(ctx context.Context, change func(*identity.Docume
 		}
 		return nil
 	}
-	return fmt.Errorf("the identities on %s changed %d times while this command tried to change them; run it again", s.where, updateAttempts)
 }
 
 // Seen returns when each record of d was last used by a front door, by
