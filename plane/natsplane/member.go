@@ -201,23 +201,23 @@ func Open(ctx context.Context, o Options) (*Member, error) {
 	if err != nil {
 		return nil, err
 	}
-	notifyKey, err := notifyKeyOf(o.Token, o.Prefix)
-	if err != nil {
-		return nil, err
-	}
 	gen, err := loadGeneration(o.GenerationFile)
 	if err != nil {
 		return nil, err
 	}
+	notifyKey, err := notifyKeyOf(o.Token, o.Prefix)
+	if err != nil {
+		return nil, err
+	}
 	m := &Member{opts: o, log: o.Logger, n: n, key: o.Key, fp: o.Key.Fingerprint(), seal: s, notifyKey: notifyKey,
-		ids: identities{seal: ids, dir: identity.NewDirectory(nil), gen: gen, genFile: o.GenerationFile,
-			subs: map[*IdentitySource]struct{}{}, used: store.Seen{}},
+		ids:     identities{seal: ids, dir: identity.NewDirectory(nil), subs: map[*IdentitySource]struct{}{}, used: store.Seen{}},
 		settled: newRecent(settledKept), ended: newRecent(settledKept), peers: map[string]*peer{},
 		remote: map[string]remoteBinding{}, claims: map[string]localClaim{}, mine: map[string]mineQ{}}
 	if m.log == nil {
 		m.log = slog.New(slog.DiscardHandler)
 	}
 	m.log = m.log.With("plane", o.Prefix)
+	m.ids.gen, m.ids.genFile = gen, o.GenerationFile
 	hubOpts := o.Hub
 	if hubOpts.Now == nil {
 		hubOpts.Now = o.now
