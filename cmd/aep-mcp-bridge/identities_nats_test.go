@@ -95,7 +95,8 @@ func TestOperatorsOnTheNATSPlane(t *testing.T) {
 	}
 
 	// Revoked through node 3, machine C's: her WebSockets on A and B
-	// close, saying why.
+	// close, saying why. (The document with her is kept, as anyone with
+	// the cluster's credentials could, to be put back later.)
 	if _, errOut, code := cli(t, append([]string{"operators", "revoke", "alice"}, onPlane(2, token)...)...); code != 0 {
 		t.Fatalf("operators revoke --nats: %s", errOut)
 	}
@@ -112,21 +113,29 @@ func TestOperatorsOnTheNATSPlane(t *testing.T) {
 		}
 	}
 	t.Logf("alice's WebSockets on doors A and B closed %v after the revocation returned", time.Since(revoked).Round(time.Millisecond))
-	for i, d := range doors {
-		req, _ := http.NewRequest("GET", "http://"+d+"/stream?live=0", nil)
-		req.Header.Set("Authorization", "Bearer "+cred)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusUnauthorized {
-			t.Errorf("alice's next request on door %d: %d; want 401", i, resp.StatusCode)
-		}
-	}
+	refusedEverywhere(t, doors, cred, "alice's next request")
 	if out, _, code := cli(t, append([]string{"operators", "list"}, onPlane(0, token)...)...); code != 0 || !strings.Contains(out, "no named operators") {
 		t.Errorf("operators list after the revocation (exit %d): %s", code, out)
 	}
+
+	// The document with alice, put back with the cluster's credentials:
+	// no command builds on it, each saying what happened and what to do;
+	// --rebuild-identities starts afresh, and alice stays out.
+	putBucketValue(t, ctx, urlOf(2), "ops_identities", "doc", raw)
+	for _, args := range [][]string{{"operators", "list"}, {"operators", "add", "carol"}} {
+		_, errOut, code := cli(t, append(args, onPlane(1, token)...)...)
+		if code == 0 || !strings.Contains(errOut, "put back") || !strings.Contains(errOut, "credentials") || !strings.Contains(errOut, "--rebuild-identities") {
+			t.Fatalf("%v on the document put back: exit %d: %s", args, code, errOut)
+		}
+	}
+	if _, errOut, code := cli(t, append([]string{"operators", "add", "carol", "--rebuild-identities"}, onPlane(1, token)...)...); code != 0 {
+		t.Fatalf("operators add --rebuild-identities: exit %d: %s", code, errOut)
+	}
+	for _, l := range logs {
+		l.waitFor(t, "put back")
+		waitCount(t, l, "operators=1", 2)
+	}
+	refusedEverywhere(t, doors, cred, "alice's request after the put and the rebuild")
 
 	// The gateways' named clients share the records: one added through
 	// node 1 opens gateway B; revoked through node 3, it is refused.
@@ -148,6 +157,23 @@ func TestOperatorsOnTheNATSPlane(t *testing.T) {
 	waitCount(t, logs[1], "named clients reloaded", reloads+1)
 	if got := initializeStatus(t, ctx, mcpURLs[1], bob); got != http.StatusUnauthorized {
 		t.Fatalf("bob's initialize on gateway B after the revocation: %d; want 401", got)
+	}
+}
+
+// refusedEverywhere checks that every door refuses the credential cred.
+func refusedEverywhere(t *testing.T, doors []string, cred, what string) {
+	t.Helper()
+	for i, d := range doors {
+		req, _ := http.NewRequest("GET", "http://"+d+"/stream?live=0", nil)
+		req.Header.Set("Authorization", "Bearer "+cred)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("%s on door %d: %d; want 401", what, i, resp.StatusCode)
+		}
 	}
 }
 
@@ -173,11 +199,31 @@ func waitCount(t *testing.T, l *lockedBuffer, s string, n int) int {
 // credentials can.
 func bucketValue(t *testing.T, ctx context.Context, url, bucket, key string) []byte {
 	t.Helper()
+	e, err := openBucket(t, ctx, url, bucket).Get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e.Value()
+}
+
+// putBucketValue puts value under key of bucket as anyone with the
+// cluster's credentials can.
+func putBucketValue(t *testing.T, ctx context.Context, url, bucket, key string, value []byte) {
+	t.Helper()
+	if _, err := openBucket(t, ctx, url, bucket).Put(ctx, key, value); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// openBucket opens bucket as anyone with the cluster's credentials can,
+// until the test ends.
+func openBucket(t *testing.T, ctx context.Context, url, bucket string) jetstream.KeyValue {
+	t.Helper()
 	nc, err := nats.Connect(url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nc.Close()
+	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
@@ -186,11 +232,7 @@ func bucketValue(t *testing.T, ctx context.Context, url, bucket, key string) []b
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := kv.Get(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return e.Value()
+	return kv
 }
 
 // natsFleet starts a three-node NATS cluster with JetStream in dir,

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
@@ -107,6 +108,11 @@ func (c *config) options(stderr io.Writer) (bridge.HostOptions, bridge.Options, 
 		}
 		if ho.Token, c.tokenWhere, err = loadToken(c.token, dir, c.insecureToken); err != nil {
 			return bridge.HostOptions{}, bridge.Options{}, err
+		}
+		if ho.NATS != nil {
+			// The newest identities taken, so a restart still refuses an
+			// older document put back on the plane.
+			ho.NATS.GenerationFile = filepath.Join(dir, "nats-identities-"+ho.NATS.Prefix+".gen")
 		}
 		if ho.Listen != "" {
 			ho.Identities = store.Path(dir)

@@ -25,6 +25,9 @@ const planeRecordsWait = 30 * time.Second
 type storeFlags struct {
 	state, token string
 	nats         natsFlags
+	// rebuild starts the plane's records afresh when the document on
+	// the plane was put back by someone else (natsplane.ErrPutBack).
+	rebuild bool
 }
 
 // defineStore registers --state-dir (of whose: "the bridges", "the
@@ -33,6 +36,7 @@ func defineStore(fs *flag.FlagSet, whose string) *storeFlags {
 	f := &storeFlags{}
 	fs.StringVar(&f.state, "state-dir", "", "the state folder of "+whose+"; default the bridge's")
 	fs.StringVar(&f.token, "token", "", "with --nats: the fleet's token, which seals the records on the plane (default: AEP_TOKEN, else the token the local bridge stored)")
+	fs.BoolVar(&f.rebuild, "rebuild-identities", false, "with --nats: when the records on the plane were put back by someone holding the cluster's credentials (a revocation undone), apply this change to an empty document instead: every other operator and client must then be added again")
 	f.nats.defineWith(fs, "keep the records on the operator plane on the NATS JetStream cluster at these URLs (comma-separated), as the fleet's --nats and --nats-prefix: every front door follows them; default: the state folder")
 	return f
 }
@@ -56,6 +60,9 @@ func (f *storeFlags) open(ctx context.Context) (*recordStore, error) {
 		if f.token != "" {
 			return nil, errors.New("--token goes with --nats: the records in the state folder are not sealed with a token")
 		}
+		if f.rebuild {
+			return nil, errors.New("--rebuild-identities goes with --nats: only the records on the operator plane can be put back by others")
+		}
 		path, err := identitiesPath(f.state)
 		if err != nil {
 			return nil, err
@@ -71,6 +78,7 @@ func (f *storeFlags) open(ctx context.Context) (*recordStore, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.Rebuild = f.rebuild
 	return &recordStore{where: s.Where(), plane: s}, nil
 }
 

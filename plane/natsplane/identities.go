@@ -7,6 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -35,8 +40,19 @@ import (
 // a revocation). A deleted document is the empty one: everyone's access
 // ends.
 //
-// Changes are compare-and-set on the key's revision, so two commands
-// that change the records at once (on two machines) never lose a change.
+// A generation alone does not stop a capture put back: a door that
+// starts after the put, or a command that changes the records next,
+// would take it. So each document also seals the revision (the stream
+// sequence) it is written at, and is written only there (the put
+// expects the stream's last sequence): a document found at another
+// revision was put back by someone else, and front doors and commands
+// refuse it (errPutBack). Documents sealed before revisions were sealed
+// carry none; for them, the server's put time may not be later than the
+// sealed write time by more than putBackSlack.
+//
+// Changes are compare-and-set on the stream's last sequence, so two
+// commands that change the records at once (on two machines) never lose
+// a change.
 
 // identitiesKey is the document's key in the bucket.
 const identitiesKey = "doc"
@@ -58,7 +74,38 @@ type sealedDocument struct {
 	Gen uint64    `json:"gen"`
 	At  time.Time `json:"at"`
 	Doc []byte    `json:"doc"`
+	// Rev is the revision of the key (the bucket's stream sequence) the
+	// document was written at; 0 in documents written before it was
+	// sealed.
+	Rev uint64 `json:"rev,omitempty"`
 }
+
+// putBackSlack bounds how much later than its sealed write time a
+// document without a sealed revision may have been put on the bucket
+// (the server's timestamp): its writer puts it right after sealing it,
+// so more is a capture put back, or clocks apart by more than this.
+const putBackSlack = 2 * time.Minute
+
+// ErrPutBack is a document of identities on the plane that someone put
+// back (a capture of an earlier one, perhaps to undo a revocation): it is
+// not where its writer wrote it.
+var ErrPutBack = errors.New("the identities on the operator plane were put back by someone other than their writer")
+
+// checkPlaced returns ErrPutBack, with what was seen, unless the sealed
+// document sd is where its writer put it: at revision rev, put at
+// created.
+func checkPlaced(sd sealedDocument, rev uint64, created time.Time) error {
+	switch {
+	case sd.Rev != 0 && sd.Rev != rev:
+		return fmt.Errorf("%w: the document written at %s for revision %d is at revision %d", ErrPutBack, sd.At.Format(time.RFC3339), sd.Rev, rev)
+	case sd.Rev == 0 && created.Sub(sd.At) > putBackSlack:
+		return fmt.Errorf("%w: the document written at %s was put at %s, more than %s later", ErrPutBack, sd.At.Format(time.RFC3339), created.UTC().Format(time.RFC3339), putBackSlack)
+	}
+	return nil
+}
+
+// putBackAdvice says what to do about a put back document.
+const putBackAdvice = "someone holding the NATS cluster's credentials can write the bucket: rotate those credentials, then run the command again with --rebuild-identities, which starts the plane's records afresh from this change alone (add again every operator and client you trust)"
 
 // ensureIdentities makes the identities bucket if it is missing and
 // returns it; one that exists is taken as it is.
@@ -117,9 +164,16 @@ func seenKey(record string) string {
 type IdentityStore struct {
 	nc     *nats.Conn
 	kv     jetstream.KeyValue
+	js     jetstream.JetStream
+	stream jetstream.Stream
+	subj   string
 	seal   *sealer
 	prefix string
 	where  string
+
+	// Rebuild, when the document in force was put back (ErrPutBack),
+	// applies a change to the empty document instead of refusing it.
+	Rebuild bool
 }
 
 // OpenIdentities connects to the cluster of o (URLs, credentials, TLS,
@@ -157,7 +211,12 @@ func OpenIdentities(ctx context.Context, o Options) (*IdentityStore, error) {
 		nc.Close()
 		return nil, fmt.Errorf("reaching the identities bucket %s on the NATS servers %s: %w", n.identities, redactURLs(o.URLs), err)
 	}
-	return &IdentityStore{nc: nc, kv: kv, seal: s, prefix: o.Prefix,
+	stream, err := js.Stream(ctx, "KV_"+n.identities)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("reaching the identities bucket %s on the NATS servers %s: %w", n.identities, redactURLs(o.URLs), err)
+	}
+	return &IdentityStore{nc: nc, js: js, kv: kv, stream: stream, subj: n.identitiesFilter(), seal: s, prefix: o.Prefix,
 		where: fmt.Sprintf("the operator plane %q on %s", o.Prefix, redactURLs(o.URLs))}, nil
 }
 
@@ -168,7 +227,8 @@ func (s *IdentityStore) Where() string { return s.where }
 func (s *IdentityStore) Close() { s.nc.Close() }
 
 // load returns the document in force, its generation and the key's
-// revision (0: no document).
+// revision (0: no document). A document put back is returned with
+// ErrPutBack.
 func (s *IdentityStore) load(ctx context.Context) (*identity.Document, uint64, uint64, error) {
 	e, err := s.kv.Get(ctx, identitiesKey)
 	switch {
@@ -181,33 +241,74 @@ func (s *IdentityStore) load(ctx context.Context) (*identity.Document, uint64, u
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	return d, sd.Gen, e.Revision(), nil
+	return d, sd.Gen, e.Revision(), checkPlaced(sd, e.Revision(), e.Created())
 }
 
 // Load returns the document in force: the empty one when there is none.
+// It refuses one put back (ErrPutBack).
 func (s *IdentityStore) Load(ctx context.Context) (*identity.Document, error) {
 	d, _, _, err := s.load(ctx)
+	if errors.Is(err, ErrPutBack) {
+		return nil, fmt.Errorf("%w on %s; %s", err, s.where, putBackAdvice)
+	}
 	return d, err
 }
 
-// updateAttempts bounds how often Update tries again when another
-// command changed the document between its read and its write.
-const updateAttempts = 16
+// updateBackoff bounds the pause, jittered, before Update reads again
+// after something else was written on the bucket between its read and
+// its write: short, since a write takes a round trip, but spread so
+// that racing commands stop colliding.
+const updateBackoff = 50 * time.Millisecond
+
+// backoff waits a random pause before attempt (from 1) of a write that
+// lost a race, up to updateBackoff, or until ctx is done (its error).
+func backoff(ctx context.Context, attempt int) error {
+	ceiling := min(time.Millisecond<<min(attempt, 6), updateBackoff)
+	t := time.NewTimer(rand.N(ceiling) + 1)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
 
 // Update changes the document: it reads it, calls change, and writes the
-// result if the document is still the one it read, else reads again. A
-// change that fails leaves the document as it was.
+// result if nothing was written on the bucket meanwhile, else reads
+// again. A change that fails leaves the document as it was. It refuses
+// to build on a document put back (ErrPutBack) unless Rebuild is set.
+// It tries again as long as ctx lives, however many commands race it:
+// give ctx a deadline.
 func (s *IdentityStore) Update(ctx context.Context, change func(*identity.Document) error) error {
-	for range updateAttempts {
-		d, gen, rev, err := s.load(ctx)
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			if err := backoff(ctx, attempt); err != nil {
+				return fmt.Errorf("the identities on %s kept changing while this command tried to change them (%d tries): %w; run it again", s.where, attempt, err)
+			}
+		}
+		info, err := s.stream.Info(ctx)
 		if err != nil {
+			return fmt.Errorf("reading the identities bucket on %s: %w", s.where, err)
+		}
+		last := info.State.LastSeq
+		d, gen, rev, err := s.load(ctx)
+		switch {
+		case errors.Is(err, ErrPutBack) && s.Rebuild:
+			d = &identity.Document{}
+		case errors.Is(err, ErrPutBack):
+			return fmt.Errorf("%w on %s, so this command does not build on it; %s", err, s.where, putBackAdvice)
+		case err != nil:
 			return err
+		}
+		if rev > last {
+			continue // written meanwhile: read it again
 		}
 		if err := change(d); err != nil {
 			return err
 		}
 		now := time.Now()
-		sd := sealedDocument{Gen: max(gen+1, uint64(now.UnixNano())), At: now.UTC(), Doc: d.Encode()}
+		sd := sealedDocument{Gen: max(gen+1, uint64(now.UnixNano())), At: now.UTC(), Doc: d.Encode(), Rev: last + 1}
 		plain, err := json.Marshal(sd)
 		if err != nil {
 			return err
@@ -216,20 +317,19 @@ func (s *IdentityStore) Update(ctx context.Context, change func(*identity.Docume
 		if limit := s.nc.MaxPayload() - 1024; int64(len(b)) > limit {
 			return fmt.Errorf("the identities would take %d bytes on %s, above the %d its servers take in one message (their max_payload): revoke records no longer used, or raise max_payload", len(b), s.where, limit)
 		}
-		if rev == 0 {
-			_, err = s.kv.Create(ctx, identitiesKey, b)
-		} else {
-			_, err = s.kv.Update(ctx, identitiesKey, b, rev)
-		}
-		if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-			continue // changed meanwhile: read it again
+		// Only at the sequence sealed: anything written on the bucket
+		// since its last sequence was read (another command, a last use)
+		// makes the server refuse it.
+		_, err = s.js.Publish(ctx, s.subj, b, jetstream.WithExpectLastSequence(last))
+		var ae *jetstream.APIError
+		if errors.As(err, &ae) && (ae.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || ae.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+			continue // written meanwhile: read it again
 		}
 		if err != nil {
 			return fmt.Errorf("writing the identities on %s: %w", s.where, err)
 		}
 		return nil
 	}
-	return fmt.Errorf("the identities on %s changed %d times while this command tried to change them; run it again", s.where, updateAttempts)
 }
 
 // Seen returns when each record of d was last used by a front door, by
@@ -279,16 +379,18 @@ type identities struct {
 	mu   sync.Mutex
 	dir  *identity.Directory
 	gen  uint64
+	// genFile keeps gen across restarts (Options.GenerationFile).
+	genFile string
 	// failed is the last failure reported, so it is reported once.
 	failed string
 	subs   map[*IdentitySource]struct{}
 	used   store.Seen
 }
 
-// takeIdentities puts a new document in force: on a put, one that opens
-// and is not older than the one in force; on a delete or purge, the
-// empty document.
-func (m *Member) takeIdentities(e entry) {
+// takeIdentities puts a new document in force: on a put, one that opens,
+// is where its writer put it (at revision rev) and is not older than the
+// one in force; on a delete or purge, the empty document.
+func (m *Member) takeIdentities(e entry, rev uint64) {
 	ids := &m.ids
 	var d *identity.Document
 	var gen uint64
@@ -298,6 +400,10 @@ func (m *Member) takeIdentities(e entry) {
 			m.identityFailure(fmt.Errorf("%w; the named operators and clients stay those last read", err))
 			return
 		}
+		if err := checkPlaced(sd, rev, e.created); err != nil {
+			m.identityFailure(fmt.Errorf("%w (a revocation undone by someone holding the cluster's credentials?); it is refused, the named operators and clients stay those last read: rotate the cluster's credentials and write the records again with --rebuild-identities", err))
+			return
+		}
 		d, gen = doc, sd.Gen
 	} else {
 		d = &identity.Document{}
@@ -305,8 +411,13 @@ func (m *Member) takeIdentities(e entry) {
 	ids.mu.Lock()
 	if gen != 0 && gen < ids.gen {
 		ids.mu.Unlock()
-		m.identityFailure(errors.New("a document of identities older than the one in force was put on the operator plane (a revocation undone by someone holding the cluster's credentials?); it is refused"))
+		m.identityFailure(errors.New("a document of identities older than the one in force (or than the newest this front door took before it restarted) was put on the operator plane (a revocation undone by someone holding the cluster's credentials?); it is refused"))
 		return
+	}
+	if gen > ids.gen && ids.genFile != "" {
+		if err := saveGeneration(ids.genFile, gen); err != nil {
+			m.log.Error("named operators and clients: the newest generation is not kept across a restart", "err", err)
+		}
 	}
 	ids.gen = max(ids.gen, gen)
 	ids.dir, ids.failed = identity.NewDirectory(d), ""
@@ -317,6 +428,41 @@ func (m *Member) takeIdentities(e entry) {
 		}
 	}
 	ids.mu.Unlock()
+}
+
+// loadGeneration reads the generation kept in path: 0 when path is "" or
+// there is no file yet.
+func loadGeneration(path string) (uint64, error) {
+	if path == "" {
+		return 0, nil
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("reading the newest generation of the identities this front door took: %w", err)
+	}
+	gen, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s does not hold a generation of the identities (a decimal number): %w; remove it to take the plane's current document as it is", path, err)
+	}
+	return gen, nil
+}
+
+// saveGeneration replaces the generation kept in path with gen,
+// atomically, readable by the owner alone.
+func saveGeneration(path string, gen uint64) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.WriteString(strconv.FormatUint(gen, 10) + "\n")
+	if err = errors.Join(err, tmp.Chmod(0o600), tmp.Sync(), tmp.Close()); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }
 
 // identityFailure reports err once to the log and every source.
@@ -488,7 +634,7 @@ func (m *Member) followIdentities() *follower {
 	return m.follow("the named operators and clients", "KV_"+m.n.identities, m.n.identitiesFilter(), true,
 		func(msg jetstream.Msg, meta *jetstream.MsgMetadata) {
 			if key, ok := strings.CutPrefix(msg.Subject(), "$KV."+m.n.identities+"."); ok && key == identitiesKey {
-				m.takeIdentities(entryOf(key, msg, meta))
+				m.takeIdentities(entryOf(key, msg, meta), meta.Sequence.Stream)
 			}
 		})
 }

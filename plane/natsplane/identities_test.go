@@ -10,9 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/agenteventprotocol/aep-mcp-bridge/identity"
 	"github.com/agenteventprotocol/aep-mcp-bridge/identity/store"
 	"github.com/agenteventprotocol/aep-mcp-bridge/plane/planetest"
@@ -146,40 +143,9 @@ func TestIdentitiesOnThePlane(t *testing.T) {
 	wb.until("with the nine operators", func(d *identity.Directory) bool { return len(d.Document().Operators) == 9 })
 
 	// The impostor has the cluster's credentials.
-	nc, err := nats.Connect(shared.URLs(), nats.UserInfo(clusterUser, clusterPass))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	kv, err := js.KeyValue(ctx, prefix+"_identities")
-	if err != nil {
-		t.Fatal(err)
-	}
+	kv := impostorBucket(t, ctx, prefix)
 	captured, err := kv.Get(ctx, identitiesKey)
 	if err != nil {
-		t.Fatal(err)
-	}
-
-	// A document of its own, sealed with another token, is refused.
-	other, _ := identitySealer("another-token-0123456789abcdef0123", prefix)
-	mallory, _ := newOperator(t, "mallory")
-	forged := &identity.Document{Operators: []identity.Operator{mallory}}
-	plain, _ := json.Marshal(sealedDocument{Gen: uint64(time.Now().Add(time.Hour).UnixNano()), At: time.Now(), Doc: forged.Encode()})
-	if _, err := kv.Put(ctx, identitiesKey, other.seal(adOf("identities", prefix, identitiesKey), plain)); err != nil {
-		t.Fatal(err)
-	}
-	wb.refused("do not open with this token")
-	if _, ok := b.directory().Operator("mallory"); ok || len(operatorNames(b.directory())) != 9 {
-		t.Fatalf("the forged document was believed: %v", operatorNames(b.directory()))
-	}
-	if _, err := st.Load(ctx); err == nil || !strings.Contains(err.Error(), "do not open") {
-		t.Fatalf("the CLI read the forged document: %v", err)
-	}
-	// The genuine one back (the impostor's own put is in the way of a
-	// compare-and-set: a command refuses to write over what it cannot
-	// read, so the genuine document is restored from the capture).
-	if _, err := kv.Put(ctx, identitiesKey, captured.Value()); err != nil {
 		t.Fatal(err)
 	}
 
@@ -194,8 +160,8 @@ func TestIdentitiesOnThePlane(t *testing.T) {
 	if _, err := kv.Put(ctx, identitiesKey, captured.Value()); err != nil {
 		t.Fatal(err)
 	}
-	wa.refused("older than the one in force")
-	wb.refused("older than the one in force")
+	wa.refused("put back")
+	wb.refused("put back")
 	for _, m := range []*Member{a, b} {
 		if _, err := m.directory().Authenticate(cred, time.Now()); err == nil {
 			t.Fatal("a revocation was undone by a captured document")
@@ -213,6 +179,22 @@ func TestIdentitiesOnThePlane(t *testing.T) {
 		t.Fatal(err)
 	}
 	wb.until("with carol only", func(d *identity.Directory) bool { return has("carol")(d) && len(d.Document().Operators) == 1 })
+
+	// A document of its own, sealed with another token, is refused.
+	other, _ := identitySealer("another-token-0123456789abcdef0123", prefix)
+	mallory, _ := newOperator(t, "mallory")
+	forged := &identity.Document{Operators: []identity.Operator{mallory}}
+	plain, _ := json.Marshal(sealedDocument{Gen: uint64(time.Now().Add(time.Hour).UnixNano()), At: time.Now(), Doc: forged.Encode()})
+	if _, err := kv.Put(ctx, identitiesKey, other.seal(adOf("identities", prefix, identitiesKey), plain)); err != nil {
+		t.Fatal(err)
+	}
+	wb.refused("do not open with this token")
+	if _, ok := b.directory().Operator("mallory"); ok || len(operatorNames(b.directory())) != 1 {
+		t.Fatalf("the forged document was believed: %v", operatorNames(b.directory()))
+	}
+	if _, err := st.Load(ctx); err == nil || !strings.Contains(err.Error(), "do not open") {
+		t.Fatalf("the CLI read the forged document: %v", err)
+	}
 }
 
 // TestIdentitiesLastUse: a front door records when each operator was

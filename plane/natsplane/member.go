@@ -70,6 +70,11 @@ type Options struct {
 	// Logger receives logs; nil discards them. Event content and tokens
 	// are never logged.
 	Logger *slog.Logger
+	// GenerationFile keeps the generation of the newest identities the
+	// member took (a file in the front door's state folder), so that
+	// after a restart it still refuses an older document put back. ""
+	// keeps it in memory only.
+	GenerationFile string
 
 	// now is the clock of heartbeats and skew; nil means time.Now.
 	now func() time.Time
@@ -204,6 +209,10 @@ func Open(ctx context.Context, o Options) (*Member, error) {
 	if err != nil {
 		return nil, err
 	}
+	gen, err := loadGeneration(o.GenerationFile)
+	if err != nil {
+		return nil, err
+	}
 	notifyKey, err := notifyKeyOf(o.Token, o.Prefix)
 	if err != nil {
 		return nil, err
@@ -221,6 +230,7 @@ func Open(ctx context.Context, o Options) (*Member, error) {
 		m.log = slog.New(slog.DiscardHandler)
 	}
 	m.log = m.log.With("plane", o.Prefix)
+	m.ids.gen, m.ids.genFile = gen, o.GenerationFile
 	hubOpts := o.Hub
 	if hubOpts.Now == nil {
 		hubOpts.Now = o.now
