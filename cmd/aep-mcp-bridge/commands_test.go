@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 )
@@ -264,5 +266,28 @@ func TestInboxBadEndpointIsNotEchoed(t *testing.T) {
 	out, errOut, code := cli(t, "inbox", "--no-open", "--endpoint", "ftp://op:s3cret@127.0.0.1:1/x?token=s3cret", "--state-dir", t.TempDir())
 	if code != exitUsage || out != "" || !strings.Contains(errOut, "want the endpoint's http(s) base URL") || strings.Contains(errOut, "s3cret") {
 		t.Fatalf("exit %d, stdout %q, stderr %q; want a usage error that does not show the URL's secret", code, out, errOut)
+	}
+}
+
+// TestTokenStoredOnceByRacingBridges: bridges that start at once on a
+// fresh state folder all end up with the one token stored there; none
+// reads a half-written file (the conformance suite starts several).
+func TestTokenStoredOnceByRacingBridges(t *testing.T) {
+	t.Setenv("AEP_TOKEN", "")
+	for round := range 20 {
+		dir := filepath.Join(t.TempDir(), fmt.Sprint(round))
+		const n = 8
+		got := make([]string, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() { got[i], _, errs[i] = loadToken("", dir, false) })
+		}
+		wg.Wait()
+		for i := range n {
+			if errs[i] != nil || got[i] == "" || got[i] != got[0] {
+				t.Fatalf("round %d, bridge %d: token %q, error %v; want the one stored token", round, i, got[i], errs[i])
+			}
+		}
 	}
 }

@@ -71,18 +71,34 @@ func loadNamedToken(src tokenSource, dir string, insecure bool) (token, where st
 		return "", "", fmt.Errorf("generating a token: %w", err)
 	}
 	t = hex.EncodeToString(raw)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	// The token is written whole to a file of its own, then linked into
+	// place: a bridge starting at the same moment either links first or
+	// finds the whole token there, never an empty file.
+	stored := func(err error) error {
+		return fmt.Errorf("storing the token at %s: %w; check that folder is yours and writable, or pass --state-dir or %s", path, err, src.flagName)
+	}
+	f, err := os.CreateTemp(dir, ".token-*")
 	if err != nil {
+		return "", "", stored(err)
+	}
+	defer os.Remove(f.Name())
+	_, err = f.WriteString(t + "\n")
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", "", stored(err)
+	}
+	if err := os.Link(f.Name(), path); err != nil {
 		if errors.Is(err, os.ErrExist) { // another bridge won the race
 			if t, _, rerr := readTokenFile(dir, src.file); rerr == nil && t != "" {
 				return t, path, nil
 			}
 		}
-		return "", "", fmt.Errorf("storing the token at %s: %w; check that folder is yours and writable, or pass --state-dir or %s", path, err, src.flagName)
-	}
-	defer f.Close()
-	if _, err := f.WriteString(t + "\n"); err != nil {
-		return "", "", fmt.Errorf("storing the token at %s: %w; check that folder is yours and writable, or pass --state-dir or %s", path, err, src.flagName)
+		return "", "", stored(err)
 	}
 	return t, path, nil
 }
