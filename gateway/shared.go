@@ -88,16 +88,18 @@ func (s *Server) sharedFor(ctx context.Context, who principal, client *identity.
 			slot = &sharedSlot{ready: make(chan struct{})}
 			s.shared[who] = slot
 			s.mu.Unlock()
-			slot.sess, slot.err = s.newSession(ctx, shared, who, client)
-			if slot.err != nil {
-				s.mu.Lock()
-				if s.shared[who] == slot {
-					delete(s.shared, who)
-				}
-				s.mu.Unlock()
+			sess, err := s.newSession(ctx, shared, who, client)
+			// The session's runSession may already be ending it and
+			// reading slot.sess under s.mu (forgetSharedLocked), so
+			// the slot is filled under s.mu too.
+			s.mu.Lock()
+			slot.sess, slot.err = sess, err
+			if err != nil && s.shared[who] == slot {
+				delete(s.shared, who)
 			}
+			s.mu.Unlock()
 			close(slot.ready)
-			return slot.sess, slot.err
+			return sess, err
 		}
 		s.mu.Unlock()
 		select {
