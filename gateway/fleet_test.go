@@ -189,7 +189,7 @@ func TestFleetAuthorityAcrossGateways(t *testing.T) {
 	defer cancel()
 	imp, err := natsplane.Open(ctx, natsplane.Options{URLs: cl.URLs(), User: testnats.User, Password: testnats.Password, Prefix: prefix,
 		Token: "an-impostor-who-has-the-cluster-but-not-the-fleet", Key: key, Agent: "impostor", Instance: "impostor",
-		Heartbeat: time.Second})
+		Heartbeat: time.Second, StoreBytes: 16 << 20}) // the plane's own bound: a larger one would grow its reservation
 	if err != nil {
 		t.Fatal(err)
 	}

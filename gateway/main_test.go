@@ -318,9 +318,13 @@ func (g *gw) waitSessions(t *testing.T, n int) {
 
 // sharedSessions checks that the gateway serves n sessions, each a
 // shared session of stateless requests with none in flight: what is
-// left once a spawned server's stateless clients got their answers.
+// left once a spawned server's stateless clients got their answers. A
+// session whose server exited stays in the table until its runSession
+// has returned, after the requests it failed were answered: it is
+// waited for.
 func (g *gw) sharedSessions(t *testing.T, n int) {
 	t.Helper()
+	g.waitSessions(t, n)
 	g.srv.mu.Lock()
 	defer g.srv.mu.Unlock()
 	if len(g.srv.sessions) != n {

@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -40,6 +42,14 @@ import (
 // write that fails on a reused connection is tried once more on a new
 // one, as the Transport does for a request it could not write; a request
 // whose write went out is never sent twice.
+//
+// A server may close a connection at rest when its own keep-alive timer
+// fires, at the very moment a request goes out on it: the request is
+// then lost to a reset, and cannot be sent again. A server that says
+// how long it keeps a connection (Keep-Alive: timeout=N, as Node's
+// http server does, 5 s) has its connection retired keepAliveMargin
+// before that, as undici does (keepAliveTimeoutThreshold), so a request
+// never races its timer.
 
 // maxDirectBody is the largest message posted on the transport's own
 // exchange; a larger one goes through net/http, whose writing goroutine
@@ -70,6 +80,35 @@ type h1Conn struct {
 	lr *limitedConn // br's source: bounds a response's head
 	br *bufio.Reader
 	bw *bufio.Writer
+	// reuseBy is when the connection, once at rest, is no longer taken
+	// from the pool: the server's keep-alive timeout (Keep-Alive:
+	// timeout=N of its last response) less keepAliveMargin. Zero when
+	// the server named none.
+	reuseBy time.Time
+}
+
+// keepAliveMargin is how long before the keep-alive timeout a server
+// names a connection at rest is retired: the time its last response
+// may have taken to be read.
+const keepAliveMargin = 2 * time.Second
+
+// keepAliveUntil is the reuseBy of a connection whose last response,
+// read at now, had header h.
+func keepAliveUntil(h http.Header, now time.Time) time.Time {
+	for _, v := range h.Values("Keep-Alive") {
+		for _, param := range strings.Split(v, ",") {
+			name, val, _ := strings.Cut(strings.TrimSpace(param), "=")
+			if !strings.EqualFold(name, "timeout") {
+				continue
+			}
+			n, err := strconv.Atoi(strings.TrimSpace(val))
+			if err != nil || n < 0 {
+				continue
+			}
+			return now.Add(time.Duration(min(n, 1<<20))*time.Second - keepAliveMargin)
+		}
+	}
+	return time.Time{}
 }
 
 // maxResponseHead bounds the bytes of a response's head, its 1xx
@@ -230,6 +269,7 @@ func (d *direct) read(w *written) (*http.Response, error) {
 		}
 		return nil, err
 	}
+	w.pc.reuseBy = keepAliveUntil(resp.Header, time.Now())
 	resp.Body = &h1Body{d: d, pc: w.pc, body: resp.Body, ctx: ctx, stop: w.stop, reuse: !resp.Close && resp.ProtoAtLeast(1, 1)}
 	return resp, nil
 }
@@ -298,7 +338,7 @@ func (d *direct) idleConn() *h1Conn {
 		d.idle[n-1] = nil
 		d.idle = d.idle[:n-1]
 		d.mu.Unlock()
-		if pc.br.Buffered() == 0 && idleConnUsable(pc.nc) {
+		if pc.br.Buffered() == 0 && (pc.reuseBy.IsZero() || time.Now().Before(pc.reuseBy)) && idleConnUsable(pc.nc) {
 			return pc
 		}
 		pc.nc.Close()

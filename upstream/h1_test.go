@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -112,24 +113,10 @@ func TestConnectionCloseIsNotReused(t *testing.T) {
 	}
 }
 
-// TestInterimResponseIsSkipped: a 103 Early Hints before the response is
-// not the answer; the response after it is.
-func TestInterimResponseIsSkipped(t *testing.T) {
-	srv, _ := jsonEcho(t, func(w http.ResponseWriter) {
-		w.Header().Set("Link", "</style.css>; rel=preload")
-		w.WriteHeader(http.StatusEarlyHints)
-		w.Header().Del("Link")
-	})
-	c := dial(t, Options{URL: srv.URL + "/mcp", Transport: "streamable"})
-	call(t, c, 1)
-	call(t, c, 2)
-}
-
-// TestBytesAfterAResponseRetireItsConnection: a server that sends bytes
-// after a response's end (here the start of a response nobody asked for)
-// has its connection retired, so those bytes are never read as the next
-// POST's answer.
-func TestBytesAfterAResponseRetireItsConnection(t *testing.T) {
+// rawServer serves each connection it accepts with serve, on loopback,
+// until the test ends; it returns its address and the count of the
+// connections it accepted.
+func rawServer(t *testing.T, serve func(nc net.Conn)) (string, func() int) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -150,29 +137,105 @@ func TestBytesAfterAResponseRetireItsConnection(t *testing.T) {
 			mu.Unlock()
 			wg.Go(func() {
 				defer nc.Close()
-				br := bufio.NewReader(nc)
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					b, _ := io.ReadAll(req.Body)
-					m := decode(t, string(b))
-					body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{}}`, m.ID)
-					fmt.Fprintf(nc, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%sHTTP/1.1 200 OK\r\n", len(body), body)
-				}
+				serve(nc)
 			})
 		}
 	})
-	c := dial(t, Options{URL: "http://" + ln.Addr().String() + "/mcp", Transport: "streamable"})
+	return ln.Addr().String(), func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return accepted
+	}
+}
+
+// answerRaw reads a request from br and answers it on nc with a JSON
+// result carrying its id, the header lines head beside Content-Type and
+// Content-Length, and the bytes after written after the body; false when
+// no request came.
+func answerRaw(t *testing.T, br *bufio.Reader, nc net.Conn, head, after string) bool {
+	req, err := http.ReadRequest(br)
+	if err != nil {
+		return false
+	}
+	b, _ := io.ReadAll(req.Body)
+	m := decode(t, string(b))
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{}}`, m.ID)
+	fmt.Fprintf(nc, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n%sContent-Length: %d\r\n\r\n%s%s", head, len(body), body, after)
+	return true
+}
+
+// TestKeepAliveTimeoutRetiresTheConnection: a server that says it keeps
+// a connection at rest for a second (Keep-Alive: timeout=1) and resets
+// it when a request comes after that, as a server does whose keep-alive
+// timer fires as the request arrives, loses no POST: a connection is not
+// used again within keepAliveMargin of the timeout the server named.
+func TestKeepAliveTimeoutRetiresTheConnection(t *testing.T) {
+	var reset atomic.Int32
+	addr, accepted := rawServer(t, func(nc net.Conn) {
+		br := bufio.NewReader(nc)
+		if !answerRaw(t, br, nc, "Connection: keep-alive\r\nKeep-Alive: timeout=1\r\n", "") {
+			return
+		}
+		if _, err := br.Peek(1); err != nil {
+			return // the client closed it
+		}
+		// A request on a connection whose timeout passed: reset.
+		reset.Add(1)
+		nc.(*net.TCPConn).SetLinger(0)
+	})
+	c := dial(t, Options{URL: "http://" + addr + "/mcp", Transport: "streamable"})
 	for i := range 3 {
 		call(t, c, i+1)
 	}
 	c.Close()
-	mu.Lock()
-	defer mu.Unlock()
-	if accepted != 3 {
-		t.Errorf("3 POSTs, each answered with stray bytes after it, came on %d connections; want 3", accepted)
+	if n, r := accepted(), reset.Load(); n != 3 || r != 0 {
+		t.Errorf("3 POSTs to a server that keeps a connection a second came on %d connections, %d of them reused after the timeout; want 3 and none", n, r)
+	}
+}
+
+// TestLongKeepAliveTimeoutKeepsTheConnection: a Keep-Alive timeout
+// longer than keepAliveMargin leaves the POSTs on one connection.
+func TestLongKeepAliveTimeoutKeepsTheConnection(t *testing.T) {
+	srv, cc := jsonEcho(t, func(w http.ResponseWriter) { w.Header().Set("Keep-Alive", "max=100, timeout=60") })
+	c := dial(t, Options{URL: srv.URL + "/mcp", Transport: "streamable"})
+	for i := range 5 {
+		call(t, c, i+1)
+	}
+	if n := cc.count(); n != 1 {
+		t.Errorf("5 POSTs answered with Keep-Alive: timeout=60 came on %d connections; want 1", n)
+	}
+}
+
+// TestInterimResponseIsSkipped: a 103 Early Hints before the response is
+// not the answer; the response after it is.
+func TestInterimResponseIsSkipped(t *testing.T) {
+	srv, _ := jsonEcho(t, func(w http.ResponseWriter) {
+		w.Header().Set("Link", "</style.css>; rel=preload")
+		w.WriteHeader(http.StatusEarlyHints)
+		w.Header().Del("Link")
+	})
+	c := dial(t, Options{URL: srv.URL + "/mcp", Transport: "streamable"})
+	call(t, c, 1)
+	call(t, c, 2)
+}
+
+// TestBytesAfterAResponseRetireItsConnection: a server that sends bytes
+// after a response's end (here the start of a response nobody asked for)
+// has its connection retired, so those bytes are never read as the next
+// POST's answer.
+func TestBytesAfterAResponseRetireItsConnection(t *testing.T) {
+	addr, accepted := rawServer(t, func(nc net.Conn) {
+		br := bufio.NewReader(nc)
+		for answerRaw(t, br, nc, "", "HTTP/1.1 200 OK\r\n") {
+		}
+	})
+	c := dial(t, Options{URL: "http://" + addr + "/mcp", Transport: "streamable"})
+	for i := range 3 {
+		call(t, c, i+1)
+	}
+	c.Close()
+	if n := accepted(); n != 3 {
+		t.Errorf("3 POSTs, each answered with stray bytes after it, came on %d connections; want 3", n)
 	}
 }
 

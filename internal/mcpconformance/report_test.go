@@ -95,6 +95,7 @@ func compare(t *testing.T, side string, legs []leg, paths []path, g *grid, order
 // answers a quick response as JSON where go-sdk's server opens an event
 // stream, so server-sse-multiple-streams records "SSE streams optional".
 func differs(direct, bridged result) (string, bool) {
+	bridged = bridged.excusingLate()
 	if bridged.verdict() > direct.verdict() {
 		return strings.Join(bridged.problems(), "; "), true
 	}
@@ -110,6 +111,49 @@ func differs(direct, bridged result) (string, bool) {
 		return "checks that pass directly did not pass through the bridge: " + strings.Join(gone, ", "), true
 	}
 	return "", false
+}
+
+// lateOnly names the checks whose WARNING says only that the client
+// came later than the suite hoped: sse-retry's reconnection more than
+// 200 ms after the retry time, which the load of the machine decides as
+// much as the bridge does. Coming too early, or very late, is their
+// FAILURE, which still counts.
+var lateOnly = map[string]bool{"client-sse-retry-timing": true}
+
+// excusingLate is r with the WARNINGs of lateOnly checks taken for
+// SUCCESS, for comparing with the direct result; the table shows r as
+// it is.
+func (r result) excusingLate() result {
+	r.checks = slices.Clone(r.checks)
+	for i, c := range r.checks {
+		if c.Status == "WARNING" && lateOnly[c.ID] {
+			r.checks[i].Status = "SUCCESS"
+		}
+	}
+	return r
+}
+
+// TestLateReconnectionIsNotARegression: a bridged sse-retry that warns
+// of a late reconnection, where the direct run passed, is no worse than
+// it; one that fails (too early), or any other warning, is.
+func TestLateReconnectionIsNotARegression(t *testing.T) {
+	direct := result{checks: []check{{ID: "client-sse-retry-timing", Status: "SUCCESS"}, {ID: "client-sse-last-event-id", Status: "SUCCESS"}}}
+	for _, tc := range []struct {
+		timing, lastID string
+		worse          bool
+	}{
+		{"WARNING", "SUCCESS", false},
+		{"FAILURE", "SUCCESS", true},
+		{"SUCCESS", "WARNING", true},
+	} {
+		bridged := result{checks: []check{{ID: "client-sse-retry-timing", Status: tc.timing}, {ID: "client-sse-last-event-id", Status: tc.lastID}}}
+		if _, worse := differs(direct, bridged); worse != tc.worse {
+			t.Errorf("timing %s, last-event-id %s: worse %v; want %v", tc.timing, tc.lastID, worse, tc.worse)
+		}
+		if bridged.checks[0].Status != tc.timing {
+			t.Errorf("differs changed the bridged result it was given")
+		}
+	}
 }
 
 // orderOf is the suite's order of the scenarios, then any it did not
