@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -42,22 +41,6 @@ func TestJoinedBridgeIsAnsweredOnAnotherDoor(t *testing.T) {
 	req := op.question(nil)
 	if req.Agent != "bridge-b" || req.Session != s.b.Session() {
 		t.Fatalf("the question on door A: agent %s session %s; want bridge B's", req.Agent, req.Session)
-	}
-	// Door C's claim on the session reaches door A through the sessions'
-	// bucket, apart from the events stream that brought the question: an
-	// answer sent before door A has read it is refused (no-route), so the
-	// operator answers once door A's roster lists the session. Each
-	// roster request is a round trip to door A; the loop is bounded.
-	deadline := time.Now().Add(waitLimit)
-	for n := 0; ; n++ {
-		op.send(fmt.Sprintf(`{"type":"roster","id":"r%d"}`, n))
-		roster := op.until(func(m map[string]any) bool { return m["type"] == "roster" })
-		if bytes.Contains(roster, []byte(req.Session)) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("door A's roster never listed bridge B's session: %s", roster)
-		}
 	}
 	cmd := command(req.Session, req.ID, aep.Answer{Values: map[string]any{"environment": "staging", "confirm": true}})
 	raw, _ := json.Marshal(cmd)

@@ -11,8 +11,11 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/bus"
 )
 
 func postNDJSON(t *testing.T, base string, lines ...string) *http.Response {
@@ -266,7 +269,11 @@ func testAEP0004_RelayBehalfRefusal(t *testing.T, tp testPlane) {
 func TestFloodIsRefusedInBand(t *testing.T) { onEveryPlane(t, testFloodIsRefusedInBand) }
 
 func testFloodIsRefusedInBand(t *testing.T, tp testPlane) {
-	f := newTestEndpointOn(t, tp)
+	// The clock stands still: however slowly a loaded machine sends the
+	// burst, the bucket refills nothing while it does.
+	still := time.Now()
+	f := newPlaneFixture(t, tp, bus.HubOptions{ReplayPerSession: 4, ReplaySessions: 8},
+		Options{MaxBody: 64 << 10, now: func() time.Time { return still }})
 	srv := f.srv
 	c := dial(t, srv)
 	c.hello()

@@ -43,7 +43,9 @@ func planePrincipal(p authority.Principal) plane.Principal {
 func (e *Endpoint) planeCommand(p authority.Principal, ev *aep.Event, data []byte) (string, string) {
 	// As for a session of this process (socket.command): a command the
 	// session does not accept is refused on the connection (AEP-0004
-	// §4.2), and never enters its history.
+	// §4.2), and never enters its history. A session whose claim this
+	// door has not read yet is checked by its owner alone (relayTarget,
+	// the bridge's control intake), which answers once either way.
 	for _, b := range e.opts.Plane.Sessions() {
 		if b.Session == ev.Session && !slices.Contains(b.Accepts, ev.Type) {
 			return "unsupported", fmt.Sprintf("session %q accepts %v, not %s", ev.Session, b.Accepts, ev.Type)
@@ -149,25 +151,14 @@ func (e *Endpoint) relayEvent(s *socket, writer string, ev *aep.Event, data []by
 		e.relays.writers[writer]++
 	}
 	e.relays.mu.Unlock()
+	if claimed {
+		// The claim comes before the event: another door that holds the
+		// event and has not read the claim yet routes the session's
+		// commands here (natsplane.Member.Command), and finds it held.
+		e.claimRelayed(r, s, rc, writer, ev)
+	}
 	r.Relay(writer, keepDated, *ev, data)
-	switch {
-	case claimed:
-		c, why := e.route(ev.Session)
-		if why != nil || c.owner != s {
-			return
-		}
-		b := plane.Binding{Session: ev.Session, Source: ev.Source, Agent: c.Agent, Instance: c.Instance, Accepts: c.Accepts}
-		e.relays.mu.Lock()
-		defer e.relays.mu.Unlock()
-		if e.relays.claimed[ev.Session] == 0 {
-			if err := r.ClaimRelayed(writer, b, relayTarget{e}); err != nil {
-				e.log.Warn("an emitter's session takes no commands from other front doors", "session", ev.Session, "err", err)
-				return
-			}
-		}
-		e.relays.claimed[ev.Session]++
-		rc.sessions = append(rc.sessions, ev.Session)
-	case ev.Type == "session.ended":
+	if ev.Type == "session.ended" {
 		e.relays.mu.Lock()
 		defer e.relays.mu.Unlock()
 		n := len(rc.sessions)
@@ -176,6 +167,26 @@ func (e *Endpoint) relayEvent(s *socket, writer string, ev *aep.Event, data []by
 			e.unclaimLocked(ev.Session)
 		}
 	}
+}
+
+// claimRelayed claims on the plane the session of ev, which s's emitter
+// is now the claimant of on this door.
+func (e *Endpoint) claimRelayed(r relayer, s *socket, rc *relayedConn, writer string, ev *aep.Event) {
+	c, why := e.route(ev.Session)
+	if why != nil || c.owner != s {
+		return
+	}
+	b := plane.Binding{Session: ev.Session, Source: ev.Source, Agent: c.Agent, Instance: c.Instance, Accepts: c.Accepts}
+	e.relays.mu.Lock()
+	defer e.relays.mu.Unlock()
+	if e.relays.claimed[ev.Session] == 0 {
+		if err := r.ClaimRelayed(writer, b, relayTarget{e}); err != nil {
+			e.log.Warn("an emitter's session takes no commands from other front doors", "session", ev.Session, "err", err)
+			return
+		}
+	}
+	e.relays.claimed[ev.Session]++
+	rc.sessions = append(rc.sessions, ev.Session)
 }
 
 // unclaimLocked drops a connection's claim of session, and the plane's

@@ -181,7 +181,7 @@ func (m *Member) takeCommand(msg *nats.Msg) {
 	cl, ok := m.claims[cmd.Session]
 	m.mu.Unlock()
 	if !ok {
-		answer("no-route", fmt.Sprintf("no session %q in this bridge: it has ended", cmd.Session))
+		answer("no-route", fmt.Sprintf("no session %q claimed in this process: it has ended, or its emitter takes no commands", cmd.Session))
 		return
 	}
 	if why := m.outOfScope(c.By, cmd.Session); why != "" {

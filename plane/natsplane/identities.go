@@ -206,18 +206,55 @@ func OpenIdentities(ctx context.Context, o Options) (*IdentityStore, error) {
 		nc.Close()
 		return nil, err
 	}
-	kv, err := ensureIdentities(ctx, js, n, replicasOf(o, nc))
-	if err != nil {
-		nc.Close()
-		return nil, fmt.Errorf("reaching the identities bucket %s on the NATS servers %s: %w", n.identities, redactURLs(o.URLs), err)
-	}
-	stream, err := js.Stream(ctx, "KV_"+n.identities)
+	var (
+		kv     jetstream.KeyValue
+		stream jetstream.Stream
+	)
+	err = whileUnavailable(ctx, func(ctx context.Context) error {
+		var err error
+		if kv, err = ensureIdentities(ctx, js, n, replicasOf(o, nc)); err != nil {
+			return err
+		}
+		stream, err = js.Stream(ctx, "KV_"+n.identities)
+		return err
+	})
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("reaching the identities bucket %s on the NATS servers %s: %w", n.identities, redactURLs(o.URLs), err)
 	}
 	return &IdentityStore{nc: nc, js: js, kv: kv, stream: stream, subj: n.identitiesFilter(), seal: s, prefix: o.Prefix,
 		where: fmt.Sprintf("the operator plane %q on %s", o.Prefix, redactURLs(o.URLs))}, nil
+}
+
+// whileUnavailable runs f until it succeeds, fails for a reason other
+// than a cluster that cannot serve JetStream yet (electing its leaders:
+// a 503, no responders, an attempt that got no answer), or ctx ends.
+// Each attempt is bounded by lastAttemptWait.
+func whileUnavailable(ctx context.Context, f func(context.Context) error) error {
+	wait := 50 * time.Millisecond
+	for {
+		actx, cancel := context.WithTimeout(ctx, lastAttemptWait)
+		err := f(actx)
+		cancel()
+		var api *jetstream.APIError
+		switch {
+		case err == nil:
+			return nil
+		case ctx.Err() != nil:
+			return fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
+		case !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrNoResponders) &&
+			!(errors.As(err, &api) && api.Code == 503):
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
+		case <-t.C:
+		}
+		wait = min(wait*2, time.Second)
+	}
 }
 
 // Where names the store in messages: the plane's prefix and servers.

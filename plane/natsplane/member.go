@@ -78,6 +78,9 @@ type Options struct {
 
 	// now is the clock of heartbeats and skew; nil means time.Now.
 	now func() time.Time
+	// carrying, when set, is called by the pump before it carries out
+	// each queued operation: a test holds one there. nil for none.
+	carrying func(item)
 }
 
 // Member is a process's part in the operator plane on NATS JetStream: a
@@ -127,6 +130,9 @@ type Member struct {
 	// relayers are the emitters each other door relayed, by their
 	// writer in the hub (relay.go). m.ingest guards it.
 	relayers map[string]map[string]bool
+	// relayedFrom are the doors that relayed sessions whose claims are
+	// not read yet (relay.go). m.ingest guards it.
+	relayedFrom *relayHints
 
 	// mu guards the fields below.
 	mu     sync.Mutex
@@ -222,9 +228,9 @@ func Open(ctx context.Context, o Options) (*Member, error) {
 		return nil, err
 	}
 	m := &Member{opts: o, log: o.Logger, n: n, key: o.Key, fp: o.Key.Fingerprint(), seal: s, notifyKey: notifyKey, relayKey: relayKey,
-		relayers: map[string]map[string]bool{},
-		ids:      identities{seal: ids, dir: identity.NewDirectory(nil), subs: map[*IdentitySource]struct{}{}, used: store.Seen{}},
-		settled:  newRecent(settledKept), ended: newRecent(settledKept), peers: map[string]*peer{},
+		relayers: map[string]map[string]bool{}, relayedFrom: newRelayHints(settledKept),
+		ids:     identities{seal: ids, dir: identity.NewDirectory(nil), subs: map[*IdentitySource]struct{}{}, used: store.Seen{}},
+		settled: newRecent(settledKept), ended: newRecent(settledKept), peers: map[string]*peer{},
 		remote: map[string]remoteBinding{}, claims: map[string]localClaim{}, mine: map[string]mineQ{}}
 	if m.log == nil {
 		m.log = slog.New(slog.DiscardHandler)

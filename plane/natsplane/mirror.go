@@ -184,6 +184,7 @@ func (m *Member) settledLocked(ev *aep.Event, tok string) {
 	case "session.ended":
 		m.ended.add(tok)
 		delete(m.remote, tok)
+		m.relayedFrom.drop(ev.Session)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/aep"
@@ -261,6 +262,12 @@ func (m *Member) takeRelayed(subject string, data []byte, stored time.Time) {
 			"refused_total", m.refusals)
 		return
 	}
+	if _, claimed := m.remote[tok]; !claimed {
+		// The door's claim travels through the sessions' bucket, apart
+		// from this event: until it is read, the door that relayed the
+		// session's events routes its commands (relayedOwner).
+		m.relayedFrom.add(ev.Session, tok, r.door)
+	}
 	m.settledLocked(ev, tok)
 }
 
@@ -293,9 +300,14 @@ func (m *Member) takeRelayedBinding(e entry) {
 		return // a member's session, ended, or claimed first through another door
 	}
 	m.remote[e.key] = remoteBinding{fp: r.door, b: b, relayed: true}
+	m.relayedFrom.drop(b.Session)
 }
 
-// relayedOwner returns the door whose emitter claims session, or "".
+// relayedOwner returns the door whose emitter claims session, or "":
+// the door its claim names; before the claim is read, the door that
+// relayed the session's events, which holds the claim since before it
+// relayed them (the endpoint claims first) and checks again that it
+// does.
 func (m *Member) relayedOwner(session string) string {
 	m.ingest.Lock()
 	defer m.ingest.Unlock()
@@ -304,7 +316,49 @@ func (m *Member) relayedOwner(session string) string {
 			return rb.fp
 		}
 	}
+	if h, ok := m.relayedFrom.of(session); ok && !m.ended.has(h.tok) && !m.peerLocked(h.door).gone &&
+		m.claimantLocked(h.tok, h.door) == "" {
+		return h.door
+	}
 	return ""
+}
+
+// relayHint is the door that relayed a session's events, whose claim
+// on it is not read yet.
+type relayHint struct{ tok, door string }
+
+// relayHints are the doors that relayed sessions whose claims are not
+// read yet, by session: the first door to relay a session keeps it, as
+// the first claim read does. A session whose events come without a claim
+// (events POSTed to a door) stays until the oldest go, past max.
+type relayHints struct {
+	max   int
+	by    map[string]relayHint
+	order []string // sessions in the order they came, some dropped since
+}
+
+func newRelayHints(n int) *relayHints { return &relayHints{max: n, by: map[string]relayHint{}} }
+
+func (r *relayHints) add(session, tok, door string) {
+	if _, ok := r.by[session]; ok {
+		return
+	}
+	r.by[session] = relayHint{tok: tok, door: door}
+	r.order = append(r.order, session)
+	for len(r.by) > r.max {
+		delete(r.by, r.order[0])
+		r.order = r.order[1:]
+	}
+	if len(r.order) > 2*len(r.by)+1024 { // forget the dropped
+		r.order = slices.DeleteFunc(r.order, func(s string) bool { _, ok := r.by[s]; return !ok })
+	}
+}
+
+func (r *relayHints) drop(session string) { delete(r.by, session) }
+
+func (r *relayHints) of(session string) (relayHint, bool) {
+	h, ok := r.by[session]
+	return h, ok
 }
 
 func cutPrefix(s, prefix string) (string, bool) {

@@ -53,6 +53,18 @@ func (r *recordingTarget) Submit(_ aep.Event, raw []byte, _ plane.Principal) pla
 	return plane.Outcome{}
 }
 
+// once waits for the target's first command and checks that it is raw,
+// byte-identical, and the only one.
+func (r *recordingTarget) once(t *testing.T, raw []byte) {
+	t.Helper()
+	<-r.more
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.got) != 1 || !bytes.Equal(r.got[0], raw) {
+		t.Fatalf("door F's emitter got %d commands; want the one sent, once, byte-identical", len(r.got))
+	}
+}
+
 // TestRelayedEmitterAndImpostor has door F relay an emitter's session
 // and door A route a command to it, while an impostor with the
 // cluster's credentials but not the fleet's token tries to inject a
@@ -169,12 +181,7 @@ func TestRelayedEmitterAndImpostor(t *testing.T) {
 	if code, detail := a.Command(ctx, plane.TokenHolder(), cmd, cmdRaw); code != "" {
 		t.Fatalf("the genuine command got %s: %s", code, detail)
 	}
-	<-tg.more
-	tg.mu.Lock()
-	defer tg.mu.Unlock()
-	if len(tg.got) != 1 || !bytes.Equal(tg.got[0], cmdRaw) {
-		t.Fatalf("door F's emitter got %d commands; want the genuine one alone, byte-identical", len(tg.got))
-	}
+	tg.once(t, cmdRaw)
 }
 
 // TestRelayedEmitterLeaves has door F relay an emitter's question and
@@ -245,4 +252,46 @@ func FuzzOpenRelayed(f *testing.F) {
 			t.Fatalf("a relayed statement does not read back:\n%x\n%x", b, again)
 		}
 	})
+}
+
+// TestRelayedCommandBeforeClaimIsRead has door F relay an emitter's
+// question while F's claim on the session is held in F's outbox, so
+// door A holds the question and has not read the claim: an operator's
+// answer on A reaches F's emitter all the same, once, routed to the
+// door that relayed the question, which holds the claim.
+func TestRelayedCommandBeforeClaimIsRead(t *testing.T) {
+	prefix := newPrefix()
+	held, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	f := member(t, shared.URLs(), prefix, func(o *Options) {
+		o.carrying = func(it item) {
+			if it.op == opRelayBind {
+				once.Do(func() { close(held) })
+				<-release
+			}
+		}
+	})
+	t.Cleanup(func() { close(release) }) // before f leaves
+	a := member(t, shared.URLs(), prefix)
+	w := planetest.Subscribe(t, a.Hub())
+	const session, writer = "ext-1", "emitter x"
+	q, qRaw := relayedEvent(t, session, "Q", "attention.requested", "srv", 1, `{"kind":"input","prompt":"p"}`)
+	f.Relay(writer, false, q, qRaw)
+	tg := &recordingTarget{more: make(chan struct{}, 16)}
+	if err := f.ClaimRelayed(writer, plane.Binding{Session: session, Source: q.Source,
+		Accepts: []string{"control.attention.respond"}}, tg); err != nil {
+		t.Fatal(err)
+	}
+	w.Until("the relayed question on A", planetest.Is("attention.requested", "Q"))
+	<-held
+	if slices.ContainsFunc(a.Sessions(), func(b plane.Binding) bool { return b.Session == session }) {
+		t.Fatalf("door A read a claim that door F has not written: %+v", a.Sessions())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), planetest.Wait)
+	defer cancel()
+	cmd, cmdRaw := planetest.Respond(session, "Q", map[string]any{"ok": true})
+	if code, detail := a.Command(ctx, plane.TokenHolder(), cmd, cmdRaw); code != "" {
+		t.Fatalf("an answer on door A before it read door F's claim got %s: %s; want it routed to door F", code, detail)
+	}
+	tg.once(t, cmdRaw)
 }

@@ -225,6 +225,9 @@ func (m *Member) pump() {
 			if it.op == opOpen && it.tok == lastTok && it.id == lastID {
 				it.seq = lastSeq
 			}
+			if m.opts.carrying != nil {
+				m.opts.carrying(it)
+			}
 			var seq uint64
 			err := m.retry(m.ctx, "sending to the operator plane", func(ctx context.Context) error {
 				var err error
