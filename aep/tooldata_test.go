@@ -199,3 +199,20 @@ func FuzzToolData(f *testing.F) {
 		}
 	})
 }
+
+// TestPayloadTypesAreCoreTypes holds CheckType's shortcut for the payload
+// table's types to the grammar: each of them passes it.
+func TestPayloadTypesAreCoreTypes(t *testing.T) {
+	t.Parallel()
+	for typ := range payloads {
+		if err := checkTypeSyntax(typ); err != nil {
+			t.Errorf("the payload table's type %q fails the type grammar: %v", typ, err)
+		}
+	}
+	if err := CheckType("tool.bogus_category.x"); err != nil {
+		t.Errorf("CheckType(tool.bogus_category.x): %v; want nil (tool is a category)", err)
+	}
+	if err := CheckType("nosuchcategory.requested"); err == nil {
+		t.Error("CheckType(nosuchcategory.requested) = nil; want the closed category set to refuse it")
+	}
+}
