@@ -86,8 +86,8 @@ func (p *Proxy) policyCall(m *message, raw []byte, declared bool) ([]byte, bool)
 	if pol == nil {
 		return raw, false
 	}
-	var params toolParams
-	if err := json.Unmarshal(m.Params, &params); err != nil || params.Name == nil {
+	params, err := readToolParams(m.Params)
+	if err != nil || params.Name == nil {
 		// What the policy cannot read never passes it.
 		p.writeClient(errorResponse(m.ID, codeInvalidParams, "Invalid params: tools/call needs params, an object with name, a string; the approval policy decides by the tool's name"))
 		return nil, true
