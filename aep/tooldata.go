@@ -82,8 +82,8 @@ type objBuf struct {
 	decoded bool
 }
 
-func newObj(dst []byte, decoded bool) *objBuf {
-	return &objBuf{b: append(dst, '{'), first: true, ok: true, decoded: decoded}
+func newObj(dst []byte, decoded bool) objBuf {
+	return objBuf{b: append(dst, '{'), first: true, ok: true, decoded: decoded}
 }
 
 func (o *objBuf) key(name string) {
@@ -301,6 +301,9 @@ func EncodeBuilt(dst []byte, typ string, data any, in, ceiling Capture) (out []b
 	bd, ok := data.(builtData)
 	if !ok || bd.payloadType() != typ || !bd.fits() {
 		return dst, 0, false
+	}
+	if dst == nil {
+		dst = make([]byte, 0, 192) // what the tool.* payloads take, but for long names
 	}
 	if in.OrDefault() == CaptureNone {
 		return dst, 0, false // a draft at none carries no data: validation says so

@@ -216,3 +216,23 @@ func TestPayloadTypesAreCoreTypes(t *testing.T) {
 		t.Error("CheckType(nosuchcategory.requested) = nil; want the closed category set to refuse it")
 	}
 }
+
+// TestLevelNamesEncodeAsJSON holds the levels' hand-quoted encodings to
+// encoding/json's encoding of their names.
+func TestLevelNamesEncodeAsJSON(t *testing.T) {
+	t.Parallel()
+	for c := range captureNames {
+		got, err := c.MarshalJSON()
+		want, _ := json.Marshal(captureNames[c])
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("Capture(%d).MarshalJSON() = %s, %v; want %s", c, got, err, want)
+		}
+	}
+	for s := range severityNames {
+		got, err := s.MarshalJSON()
+		want, _ := json.Marshal(severityNames[s])
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("Severity(%d).MarshalJSON() = %s, %v; want %s", s, got, err, want)
+		}
+	}
+}
