@@ -70,8 +70,9 @@ func (ToolCompleted) payloadType() string { return "tool.completed" }
 func (ToolFailed) payloadType() string    { return "tool.failed" }
 func (ToolDenied) payloadType() string    { return "tool.denied" }
 
-// member appends one "name":value member, with the comma that separates
-// it from the previous one.
+// objBuf writes one JSON object member by member, each after the comma
+// that separates it from the previous one; ok turns false when a string
+// does not encode.
 type objBuf struct {
 	b     []byte
 	first bool
