@@ -127,11 +127,10 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		return nil, err
 	}
 	if len(e.Data) > 0 && !bytes.Equal(bytes.TrimSpace(e.Data), []byte("null")) {
-		var c bytes.Buffer
-		if err := json.Compact(&c, e.Data); err != nil {
+		w.name("data")
+		if err := json.Compact(&w.b, e.Data); err != nil { // straight into the event's buffer
 			return nil, fmt.Errorf("encoding data: %w", err)
 		}
-		w.put("data", c.Bytes())
 	}
 	w.b.WriteByte('}')
 	return w.b.Bytes(), nil

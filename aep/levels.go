@@ -3,6 +3,7 @@ package aep
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 )
 
 // Capture is an AEP content-capture level (AEP-0001 §8.2). Levels are totally
@@ -56,7 +57,8 @@ func (c Capture) MarshalJSON() ([]byte, error) {
 	if _, ok := captureNames[c]; !ok {
 		return nil, fmt.Errorf("invalid capture level %d", int(c))
 	}
-	return json.Marshal(c.String())
+	// The names are plain ASCII words: quoting them is their encoding.
+	return strconv.AppendQuote(make([]byte, 0, len(c.String())+2), c.String()), nil
 }
 
 // UnmarshalJSON decodes a wire name.
@@ -127,7 +129,8 @@ func (s Severity) MarshalJSON() ([]byte, error) {
 	if _, ok := severityNames[s]; !ok {
 		return nil, fmt.Errorf("invalid severity %d", int(s))
 	}
-	return json.Marshal(s.String())
+	// The names are plain ASCII words: quoting them is their encoding.
+	return strconv.AppendQuote(make([]byte, 0, len(s.String())+2), s.String()), nil
 }
 
 // UnmarshalJSON decodes a wire name.

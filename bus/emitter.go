@@ -196,8 +196,12 @@ func (e *Emitter) EmitWithin(d aep.Draft, max int64) (aep.Event, []byte, error) 
 	if max <= 0 || max > e.maxEvent {
 		max = e.maxEvent
 	}
-	var data json.RawMessage
-	if d.Data != nil {
+	// A payload aep encodes by hand is encoded for the ceiling at once,
+	// and needs neither down-leveling nor a decode to validate it.
+	data, capture, built := aep.EncodeBuilt(nil, d.Type, d.Data, d.Capture, e.Ceiling(d.Type))
+	if built {
+		d.Capture = capture
+	} else if d.Data != nil {
 		b, err := json.Marshal(d.Data)
 		if err != nil {
 			return aep.Event{}, nil, fmt.Errorf("encoding %s data: %w", d.Type, err)
@@ -230,7 +234,7 @@ func (e *Emitter) EmitWithin(d aep.Draft, max int64) (aep.Event, []byte, error) 
 	for name, raw := range e.ext {
 		ev.Extensions[name] = raw
 	}
-	ev, raw, err := e.finish(ev)
+	ev, raw, err := e.finish(ev, built)
 	if err != nil {
 		return aep.Event{}, nil, err
 	}
@@ -252,7 +256,7 @@ func (e *Emitter) Record(ev aep.Event) (aep.Event, []byte, error) {
 	if e.ended {
 		return aep.Event{}, nil, fmt.Errorf("refusing to record %s: session %s has ended", ev.Type, e.session)
 	}
-	ev, raw, err := e.finish(ev)
+	ev, raw, err := e.finish(ev, false)
 	if err != nil {
 		return aep.Event{}, nil, err
 	}
@@ -260,9 +264,17 @@ func (e *Emitter) Record(ev aep.Event) (aep.Event, []byte, error) {
 	return ev, raw, nil
 }
 
-func (e *Emitter) finish(ev aep.Event) (aep.Event, []byte, error) {
+// finish down-levels ev to its ceiling, validates and encodes it. built
+// says its data is aep.EncodeBuilt's for that ceiling: then only its
+// envelope is validated.
+func (e *Emitter) finish(ev aep.Event, built bool) (aep.Event, []byte, error) {
 	typ := ev.Type
-	ev, err := aep.DownlevelValid(ev, e.Ceiling(typ))
+	var err error
+	if built {
+		ev, err = aep.ValidBuilt(ev)
+	} else {
+		ev, err = aep.DownlevelValid(ev, e.Ceiling(typ))
+	}
 	if err != nil {
 		var ve *aep.ValidationError
 		if errors.As(err, &ve) {

@@ -27,13 +27,17 @@ type (
 )
 
 // BenchmarkEmitToolEvents emits an allowed tools/call's pair of events,
-// tool.requested then tool.completed caused by it, as the proxy does, to
-// a session log on disk and a hub, at the default ceiling (metadata).
+// tool.requested then tool.completed caused by it, to a session log on
+// disk and a hub: at the default ceiling (metadata) and at full, from
+// structs encoded by reflection (generic), and at metadata from the
+// payloads aep encodes by hand (built), as the proxy emits them below
+// full.
 func BenchmarkEmitToolEvents(b *testing.B) {
 	for _, c := range []struct {
 		name    string
 		capture aep.Capture
-	}{{"metadata", 0}, {"full", aep.CaptureFull}} {
+		built   bool
+	}{{"metadata/generic", 0, false}, {"metadata/built", 0, true}, {"full/generic", aep.CaptureFull, false}} {
 		b.Run(c.name, func(b *testing.B) {
 			l, err := OpenLog(b.TempDir(), "bench", "s1")
 			if err != nil {
@@ -52,14 +56,21 @@ func BenchmarkEmitToolEvents(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			cpu0 := processCPU(b)
+			const digest = "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+			var requested, completed any = benchToolRequested{Tool: ref, ArgsDigest: digest, Args: args, ArgsRedacted: args},
+				benchToolCompleted{Tool: ref, Status: "success", DurationMS: 3}
+			if c.built {
+				builtRef := aep.ToolRef{Name: ref.Name, CallID: ref.CallID}
+				requested = aep.ToolRequested{Tool: builtRef, ArgsDigest: digest}
+				completed = aep.ToolCompleted{Tool: builtRef, Status: "success", DurationMS: 3}
+			}
 			for range b.N {
-				req, _, err := em.Emit(aep.Draft{Type: "tool.requested", Subject: "echo", Capture: aep.CaptureFull,
-					Data: benchToolRequested{Tool: ref, ArgsDigest: "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", Args: args, ArgsRedacted: args}})
+				req, _, err := em.Emit(aep.Draft{Type: "tool.requested", Subject: "echo", Capture: aep.CaptureFull, Data: requested})
 				if err != nil {
 					b.Fatal(err)
 				}
 				if _, _, err := em.Emit(aep.Draft{Type: "tool.completed", Subject: "echo", Cause: req.ID, Capture: aep.CaptureFull,
-					Data: benchToolCompleted{Tool: ref, Status: "success", DurationMS: 3}}); err != nil {
+					Data: completed}); err != nil {
 					b.Fatal(err)
 				}
 			}

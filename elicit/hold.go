@@ -86,8 +86,8 @@ func (p *Proxy) policyCall(m *message, raw []byte, declared bool) ([]byte, bool)
 	if pol == nil {
 		return raw, false
 	}
-	var params toolParams
-	if err := json.Unmarshal(m.Params, &params); err != nil || params.Name == nil {
+	params, err := readToolParams(m.Params)
+	if err != nil || params.Name == nil {
 		// What the policy cannot read never passes it.
 		p.writeClient(errorResponse(m.ID, codeInvalidParams, "Invalid params: tools/call needs params, an object with name, a string; the approval policy decides by the tool's name"))
 		return nil, true
@@ -327,7 +327,7 @@ func (p *Proxy) retryGrant(m *message, d policy.Decision, digest string) (*polic
 // error carrying text (MCP server/tools: an error the model can read),
 // and records tool.denied.
 func (p *Proxy) denyCall(id json.RawMessage, tc *toolCall, by, text string) {
-	p.emitTool("tool.denied", tc, tc.requested, toolDenied{Tool: tc.ref(), By: by, Rule: tc.rule})
+	p.emitTool("tool.denied", tc, tc.requested, aep.ToolDenied{Tool: tc.ref(), By: by, Rule: tc.rule})
 	res := mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(text)}, IsError: true}
 	b, err := resultResponse(id, res)
 	if err != nil {
@@ -375,11 +375,11 @@ func (p *Proxy) endTool(tc *toolCall, rpcErr, isError bool) {
 	ms := time.Since(tc.start).Milliseconds()
 	switch {
 	case rpcErr:
-		p.queueTool(toolEvent{typ: "tool.failed", tc: tc, data: toolFailed{Tool: tc.ref(), Error: errorInfo{Type: "jsonrpc_error"}, DurationMS: ms}})
+		p.queueTool(toolEvent{typ: "tool.failed", tc: tc, data: aep.ToolFailed{Tool: tc.ref(), ErrorType: "jsonrpc_error", DurationMS: ms}})
 	case isError:
-		p.queueTool(toolEvent{typ: "tool.failed", tc: tc, data: toolFailed{Tool: tc.ref(), Error: errorInfo{Type: "tool_error"}, DurationMS: ms}})
+		p.queueTool(toolEvent{typ: "tool.failed", tc: tc, data: aep.ToolFailed{Tool: tc.ref(), ErrorType: "tool_error", DurationMS: ms}})
 	default:
-		p.queueTool(toolEvent{typ: "tool.completed", tc: tc, data: toolCompleted{Tool: tc.ref(), Status: "success", DurationMS: ms}})
+		p.queueTool(toolEvent{typ: "tool.completed", tc: tc, data: aep.ToolCompleted{Tool: tc.ref(), Status: "success", DurationMS: ms}})
 	}
 }
 
@@ -593,47 +593,28 @@ func (p *Proxy) emitTool(typ string, tc *toolCall, cause string, data any) strin
 	return ev.ID
 }
 
-func (tc *toolCall) ref() toolRef { return toolRef{Name: tc.tool, CallID: tc.callID} }
+func (tc *toolCall) ref() aep.ToolRef { return aep.ToolRef{Name: tc.tool, CallID: tc.callID} }
 
-// The tool.* payloads (AEP-0002 §5.3); the emitter gates each member to
-// its capture level.
-type (
-	toolRef struct {
-		Name   string `json:"name"`
-		CallID string `json:"call_id,omitempty"`
-	}
-	errorInfo struct {
-		Type string `json:"type,omitempty"`
-	}
-	toolRequestedData struct {
-		Tool         toolRef        `json:"tool"`
-		ArgsDigest   string         `json:"args_digest,omitempty"`
-		ArgsRedacted map[string]any `json:"args_redacted,omitempty"`
-		Args         map[string]any `json:"args,omitempty"`
-	}
-	toolDenied struct {
-		Tool toolRef `json:"tool"`
-		By   string  `json:"by"`
-		Rule string  `json:"rule,omitempty"`
-	}
-	toolFailed struct {
-		Tool       toolRef   `json:"tool"`
-		Error      errorInfo `json:"error"`
-		DurationMS int64     `json:"duration_ms"`
-	}
-	toolCompleted struct {
-		Tool       toolRef `json:"tool"`
-		Status     string  `json:"status"`
-		DurationMS int64   `json:"duration_ms"`
-	}
-)
+// toolRequestedData is tool.requested's data with the arguments (AEP-0002
+// §5.3); the emitter gates each member to its capture level. Without
+// them it is an aep.ToolRequested, which the emitter encodes by hand.
+type toolRequestedData struct {
+	Tool         aep.ToolRef    `json:"tool"`
+	ArgsDigest   string         `json:"args_digest,omitempty"`
+	ArgsRedacted map[string]any `json:"args_redacted,omitempty"`
+	Args         map[string]any `json:"args,omitempty"`
+}
 
 // toolRequested is tool.requested's data: the digest always, and the
 // arguments (args at full, args_redacted through the §9.4 pipeline at
 // redacted) when they are a JSON object of at most MaxEventArgs bytes;
 // the emitter drops what is above its ceiling.
-func (p *Proxy) toolRequested(tc *toolCall, digest string, args json.RawMessage) toolRequestedData {
-	d := toolRequestedData{Tool: tc.ref(), ArgsDigest: digest}
+//
+// The event is emitted at capture full, which a ceiling below full
+// down-levels to metadata (a full event never lands on redacted,
+// AEP-0001 §8.2(e)): below full neither member is built.
+func (p *Proxy) toolRequested(tc *toolCall, digest string, args json.RawMessage) any {
+	d := aep.ToolRequested{Tool: tc.ref(), ArgsDigest: digest}
 	if len(args) == 0 || len(args) > MaxEventArgs {
 		return d
 	}
@@ -641,7 +622,7 @@ func (p *Proxy) toolRequested(tc *toolCall, digest string, args json.RawMessage)
 	if c, ok := p.pub.(ceilinged); ok {
 		ceiling = c.Ceiling("tool.requested")
 	}
-	if ceiling < aep.CaptureRedacted {
+	if aep.Landing(aep.CaptureFull, ceiling) < aep.CaptureRedacted {
 		return d // the emitter would drop both: neither is built
 	}
 	var v map[string]any
@@ -650,13 +631,11 @@ func (p *Proxy) toolRequested(tc *toolCall, digest string, args json.RawMessage)
 	if dec.Decode(&v) != nil || v == nil {
 		return d
 	}
-	if ceiling >= aep.CaptureFull {
-		d.Args = v
-	}
+	full := toolRequestedData{Tool: d.Tool, ArgsDigest: digest, Args: v}
 	if red, ok := p.red.Value(v).(map[string]any); ok {
-		d.ArgsRedacted = red
+		full.ArgsRedacted = red
 	}
-	return d
+	return full
 }
 
 // ceilinged is a Publisher that says the capture ceiling of an event

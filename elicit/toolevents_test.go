@@ -39,7 +39,7 @@ func TestToolEventsBoundedInOrder(t *testing.T) {
 	for i := range calls {
 		tc := &toolCall{tool: fmt.Sprintf("t%d", i), callID: fmt.Sprint(i)}
 		p.queueTool(toolEvent{typ: "tool.requested", tc: tc, args: []byte(`{"i":1}`)})
-		p.queueTool(toolEvent{typ: "tool.completed", tc: tc, data: toolCompleted{Tool: tc.ref(), Status: "success"}})
+		p.queueTool(toolEvent{typ: "tool.completed", tc: tc, data: aep.ToolCompleted{Tool: tc.ref(), Status: "success"}})
 		p.toolEv.mu.Lock()
 		queued := len(p.toolEv.q)
 		p.toolEv.mu.Unlock()

@@ -3,7 +3,6 @@ package policy
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -42,6 +41,10 @@ const MaxArgsDepth = 128
 // and the SHA-256 of the bytes exactly as given, so they never share a
 // digest with any readable arguments.
 func ArgsDigest(raw []byte) string {
+	if isCanonical(raw) {
+		// Already canonical: the bytes are what the reader would write.
+		return digestString("sha256:", sha256.Sum256(raw))
+	}
 	a := readArgs(raw, true)
 	return a.digest()
 }
@@ -67,11 +70,9 @@ type args struct {
 
 func (a *args) digest() string {
 	if a.fault != nil {
-		sum := sha256.Sum256(a.raw)
-		return "sha256-raw:" + hex.EncodeToString(sum[:])
+		return digestString("sha256-raw:", sha256.Sum256(a.raw))
 	}
-	sum := sha256.Sum256(a.canon)
-	return "sha256:" + hex.EncodeToString(sum[:])
+	return digestString("sha256:", sha256.Sum256(a.canon))
 }
 
 // errArgsNotObject and the others are why arguments are unreadable; they

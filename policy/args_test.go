@@ -139,3 +139,43 @@ func TestArgsDigestUnreadable(t *testing.T) {
 		}
 	}
 }
+
+func TestIsCanonical(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		args string
+		want bool
+	}{
+		{`{}`, true},
+		{`{"message":"ping"}`, true},
+		{`{"a":[1,{"b":null,"c":"é"}],"b":-0,"c":true,"d":false,"e":[]}`, true},
+		{`{"n":123456789012345678}`, true},
+		{`{"n":1234567890123456789}`, false}, // 19 digits: the reader decides
+		{`{"n":1.5}`, false},
+		{`{"n":1e3}`, false},
+		{`{"n":01}`, false},
+		{`{"b":1,"a":2}`, false},    // out of order
+		{`{"a":1,"a":2}`, false},    // repeated
+		{`{"a": 1}`, false},         // whitespace
+		{`{"a":1} `, false},         // trailing whitespace
+		{`{"a":"\n"}`, false},       // an escape
+		{"{\"a\":\"\xff\"}", false}, // invalid UTF-8
+		{"{\"a\":\"\x01\"}", false}, // a control character
+		{`[1]`, false},
+		{``, false},
+		{`{"a":tru}`, false},
+		{`{"a":1`, false},
+		{`{"a":[1,]}`, false},
+		{strings.Repeat(`{"a":`, 40) + `1` + strings.Repeat(`}`, 40), false}, // deeper than canonDepth
+	} {
+		if got := isCanonical([]byte(tt.args)); got != tt.want {
+			t.Errorf("isCanonical(%q) = %v; want %v", tt.args, got, tt.want)
+		}
+		if tt.want {
+			canon, err := CanonicalArgs([]byte(tt.args))
+			if err != nil || string(canon) != tt.args {
+				t.Errorf("CanonicalArgs(%q) = %q, %v; want the arguments themselves", tt.args, canon, err)
+			}
+		}
+	}
+}

@@ -62,10 +62,21 @@ func BenchmarkDecide(b *testing.B) {
 	}
 }
 
+// BenchmarkArgsDigest digests the bench call's arguments as written (keys
+// unsorted: the full reader) and as an encoder of a map writes them
+// (keys sorted, no whitespace: already canonical, hashed as they are).
 func BenchmarkArgsDigest(b *testing.B) {
-	b.ReportAllocs()
-	for b.Loop() {
-		ArgsDigest(benchCall.Arguments)
+	for _, c := range []struct{ name, args string }{
+		{"as-written", string(benchCall.Arguments)},
+		{"canonical", `{"environment":"production","image":"registry.example/app:1.2.3","path":"/srv/app/config.yaml","replicas":3}`},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			raw := []byte(c.args)
+			b.ReportAllocs()
+			for b.Loop() {
+				ArgsDigest(raw)
+			}
+		})
 	}
 }
 

@@ -123,11 +123,20 @@ func FuzzArgs(f *testing.F) {
 	for _, s := range []string{
 		`{}`, `{"b":1,"a":[true,false,null,-0.5e+3,"\u00e9\ud83d\ude00\n"]}`, `{"a":{"a":{}}}`, `{"a":1,"a":2}`,
 		`{"a":"\udc00"}`, `{"a":1e400}`, `[1]`, ` {"a" : 1 } `, "{\"a\":\"\xff\"}", `{"a":12345678901234567890}`,
+		`{"a":[1,{"b":null,"c":"é"}],"b":-0,"c":123456789012345678}`, `{"b":1,"a":2}`, `{"a":"<\\>"}`, `{"a":01}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		a := readArgs(raw, true)
+		// ArgsDigest hashes canonical arguments as they are: only those
+		// the reader takes and writes back byte for byte.
+		if d := ArgsDigest(raw); d != a.digest() {
+			t.Fatalf("ArgsDigest(%q) = %s; the reader's digest is %s", raw, d, a.digest())
+		}
+		if isCanonical(raw) && (a.fault != nil || !bytes.Equal(a.canon, raw)) {
+			t.Fatalf("isCanonical(%q), but the reader writes %q (%v)", raw, a.canon, a.fault)
+		}
 		validObject := json.Valid(raw) && bytes.HasPrefix(bytes.TrimLeft(raw, " \t\r\n"), []byte("{"))
 		if len(bytes.TrimSpace(raw)) == 0 {
 			validObject = true
