@@ -72,12 +72,6 @@ func NewStreamConn(r io.Reader, w io.Writer, closer func() error, max int) *Stre
 	if max <= 0 {
 		max = DefaultMaxMessage
 	}
-	if f := newRawFile(r); f != nil {
-		r = f
-	}
-	if f := newRawFile(w); f != nil {
-		w = f
-	}
 	c := &StreamConn{r: bufio.NewReaderSize(r, 64<<10), w: w, close: closer, max: max}
 	c.idle = sync.NewCond(&c.wmu)
 	return c

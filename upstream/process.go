@@ -41,31 +41,20 @@ func Start(argv []string, env []string, stderr io.Writer) (*Process, error) {
 	cmd.Env = scrub.ChildEnv(env)
 	cmd.Stderr = stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	// Both pipes are the bridge's own *os.File ends (not exec's
-	// StdinPipe wrapper), which its stream reads and writes through the
-	// poller without the scheduler's system-call bookkeeping (elicit's
-	// rawFile).
-	inR, in, err := os.Pipe()
+	in, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, fmt.Errorf("creating the upstream's stdin: %w", err)
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
-		inR.Close()
-		in.Close()
 		return nil, fmt.Errorf("creating the upstream's stdout: %w", err)
 	}
-	cmd.Stdin, cmd.Stdout = inR, w
+	cmd.Stdout = w
 	if err := cmd.Start(); err != nil {
-		inR.Close()
-		in.Close()
 		r.Close()
 		w.Close()
 		return nil, fmt.Errorf("starting the upstream server %q: %w; check the command after --", argv[0], err)
 	}
-	// The server holds its ends now; the bridge's copies would keep the
-	// server's stdin open and hide its stdout's end.
-	inR.Close()
 	w.Close()
 	c := &Process{cmd: cmd, stdin: in, stdout: r, done: make(chan struct{})}
 	go c.wait()
