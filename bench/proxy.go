@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,9 +31,10 @@ type peerPair struct {
 
 // runProxy measures tools/call round trips for two peer pairs, each three
 // ways (direct, through a raw byte pump, through the bridge), in paired
-// rounds: every round runs every configuration back to back, and the cost
-// of the bridge is the median over rounds of its p50 minus the pump's p50
-// in the same round. Then it times a 64 MB result through the pump and
+// rounds: every round runs every configuration back to back (in the
+// reverse order every other round), and the cost of the bridge is the
+// median over rounds of its p50 minus the pump's p50 in the same round.
+// With -base, the bridge of another checkout runs in the same rounds. Then it times a 64 MB result through the pump and
 // through the bridge, with the middle process's peak RSS above idle.
 func runProxy(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("proxy", flag.ContinueOnError)
@@ -41,17 +44,29 @@ func runProxy(ctx context.Context, args []string) error {
 	largeRounds := fs.Int("large-rounds", 5, "rounds of the large result")
 	profile := fs.String("profile", "", "write a CPU profile of every bridge process to this folder (--cpuprofile), one file per run; merge them with go tool pprof")
 	peers := fs.String("peers", "all", "the peer pairs: go (mcp-go), node (the TypeScript SDK) or all")
+	callers := fs.String("callers", "1,16", "the numbers of concurrent callers, comma-separated")
+	base := fs.String("base", "", "also measure the bridge built from this checkout (another branch's or commit's tree), in the same paired rounds, and report this tree's bridge against that one")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *peers != "all" && *peers != "go" && *peers != "node" {
 		return fmt.Errorf("-peers %q: want go, node or all", *peers)
 	}
+	concs, err := parseCallers(*callers)
+	if err != nil {
+		return err
+	}
 	bridgeBin, serverBin, self, cleanup, err := buildAll()
 	if err != nil {
 		return err
 	}
 	defer cleanup()
+	baseBin := ""
+	if *base != "" {
+		if baseBin, err = buildBridgeFrom(*base, filepath.Dir(bridgeBin)); err != nil {
+			return err
+		}
+	}
 	logs, _ := os.MkdirTemp("", "aep-bench-logs")
 	defer os.RemoveAll(logs)
 	var pairs []peerPair
@@ -66,19 +81,24 @@ func runProxy(ctx context.Context, args []string) error {
 	runs := 0
 	via := func(path string, server []string) []string {
 		switch path {
-		case "raw pump":
+		case pathPump:
 			return append([]string{self, "pump"}, server...)
-		case "bridge":
+		case pathBridge:
 			argv := []string{bridgeBin, "--listen", "off", "--log-dir", logs, "--log-level", "error"}
 			if *profile != "" {
 				runs++
 				argv = append(argv, "--cpuprofile", filepath.Join(*profile, fmt.Sprintf("proxy-%03d.pprof", runs)))
 			}
 			return append(append(argv, "--"), server...)
+		case pathBase:
+			return append([]string{baseBin, "--listen", "off", "--log-dir", logs, "--log-level", "error", "--"}, server...)
 		}
 		return server
 	}
-	paths := []string{"direct", "raw pump", "bridge"}
+	paths := []string{pathDirect, pathPump, pathBridge}
+	if baseBin != "" {
+		paths = append(paths, pathBase)
+	}
 	type key struct {
 		pair, path string
 		conc       int
@@ -86,9 +106,9 @@ func runProxy(ctx context.Context, args []string) error {
 	p50s, p99s := map[key][]time.Duration{}, map[key][]time.Duration{}
 	cpus, wakes := map[key][]time.Duration{}, map[key][]float64{}
 	for r := 0; r < *rounds; r++ {
-		for _, conc := range []int{1, 16} {
+		for _, conc := range concs {
 			for _, pp := range pairs {
-				for _, path := range paths {
+				for _, path := range roundOrder(paths, r) {
 					lat, cost, err := pp.measure(ctx, via(path, pp.server), conc, *n)
 					if err != nil {
 						return fmt.Errorf("%s, %s: %w", pp.name, path, err)
@@ -108,21 +128,28 @@ func runProxy(ctx context.Context, args []string) error {
 	fmt.Println("| peers | callers | path | p50 µs | p99 µs | p50 vs direct | p50 above raw pump (median of paired rounds) | CPU µs per call | runs on a CPU per call |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|")
 	for _, pp := range pairs {
-		for _, conc := range []int{1, 16} {
-			direct := median(p50s[key{pp.name, "direct", conc}])
+		for _, conc := range concs {
+			direct := median(p50s[key{pp.name, pathDirect, conc}])
 			for _, path := range paths {
 				k := key{pp.name, path, conc}
 				above := "—"
-				if path == "bridge" {
-					pump := p50s[key{pp.name, "raw pump", conc}]
-					diffs := make([]time.Duration, len(pump))
-					for i := range pump {
-						diffs[i] = p50s[k][i] - pump[i]
-					}
-					above = us(median(diffs)) + " µs"
+				if path == pathBridge || path == pathBase {
+					above = us(medianDiff(p50s[k], p50s[key{pp.name, pathPump, conc}])) + " µs"
 				}
 				p50 := median(p50s[k])
 				fmt.Printf("| %s | %d | %s | %s | %s | %.2f× | %s | %s | %.2f |\n", pp.name, conc, path, us(p50), us(median(p99s[k])), float64(p50)/float64(direct), above, us(median(cpus[k])), medianFloat(wakes[k]))
+			}
+		}
+	}
+	if baseBin != "" {
+		fmt.Printf("\nthis bridge against -base's, paired rounds (medians of the rounds' differences)\n\n")
+		fmt.Println("| peers | callers | p50 µs apart | CPU µs per call apart | runs per call, this against -base |")
+		fmt.Println("|---|---|---|---|---|")
+		for _, pp := range pairs {
+			for _, conc := range concs {
+				a, b := key{pp.name, pathBridge, conc}, key{pp.name, pathBase, conc}
+				fmt.Printf("| %s | %d | %s | %s | %.2f against %.2f |\n", pp.name, conc, us(medianDiff(p50s[a], p50s[b])),
+					us(medianDiff(cpus[a], cpus[b])), medianFloat(wakes[a]), medianFloat(wakes[b]))
 			}
 		}
 	}
@@ -130,6 +157,42 @@ func runProxy(ctx context.Context, args []string) error {
 		return runLarge(serverBin, self, bridgeBin, logs, *large, *largeRounds)
 	}
 	return nil
+}
+
+// The paths runProxy measures.
+const (
+	pathDirect = "direct"
+	pathPump   = "raw pump"
+	pathBridge = "bridge"
+	pathBase   = "bridge of -base"
+)
+
+// roundOrder is the order round r measures the paths in: as given in
+// even rounds, reversed in odd ones, so that a drift within a round (the
+// peers warming, another load starting) weighs on every path alike
+// rather than always on the last.
+func roundOrder(paths []string, r int) []string {
+	if r%2 == 0 {
+		return paths
+	}
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[len(paths)-1-i] = p
+	}
+	return out
+}
+
+// parseCallers reads -callers: positive counts, comma-separated.
+func parseCallers(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("-callers %q: want positive counts separated by commas, e.g. 1,16", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 // median returns the median of d, which it leaves in its order: the

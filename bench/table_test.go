@@ -95,3 +95,47 @@ func TestHTTPTableBase(t *testing.T) {
 		}
 	}
 }
+
+// TestRoundOrder: odd rounds measure the paths in reverse, so no path is
+// always the last of its round; even rounds keep the given order.
+func TestRoundOrder(t *testing.T) {
+	paths := []string{pathDirect, pathPump, pathBridge, pathBase}
+	for _, tc := range []struct {
+		round int
+		want  []string
+	}{
+		{0, []string{pathDirect, pathPump, pathBridge, pathBase}},
+		{1, []string{pathBase, pathBridge, pathPump, pathDirect}},
+		{2, []string{pathDirect, pathPump, pathBridge, pathBase}},
+	} {
+		if got := roundOrder(paths, tc.round); !slices.Equal(got, tc.want) {
+			t.Errorf("round %d: got %q; want %q", tc.round, got, tc.want)
+		}
+	}
+	if !slices.Equal(paths, []string{pathDirect, pathPump, pathBridge, pathBase}) {
+		t.Errorf("roundOrder changed its input: %q", paths)
+	}
+}
+
+// TestParseCallers: -callers takes positive counts separated by commas
+// and refuses anything else with an error that shows the form.
+func TestParseCallers(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []int
+	}{
+		{"1,16", []int{1, 16}},
+		{"4", []int{4}},
+		{" 1, 8 ", []int{1, 8}},
+	} {
+		got, err := parseCallers(tc.in)
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("parseCallers(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+	}
+	for _, in := range []string{"", "0", "-1", "1,,2", "one"} {
+		if _, err := parseCallers(in); err == nil || !strings.Contains(err.Error(), "e.g. 1,16") {
+			t.Errorf("parseCallers(%q): got %v; want an error that shows the form", in, err)
+		}
+	}
+}
