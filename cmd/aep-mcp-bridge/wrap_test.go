@@ -64,14 +64,13 @@ func TestWrapCommand(t *testing.T) {
 // config back byte for byte.
 func TestWrapWithARenamedBinary(t *testing.T) {
 	t.Parallel()
-	b, err := os.ReadFile(bridgeBinary(t))
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	renamed := filepath.Join(dir, "aep-mcp-bridge-v9.9.9")
-	if err := os.WriteFile(renamed, b, 0o755); err != nil {
-		t.Fatal(err)
+	// A second name for the same file, not a copy: a copy is written
+	// through a descriptor that a parallel test's fork may still hold
+	// when this test runs it, and exec then fails with "text file busy".
+	if err := os.Link(bridgeBinary(t), renamed); err != nil {
+		t.Fatalf("naming the binary %s: %v", filepath.Base(renamed), err)
 	}
 	run := func(bin string, args ...string) string {
 		t.Helper()
