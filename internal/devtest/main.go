@@ -37,10 +37,28 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return runLimited(args, stdout, stderr, maxEventLine)
 }
 
+// defaultTimeout bounds one package's test binary when the arguments do
+// not. go test's own default, 10 minutes, is what the slowest packages
+// (the browser, the conformance suite, the fleet) take under -race on a
+// busy 2-core machine, so a run there would die of the bound, not of a
+// failure; a hung test is still stopped, with every goroutine's stack.
+const defaultTimeout = "-timeout=25m"
+
+// withTimeout puts defaultTimeout before args unless they set a timeout.
+func withTimeout(args []string) []string {
+	for _, a := range args {
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if strings.HasPrefix(a, "-") && (name == "timeout" || name == "test.timeout") {
+			return args
+		}
+	}
+	return append([]string{defaultTimeout}, args...)
+}
+
 // runLimited is run with a bound on one line of go test's events.
 func runLimited(args []string, stdout, stderr io.Writer, maxLine int) int {
 	rawJSON := slices.Contains(args, "-json")
-	goArgs := append([]string{"test", "-json"}, slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "-json" })...)
+	goArgs := append([]string{"test", "-json"}, withTimeout(slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "-json" }))...)
 	cmd := exec.Command("go", goArgs...)
 	cmd.Stderr = stderr
 	events, err := cmd.StdoutPipe()

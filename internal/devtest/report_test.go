@@ -245,3 +245,25 @@ func TestReasonIsTheSkipMessage(t *testing.T) {
 		}
 	}
 }
+
+// TestWithTimeout checks that a run gets the default bound unless its
+// arguments name one, in any of go test's spellings.
+func TestWithTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"./..."}, []string{defaultTimeout, "./..."}},
+		{[]string{"-race", "-count=1", "./..."}, []string{defaultTimeout, "-race", "-count=1", "./..."}},
+		{[]string{"-timeout", "1h", "./..."}, []string{"-timeout", "1h", "./..."}},
+		{[]string{"-timeout=30s", "./x"}, []string{"-timeout=30s", "./x"}},
+		{[]string{"--timeout=30s"}, []string{"--timeout=30s"}},
+		{[]string{"-test.timeout=2m", "./x"}, []string{"-test.timeout=2m", "./x"}},
+		{nil, []string{defaultTimeout}},
+		{[]string{"-run", "timeout", "./x"}, []string{defaultTimeout, "-run", "timeout", "./x"}},
+	} {
+		if diff := cmp.Diff(tc.want, withTimeout(tc.args)); diff != "" {
+			t.Errorf("withTimeout(%q) (-want +got):\n%s", tc.args, diff)
+		}
+	}
+}
