@@ -490,6 +490,11 @@ func loadGeneration(path string) (uint64, error) {
 // saveGeneration replaces the generation kept in path with gen,
 // atomically, readable by the owner alone.
 func saveGeneration(path string, gen uint64) error {
+	// The first document can arrive before anything else made the
+	// state folder.
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return err
