@@ -337,8 +337,10 @@ func (h *Host) serve() error {
 	if h.opts.Identities != "" || h.fleet() {
 		ids, err := h.WatchIdentities(store.Options{Path: h.opts.Identities,
 			OnLoad: func(d *identity.Directory) {
-				h.log.Info("named operators reloaded", "file", h.opts.Identities, "operators", len(d.Document().Operators))
+				// In force first, then said: a reader of the log may act
+				// on the line at once.
 				h.ep.SetOperators(d)
+				h.log.Info("named operators reloaded", "file", h.opts.Identities, "operators", len(d.Document().Operators))
 			},
 			OnError: func(err error) { h.log.Error("named operators", "err", err) }})
 		if err != nil {

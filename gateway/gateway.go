@@ -217,8 +217,9 @@ func New(o Options) (*Server, error) {
 	if o.Identities != "" {
 		ids, err := o.Host.WatchIdentities(store.Options{Path: o.Identities, Interval: o.IdentitiesInterval,
 			OnLoad: func(d *identity.Directory) {
-				s.log.Info("named clients reloaded", "file", o.Identities, "clients", len(d.Document().Clients))
+				// In force first, then said, as the operators are.
 				s.SetClients(d)
+				s.log.Info("named clients reloaded", "file", o.Identities, "clients", len(d.Document().Clients))
 			},
 			OnError: func(err error) { s.log.Error("named clients", "err", err) }})
 		if err != nil {
