@@ -1,6 +1,7 @@
 package mcpconformance
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -123,9 +124,14 @@ func TestServerScenarios(t *testing.T) {
 						omu.Unlock()
 					}
 					for s, run := range recorded {
-						if _, ok := lg.fixed[s]; !ok {
-							g.put(lg.name, p.name, s, result{checks: run.checks, log: log})
+						if _, ok := lg.fixed[s]; ok {
+							continue
 						}
+						r := result{checks: run.checks, log: log}
+						if !p.direct() && lg.stateless {
+							r = againIfOutOfTime(ctx, t, lg, url, s, r)
+						}
+						g.put(lg.name, p.name, s, r)
 					}
 					for s, f := range lg.fixed {
 						_, log, rec, _ := runSuite(ctx, t, f.release, nil, append([]string{"server", "--url", url}, f.args...)...)
@@ -136,6 +142,59 @@ func TestServerScenarios(t *testing.T) {
 		}
 	})
 	compare(t, "server", serverLegs, paths, g, orders, knownServer)
+}
+
+// timeBound names the suite's checks that read a response stream for a
+// fixed wall-clock time (0.2.0-alpha.12 gives them 500 to 1,500 ms,
+// the whole exchange included) and fail or warn when nothing came in
+// that time: on a busy machine the extra process a bridged path adds
+// can use it up with nothing wrong.
+var timeBound = map[string]bool{
+	"sep-2575-server-sends-subscription-ack":                     true,
+	"sep-2575-server-tags-subscription-id":                       true,
+	"sep-2575-server-honors-notification-filter":                 true,
+	"sep-2575-server-sends-prompts-list-changed-on-subscription": true,
+	"sep-2575-server-sends-tools-list-changed-on-subscription":   true,
+	"sep-2575-http-server-no-independent-requests-on-stream":     true,
+	"sep-2575-server-no-log-without-loglevel":                    true,
+}
+
+// outOfTime says which of r's checks that did not pass are timeBound.
+func (r result) outOfTime() []string {
+	var ids []string
+	for _, c := range r.checks {
+		if c.Status != "SUCCESS" && c.Status != "INFO" && timeBound[c.ID] {
+			ids = append(ids, c.ID)
+		}
+	}
+	return ids
+}
+
+// againIfOutOfTime runs scenario s alone, up to twice more, while a
+// timeBound check of its bridged result r did not pass, and returns the
+// first result whose timeBound checks all pass, or the last one. A
+// bridge that breaks the stream fails every run; one that a loaded
+// machine slowed past the suite's clock passes when it is less loaded.
+// Every run again is in the test's log, with its reason.
+func againIfOutOfTime(ctx context.Context, t *testing.T, lg leg, url, s string, r result) result {
+	t.Helper()
+	at := slices.Index(lg.args, "--requirements")
+	if at < 0 || at+1 >= len(lg.args) {
+		return r
+	}
+	version := lg.args[at+1]
+	for range 2 {
+		ids := r.outOfTime()
+		if len(ids) == 0 {
+			return r
+		}
+		t.Logf("%s: %s did not pass in the suite's fixed time; running the scenario alone again", s, strings.Join(ids, ", "))
+		_, log, rec, _ := runSuite(ctx, t, lg.release, nil, "server", "--url", url, "--scenario", s, "--spec-version", version)
+		if run, ok := rec[s]; ok {
+			r = result{checks: run.checks, log: log}
+		}
+	}
+	return r
 }
 
 // serverPath starts what one path needs (a reference server of its own,

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // known is a difference between direct and bridged runs that a defect of
@@ -192,3 +194,21 @@ var (
 	knownServer = []known{}
 	knownClient = []known{}
 )
+
+// TestOutOfTimeNamesOnlyTimeBoundChecks: only a time-bound check that
+// did not pass sends a scenario round again; any other failure stands.
+func TestOutOfTimeNamesOnlyTimeBoundChecks(t *testing.T) {
+	r := result{checks: []check{
+		{ID: "sep-2575-server-sends-subscription-ack", Status: "FAILURE"},
+		{ID: "sep-2575-server-sends-prompts-list-changed-on-subscription", Status: "WARNING"},
+		{ID: "sep-2575-server-tags-subscription-id", Status: "SUCCESS"},
+		{ID: "sep-2575-server-implements-discover", Status: "FAILURE"},
+	}}
+	want := []string{"sep-2575-server-sends-subscription-ack", "sep-2575-server-sends-prompts-list-changed-on-subscription"}
+	if diff := cmp.Diff(want, r.outOfTime()); diff != "" {
+		t.Errorf("outOfTime (-want +got):\n%s", diff)
+	}
+	if got := (result{checks: []check{{ID: "sep-2575-server-implements-discover", Status: "FAILURE"}}}).outOfTime(); len(got) != 0 {
+		t.Errorf("a failure outside the time-bound checks sent the scenario round again: %v", got)
+	}
+}
