@@ -151,10 +151,11 @@ const logWriterEnv = "AEP_TEST_LOG_WRITER"
 
 // logWriterEvents is how many events the subprocess writes, and
 // logWriterPhase the size of the text in each: far more than a pipe
-// holds, so a writer whose reader stops is held inside a write.
+// holds (64 KiB), so a writer whose reader stops is held inside a write,
+// and more than the line a Log keeps between writes.
 const (
 	logWriterEvents = 4
-	logWriterPhase  = 4 << 20
+	logWriterPhase  = 1 << 20
 )
 
 // logWriter is that subprocess: it writes large events to a session log
@@ -184,15 +185,15 @@ func logWriter(dir string) int {
 	return 0
 }
 
-// TestKilledMidWriteReadersSkipTheTornTail kills a process writing 4 MB
+// TestKilledMidWriteReadersSkipTheTornTail kills a process writing 1 MB
 // events with SIGKILL inside a write, and reads each log the way every
 // reader does: each whole line is an event that is read, and a torn last
 // line is skipped with a warning that names the file and line.
 //
 // Where the kill lands is not left to chance: the writer's log file is a
 // link to a pipe the test holds (/dev/fd/3 in the writer), and the test
-// kills the writer once it has read `whole` lines and a megabyte of the
-// next one, which the writer is still writing: a pipe holds far less than
+// kills the writer once it has read `whole` lines and half of the next
+// one, which the writer is still writing: a pipe holds far less than half
 // an event. What the writer got out before it died is what a file would
 // hold, and the readers read it from a file.
 func TestKilledMidWriteReadersSkipTheTornTail(t *testing.T) {
@@ -226,12 +227,12 @@ func TestKilledMidWriteReadersSkipTheTornTail(t *testing.T) {
 			pr.Close()
 			t.Fatal(err)
 		}
-		// Read up to the kill: whole lines, and a megabyte of the next.
+		// Read up to the kill: whole lines, and half of the next.
 		var got []byte
 		buf := make([]byte, 64<<10)
 		torn := whole < logWriterEvents
 		for {
-			if i := nthIndex(got, '\n', whole); i >= 0 && (!torn || len(got)-(i+1) >= 1<<20) {
+			if i := nthIndex(got, '\n', whole); i >= 0 && (!torn || len(got)-(i+1) >= logWriterPhase/2) {
 				break
 			}
 			n, err := pr.Read(buf)
