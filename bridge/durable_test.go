@@ -1,7 +1,6 @@
 package bridge
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -150,20 +149,25 @@ func TestFullDiskKeepsAnsweringAndRecordsTheGap(t *testing.T) {
 // logWriterEnv makes the test binary the kill-mid-write test's subprocess.
 const logWriterEnv = "AEP_TEST_LOG_WRITER"
 
+// logWriterEvents is how many events the subprocess writes, and
+// logWriterPhase the size of the text in each: far more than a pipe
+// holds (64 KiB), so a writer whose reader stops is held inside a write,
+// and more than the line a Log keeps between writes.
+const (
+	logWriterEvents = 4
+	logWriterPhase  = 1 << 20
+)
+
 // logWriter is that subprocess: it writes large events to a session log
-// in dir, saying "wrote N" after each, until it is killed.
+// in dir until it is done or killed.
 func logWriter(dir string) int {
 	l, err := bus.OpenLog(dir, "writer", "s1")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	// The lines are built first, so the kill lands in a write, not in
-	// encoding the next event.
-	phase := strings.Repeat("p", 4<<20)
-	var lines [][]byte
-	var events []aep.Event
-	for i := range 4 {
+	phase := strings.Repeat("p", logWriterPhase)
+	for i := range logWriterEvents {
 		data, _ := json.Marshal(map[string]string{"phase": phase})
 		ev := aep.Event{AEP: aep.Version, ID: aep.NewID(), Type: "progress.status", Time: aep.FormatTime(time.Now()),
 			Source: "aep://h/agent/writer/session/s1", Agent: "writer", Session: "s1", Seq: aep.Int64(int64(i)), Epoch: aep.Int64(0),
@@ -173,80 +177,128 @@ func logWriter(dir string) int {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		lines, events = append(lines, raw), append(events, ev)
-	}
-	for i := range lines {
-		if err := l.Write(events[i], lines[i]); err != nil {
+		if err := l.Write(ev, raw); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		fmt.Printf("wrote %d\n", i+1)
 	}
 	return 0
 }
 
-// TestKilledMidWriteReadersSkipTheTornTail kills a process writing 4 MB
-// events with SIGKILL, a bounded number of times, and reads each log the
-// way every reader does: each whole line is an event that is read, and a
-// torn last line is skipped with a warning that names the file and line.
+// TestKilledMidWriteReadersSkipTheTornTail kills a process writing 1 MB
+// events with SIGKILL inside a write, and reads each log the way every
+// reader does: each whole line is an event that is read, and a torn last
+// line is skipped with a warning that names the file and line.
+//
+// Where the kill lands is not left to chance: the writer's log file is a
+// link to a pipe the test holds (/dev/fd/3 in the writer), and the test
+// kills the writer once it has read `whole` lines and half of the next
+// one, which the writer is still writing: a pipe holds far less than half
+// an event. What the writer got out before it died is what a file would
+// hold, and the readers read it from a file.
 func TestKilledMidWriteReadersSkipTheTornTail(t *testing.T) {
 	t.Parallel()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	torn := 0
-	const runs = 6
-	for run := range runs {
+	// whole is how many lines the writer gets out whole before the kill;
+	// with all of them, it ends by itself and nothing is torn.
+	for _, whole := range []int{1, 2, 3, logWriterEvents} {
 		dir := t.TempDir()
+		path := filepath.Join(dir, "writer", "s1.jsonl")
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink("/dev/fd/3", path); err != nil {
+			t.Fatal(err)
+		}
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
 		cmd := exec.Command(self, "-test.run=^$")
 		cmd.Env = append(os.Environ(), logWriterEnv+"="+dir)
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
+		cmd.ExtraFiles = []*os.File{pw}
 		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
+		err = cmd.Start()
+		pw.Close()
+		if err != nil {
+			pr.Close()
 			t.Fatal(err)
 		}
-		sc := bufio.NewScanner(out)
-		for i := 0; i <= run%3 && sc.Scan(); i++ {
+		// Read up to the kill: whole lines, and half of the next.
+		var got []byte
+		buf := make([]byte, 64<<10)
+		torn := whole < logWriterEvents
+		for {
+			if i := nthIndex(got, '\n', whole); i >= 0 && (!torn || len(got)-(i+1) >= logWriterPhase/2) {
+				break
+			}
+			n, err := pr.Read(buf)
+			got = append(got, buf[:n]...)
+			if err != nil {
+				cmd.Process.Kill()
+				cmd.Wait()
+				pr.Close()
+				t.Fatalf("whole=%d: the writer's log ended after %d bytes (%v) before the kill", whole, len(got), err)
+			}
 		}
-		cmd.Process.Kill() // SIGKILL, while the next event is being written
-		io.Copy(io.Discard, out)
-		cmd.Wait()
-
-		path := filepath.Join(dir, "writer", "s1.jsonl")
-		raw, err := os.ReadFile(path)
+		cmd.Process.Kill() // SIGKILL, inside the write of the next event
+		rest, err := io.ReadAll(pr)
+		pr.Close()
+		werr := cmd.Wait()
 		if err != nil {
 			t.Fatal(err)
 		}
-		whole := bytes.Count(raw, []byte("\n"))
-		tail := len(raw) > 0 && raw[len(raw)-1] != '\n'
-		if tail {
-			torn++
+		got = append(got, rest...)
+		if torn && werr == nil {
+			t.Fatalf("whole=%d: the writer ended by itself before the kill", whole)
+		}
+
+		// The log, as a file, is what the writer got out.
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if n, tail := bytes.Count(got, []byte("\n")), len(got) > 0 && got[len(got)-1] != '\n'; n != whole || tail != torn {
+			t.Fatalf("whole=%d: the log has %d whole lines, torn tail %v; the case is wrong", whole, n, tail)
 		}
 		rep, err := logcheck.File(path)
 		if err != nil {
-			t.Fatalf("run %d: logcheck: %v", run, err)
+			t.Fatalf("whole=%d: logcheck: %v", whole, err)
 		}
 		if rep.Events != whole {
-			t.Errorf("run %d: logcheck read %d events; the log has %d whole lines", run, rep.Events, whole)
+			t.Errorf("whole=%d: logcheck read %d events", whole, rep.Events)
 		}
 		wantSkip := fmt.Sprintf("%s:%d: skipped a torn last line", path, whole+1)
-		if tail && (len(rep.Skipped) != 1 || !strings.HasPrefix(rep.Skipped[0], wantSkip)) {
-			t.Errorf("run %d: logcheck skipped %q; want one line starting %q", run, rep.Skipped, wantSkip)
+		if torn && (len(rep.Skipped) != 1 || !strings.HasPrefix(rep.Skipped[0], wantSkip)) {
+			t.Errorf("whole=%d: logcheck skipped %q; want one line starting %q", whole, rep.Skipped, wantSkip)
 		}
-		if !tail && len(rep.Skipped) != 0 {
-			t.Errorf("run %d: logcheck skipped %q in a log with no torn line", run, rep.Skipped)
+		if !torn && len(rep.Skipped) != 0 {
+			t.Errorf("whole=%d: logcheck skipped %q in a log with no torn line", whole, rep.Skipped)
 		}
 		var warnings []string
-		if _, err := script.FromLogs(map[string]io.Reader{path: bytes.NewReader(raw)}, []string{path}, func(w string) { warnings = append(warnings, w) }); err != nil {
-			t.Fatalf("run %d: answers-from: %v", run, err)
+		if _, err := script.FromLogs(map[string]io.Reader{path: bytes.NewReader(got)}, []string{path}, func(w string) { warnings = append(warnings, w) }); err != nil {
+			t.Fatalf("whole=%d: answers-from: %v", whole, err)
 		}
-		if tail != (len(warnings) == 1 && strings.HasPrefix(warnings[0], wantSkip)) || len(warnings) > 1 {
-			t.Errorf("run %d (torn tail: %v): answers-from warned %q", run, tail, warnings)
+		if torn != (len(warnings) == 1 && strings.HasPrefix(warnings[0], wantSkip)) || len(warnings) > 1 {
+			t.Errorf("whole=%d (torn tail: %v): answers-from warned %q", whole, torn, warnings)
 		}
 	}
-	t.Logf("%d of %d kills left a torn last line", torn, runs)
+}
+
+// nthIndex returns the index of the nth c in b, or -1.
+func nthIndex(b []byte, c byte, n int) int {
+	at := -1
+	for range n {
+		i := bytes.IndexByte(b[at+1:], c)
+		if i < 0 {
+			return -1
+		}
+		at += 1 + i
+	}
+	return at
 }

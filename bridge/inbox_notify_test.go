@@ -173,6 +173,33 @@ func (in *inboxTab) title(want string) {
 	}
 }
 
+// settled waits until the page's header shows what the tab title says:
+// connected, and the count of open questions rendered. The title changes
+// at once, the header with the next render; on a narrow screen the
+// header wraps by its texts, so the Notify me box moves until it has
+// rendered, and a click before that can land beside it.
+func (in *inboxTab) settled() {
+	in.t.Helper()
+	const ready = `(() => { const m = /^\(([\d,]+)\) /.exec(document.title), n = m ? m[1] : "0";
+	  return document.getElementById("status").classList.contains("up") &&
+	    document.getElementById("count").textContent === (n === "1" ? "1 open question" : n + " open questions"); })()`
+	if _, err := chromedp.Run(in.ctx, chromedp.Poll[bool](ready, chromedp.WithPollingTimeout(waitLimit))); err != nil {
+		in.t.Fatalf("the inbox header never showed the count of its title %q: %v", eval[string](in.t, in.ctx, `document.title`), err)
+	}
+}
+
+// toggle clicks the Notify me box, once the header has settled, and
+// waits until the box is checked as want: the operator's click has
+// been taken.
+func (in *inboxTab) toggle(want bool) {
+	in.t.Helper()
+	in.settled()
+	do(in.t, in.ctx, chromedp.Click(chromedp.CSS("#notify")))
+	if _, err := chromedp.Run(in.ctx, chromedp.Poll[bool](fmt.Sprintf(`document.getElementById("notify").checked === %v`, want), chromedp.WithPollingTimeout(waitLimit))); err != nil {
+		in.t.Fatalf("clicked, the Notify me box never became checked=%v: %v", want, err)
+	}
+}
+
 // notes waits until the page has made n notifications, and returns all it
 // made.
 func (in *inboxTab) notes(n int) []note {
@@ -395,6 +422,7 @@ func TestInboxAsksToNotifyOnlyWhenTold(t *testing.T) {
 		}
 		// Headless Chromium refuses every permission prompt, as an operator
 		// who clicks Block does.
+		in.settled()
 		do(t, in.ctx, chromedp.Click(chromedp.CSS("#notify")))
 		if _, err := chromedp.Run(in.ctx, chromedp.Poll[bool](`document.getElementById("notify").disabled`, chromedp.WithPollingTimeout(waitLimit))); err != nil {
 			t.Fatalf("the box never showed the refusal: %v", err)
@@ -403,6 +431,7 @@ func TestInboxAsksToNotifyOnlyWhenTold(t *testing.T) {
 		if diff := cmp.Diff(blocked, state()); diff != "" {
 			t.Errorf("after the browser refused (-want +got):\n%s", diff)
 		}
+		in.settled()
 		do(t, in.ctx, chromedp.Click(chromedp.CSS("#notify-ctl")))
 		if diff := cmp.Diff(blocked, state()); diff != "" {
 			t.Errorf("clicked again (-want +got):\n%s", diff)
@@ -424,9 +453,10 @@ func TestInboxAsksToNotifyOnlyWhenTold(t *testing.T) {
 		if _, err := chromedp.Run(in.ctx, chromedp.Poll[bool](`document.getElementById("notify").checked`, chromedp.WithPollingTimeout(waitLimit))); err != nil {
 			t.Fatalf("granted, the box never came on: %v", err)
 		}
-		do(t, in.ctx, chromedp.Click(chromedp.CSS("#notify")))
+		in.toggle(false)
 		do(t, in.ctx, chromedp.Reload())
 		in.title("(1) aep-mcp-bridge inbox")
+		in.settled()
 		if diff := cmp.Diff(map[string]any{"asked": float64(0), "checked": false, "disabled": false, "says": "Notify me", "fits": true}, state()); diff != "" {
 			t.Errorf("turned off, then reloaded (-want +got):\n%s", diff)
 		}
@@ -434,7 +464,7 @@ func TestInboxAsksToNotifyOnlyWhenTold(t *testing.T) {
 		in.ask("Rotate the billing key?")
 		in.title("(2) aep-mcp-bridge inbox")
 		in.show()
-		do(t, in.ctx, chromedp.Click(chromedp.CSS("#notify")))
+		in.toggle(true)
 		in.hide()
 		q3 := in.ask("Drain node eu-7?")
 		got := in.notes(1)

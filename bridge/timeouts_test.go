@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,7 +20,108 @@ import (
 
 // short is every timeout of the host under test: short, so the test runs
 // fast; each check waits for the server's own close, never for a sleep.
+// The host's listener hands it a connection once the client has sent
+// something (sentFirst), so the header timer never runs against a
+// client that has not been given the CPU yet.
 const short = 100 * time.Millisecond
+
+// sentFirst is a listener that hands a connection to its server only
+// once the client's first bytes are there to read (they are peeked, not
+// taken). The server's header timer starts when it begins to read; on a
+// loaded machine a client can be held off the CPU between its connect
+// and its write for longer than a 100 ms timeout, and its request would
+// time out before it was sent. A stalled request is still stalled: its
+// first bytes are there, the rest never comes.
+type sentFirst struct {
+	net.Listener
+	ready chan net.Conn
+	done  chan struct{}
+	wg    sync.WaitGroup
+	// mu guards closed and peeking, the connections not handed over yet.
+	mu      sync.Mutex
+	closed  bool
+	peeking map[net.Conn]struct{}
+}
+
+// gateFirstBytes wraps ln in a sentFirst, stopped when the test ends.
+func gateFirstBytes(t *testing.T, ln net.Listener) net.Listener {
+	g := &sentFirst{Listener: ln, ready: make(chan net.Conn), done: make(chan struct{}), peeking: map[net.Conn]struct{}{}}
+	g.wg.Add(1)
+	go g.acceptAll()
+	t.Cleanup(func() { g.Close(); g.wg.Wait() })
+	return g
+}
+
+func (g *sentFirst) acceptAll() {
+	defer g.wg.Done()
+	for {
+		c, err := g.Listener.Accept()
+		if err != nil {
+			return
+		}
+		g.mu.Lock()
+		if g.closed {
+			g.mu.Unlock()
+			c.Close()
+			return
+		}
+		g.peeking[c] = struct{}{}
+		g.mu.Unlock()
+		g.wg.Add(1)
+		go g.peek(c)
+	}
+}
+
+// peek waits until c has bytes to read (or its peer closed it), and
+// hands it to Accept.
+func (g *sentFirst) peek(c net.Conn) {
+	defer g.wg.Done()
+	rc, err := c.(syscall.Conn).SyscallConn()
+	if err == nil {
+		one := make([]byte, 1)
+		rerr := rc.Read(func(fd uintptr) bool {
+			_, _, err = syscall.Recvfrom(int(fd), one, syscall.MSG_PEEK)
+			return err != syscall.EAGAIN
+		})
+		err = errors.Join(err, rerr)
+	}
+	g.mu.Lock()
+	delete(g.peeking, c)
+	g.mu.Unlock()
+	if err != nil {
+		c.Close()
+		return
+	}
+	select {
+	case g.ready <- c:
+	case <-g.done:
+		c.Close()
+	}
+}
+
+func (g *sentFirst) Accept() (net.Conn, error) {
+	select {
+	case c := <-g.ready:
+		return c, nil
+	case <-g.done:
+		return nil, net.ErrClosed
+	}
+}
+
+// Close stops accepting and closes the connections not handed over.
+func (g *sentFirst) Close() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return nil
+	}
+	g.closed = true
+	close(g.done)
+	for c := range g.peeking {
+		c.Close()
+	}
+	return g.Listener.Close()
+}
 
 // closedByServer reads conn until the server closes it; see
 // testenv.ClosedByServer.
@@ -32,7 +135,7 @@ func closedByServer(t *testing.T, conn net.Conn) string {
 // and an SSE stream opened before all of them still deliver afterwards.
 func TestStalledAndIdleConnectionsEnd(t *testing.T) {
 	t.Parallel()
-	h := newTestHost(t, HostOptions{Listener: loopback(t), Token: trustToken, HeaderTimeout: short, BodyTimeout: short, IdleTimeout: short})
+	h := newTestHost(t, HostOptions{Listener: gateFirstBytes(t, loopback(t)), Token: trustToken, HeaderTimeout: short, BodyTimeout: short, IdleTimeout: short})
 	addr := h.Addr()
 	op := connectOperatorWith(t, addr, trustToken)
 	op.until(func(m map[string]any) bool { return m["type"] == "subscribed" })

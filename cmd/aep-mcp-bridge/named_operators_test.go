@@ -199,8 +199,9 @@ func sseOp(t *testing.T, addr, credential, query string) (int, <-chan string) {
 // answers billing, bob reads billing. Each sees and answers its own
 // server's question only, on every surface; what they answer is recorded
 // under their names whatever their commands claim; a revoked operator's
-// connections close within a second; and no credential appears in any
-// log, event, argument or file but the one it was printed to.
+// connections close, saying why, without a request of hers; and no
+// credential appears in any log, event, argument or file but the one it
+// was printed to.
 func TestNamedOperatorsOnAHubWithTwoServers(t *testing.T) {
 	dir := t.TempDir()
 	bin := buildBinary(t, dir)
@@ -344,29 +345,39 @@ func TestNamedOperatorsOnAHubWithTwoServers(t *testing.T) {
 		}
 	}
 
-	// Revoking alice closes her WebSocket and SSE stream within a second,
-	// and her next request is refused.
+	// Revoking alice closes her WebSocket and SSE stream, each saying
+	// why, and her next request is refused. The bridge looks at the
+	// identities file every 200 ms, so they close well within a second on
+	// a quiet machine; a loaded one can delay any process by more than
+	// that, so the test waits for the closes themselves, each of which
+	// names the revocation, and 60 s only guards against a failure. The
+	// time taken is logged.
 	if _, errOut, code := cli(t, "operators", "revoke", "alice", "--state-dir", state); code != 0 {
 		t.Fatalf("operators revoke: %s", errOut)
 	}
 	revoked := time.Now()
-	within := time.After(time.Second)
+	guard := time.After(60 * time.Second)
 	select {
 	case <-alice.ended:
 		if f := alice.sawAny(`"type":"closing"`); !strings.Contains(f, "access revoked") {
 			t.Errorf("alice's WebSocket closed without saying why: %q", f)
 		}
-	case <-within:
-		t.Fatalf("alice's WebSocket was still open a second after the revocation")
+	case <-guard:
+		t.Fatalf("alice's WebSocket was still open 60 s after the revocation")
 	}
-	sseEnded := false
-	for !sseEnded {
+	var last string
+	for sseEnded := false; !sseEnded; {
 		select {
-		case _, ok := <-aliceSSE:
-			sseEnded = !ok
-		case <-within:
-			t.Fatalf("alice's SSE stream was still open a second after the revocation")
+		case line, ok := <-aliceSSE:
+			if sseEnded = !ok; ok && line != "" {
+				last = line
+			}
+		case <-guard:
+			t.Fatalf("alice's SSE stream was still open 60 s after the revocation")
 		}
+	}
+	if !strings.HasPrefix(last, ": closing") || !strings.Contains(last, "access revoked") {
+		t.Errorf("alice's SSE stream ended with %q; want a closing comment naming the revocation", last)
 	}
 	t.Logf("alice's connections closed %v after the revocation", time.Since(revoked).Round(time.Millisecond))
 	if code, _ := sseOp(t, aepAddr, creds["alice"], "live=0"); code != http.StatusUnauthorized {
