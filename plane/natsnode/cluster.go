@@ -175,6 +175,21 @@ func (c *Cluster) Leader(stream string) int {
 	return -1
 }
 
+// WaitLeader waits until a running node leads stream in the global
+// account, and returns its index, or ctx's error. A stream's leader may
+// change at any time (a leader slowed past its peers' election timeout
+// loses its place), so a test that needs one asks for it at the moment
+// it acts on it, rather than taking a -1 from Leader for "there is
+// none".
+func (c *Cluster) WaitLeader(ctx context.Context, stream string) (int, error) {
+	leader := -1
+	err := waitFor(ctx, "a NATS node to lead the stream "+stream, func() bool {
+		leader = c.Leader(stream)
+		return leader >= 0
+	})
+	return leader, err
+}
+
 // running returns the nodes that run now.
 func (c *Cluster) running() []*Node {
 	var out []*Node
