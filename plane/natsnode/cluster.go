@@ -18,6 +18,9 @@ type ClusterOptions struct {
 	Dir string
 	// User and Password, when set, are the credentials of every node.
 	User, Password string
+	// MaxStore bounds each node's JetStream file storage in bytes; 0
+	// means Options.MaxStore's default.
+	MaxStore int64
 }
 
 // Cluster is nodes routed to each other, each with JetStream, and the
@@ -74,7 +77,7 @@ func StartCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
 func (c *Cluster) nodeOptions(i int) Options {
 	name := fmt.Sprintf("%s-%d", c.opts.Name, i+1)
 	o := Options{Name: name, StoreDir: filepath.Join(c.opts.Dir, name), Cluster: c.opts.Name,
-		User: c.opts.User, Password: c.opts.Password}
+		User: c.opts.User, Password: c.opts.Password, MaxStore: c.opts.MaxStore}
 	if c.seed.Running() {
 		o.Routes = append(o.Routes, c.seed.ClusterURL())
 	}

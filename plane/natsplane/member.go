@@ -384,7 +384,7 @@ func (m *Member) ensure(ctx context.Context, replicas int) error {
 		what string
 		do   func(context.Context) error
 	}{
-		{"the events stream", events},
+		{"the plane's events stream", events},
 		{"the bucket of open questions", kv(&m.kvs.open, m.n.open, 0, b/4, "open questions")},
 		{"the bucket of claimed sessions", kv(&m.kvs.sessions, m.n.sessions, 0, b/16, "claimed sessions")},
 		{"the bucket of commands' acks", kv(&m.kvs.commands, m.n.commands, 24*time.Hour, b/16, "commands' recorded acks")},
@@ -399,7 +399,7 @@ func (m *Member) ensure(ctx context.Context, replicas int) error {
 		}},
 	}
 	for _, s := range steps {
-		if err := m.retry(ctx, "making the plane's "+s.what, s.do); err != nil {
+		if err := m.retry(ctx, "making "+s.what, s.do); err != nil {
 			return err
 		}
 	}
