@@ -104,9 +104,11 @@ func TestFleetNodeKilledMidQuestion(t *testing.T) {
 	cl := testnats.Start(t) // a node is killed: a cluster of its own
 	prefix := testnats.Prefix()
 	a := fleetGateway(t, cl.URLs(), prefix, bridge.HostOptions{})
-	leader := cl.Leader(prefix + "_events")
-	if leader < 0 {
-		t.Fatal("no node leads the events stream")
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	leader, err := cl.WaitLeader(ctx, prefix+"_events")
+	if err != nil {
+		t.Fatal(err)
 	}
 	c := fleetGateway(t, cl.Node(leader).URL(), prefix, bridge.HostOptions{})
 	b := fleetGateway(t, cl.Node((leader+1)%cl.Len()).URL(), prefix, bridge.HostOptions{})

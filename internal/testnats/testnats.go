@@ -30,6 +30,13 @@ const (
 	Password = "cluster-credentials-not-an-operators"
 )
 
+// sharedStore is what each node of the shared cluster lets its planes
+// reserve. JetStream reserves a plane's whole store when it is made, and
+// a shared cluster keeps every plane until it stops: a run with -count=N
+// makes N times the planes. It is accounting, not disk: the files hold
+// what the tests write.
+const sharedStore = 16 << 30
+
 // startWait bounds starting a cluster: three nodes, their routes and a
 // JetStream meta leader.
 const startWait = 60 * time.Second
@@ -46,7 +53,7 @@ var shared struct {
 // Every test that uses it takes a prefix of its own (Prefix), kills no
 // node, and bounds its plane's store (natsplane.Options.StoreBytes, 16
 // MiB say): JetStream reserves a plane's whole store when it is made, a
-// node has 1 GiB, and a plane stays until the cluster stops.
+// node has sharedStore, and a plane stays until the cluster stops.
 func Shared(t testing.TB) *natsnode.Cluster {
 	t.Helper()
 	shared.once.Do(func() {
@@ -56,7 +63,7 @@ func Shared(t testing.TB) *natsnode.Cluster {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), startWait)
 		defer cancel()
-		shared.cl, shared.err = natsnode.StartCluster(ctx, natsnode.ClusterOptions{Dir: shared.dir, User: User, Password: Password})
+		shared.cl, shared.err = natsnode.StartCluster(ctx, natsnode.ClusterOptions{Dir: shared.dir, User: User, Password: Password, MaxStore: sharedStore})
 	})
 	if shared.err != nil {
 		t.Fatalf("starting the shared NATS cluster: %v", shared.err)

@@ -18,6 +18,9 @@ type ClusterOptions struct {
 	Dir string
 	// User and Password, when set, are the credentials of every node.
 	User, Password string
+	// MaxStore bounds each node's JetStream file storage in bytes; 0
+	// means Options.MaxStore's default.
+	MaxStore int64
 }
 
 // Cluster is nodes routed to each other, each with JetStream, and the
@@ -74,7 +77,7 @@ func StartCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
 func (c *Cluster) nodeOptions(i int) Options {
 	name := fmt.Sprintf("%s-%d", c.opts.Name, i+1)
 	o := Options{Name: name, StoreDir: filepath.Join(c.opts.Dir, name), Cluster: c.opts.Name,
-		User: c.opts.User, Password: c.opts.Password}
+		User: c.opts.User, Password: c.opts.Password, MaxStore: c.opts.MaxStore}
 	if c.seed.Running() {
 		o.Routes = append(o.Routes, c.seed.ClusterURL())
 	}
@@ -173,6 +176,21 @@ func (c *Cluster) Leader(stream string) int {
 		}
 	}
 	return -1
+}
+
+// WaitLeader waits until a running node leads stream in the global
+// account, and returns its index, or ctx's error. A stream's leader may
+// change at any time (a leader slowed past its peers' election timeout
+// loses its place), so a test that needs one asks for it at the moment
+// it acts on it, rather than taking a -1 from Leader for "there is
+// none".
+func (c *Cluster) WaitLeader(ctx context.Context, stream string) (int, error) {
+	leader := -1
+	err := waitFor(ctx, "a NATS node to lead the stream "+stream, func() bool {
+		leader = c.Leader(stream)
+		return leader >= 0
+	})
+	return leader, err
 }
 
 // running returns the nodes that run now.

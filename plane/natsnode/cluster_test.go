@@ -40,9 +40,9 @@ func TestClusterSurvivesAKilledNode(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	leader := c.Leader("T")
-	if leader < 0 {
-		t.Fatal("no node leads stream T")
+	leader, err := c.WaitLeader(ctx, "T")
+	if err != nil {
+		t.Fatal(err)
 	}
 	c.Kill(leader)
 	for i := 10; i < 20; i++ {

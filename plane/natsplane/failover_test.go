@@ -28,9 +28,9 @@ func TestKillTheNodeThatLeadsTheStream(t *testing.T) {
 	t.Cleanup(cl.Stop) // after the members close: cleanups run last first
 	prefix := newPrefix()
 	c := member(t, cl.URLs(), prefix)
-	leader := cl.Leader(prefix + "_events")
-	if leader < 0 {
-		t.Fatal("no node leads the events stream")
+	leader, err := cl.WaitLeader(ctx, prefix+"_events")
+	if err != nil {
+		t.Fatal(err)
 	}
 	a := member(t, cl.Node(leader).URL(), prefix) // it learns the others from the cluster
 	w := planetest.Subscribe(t, a.Hub())

@@ -50,9 +50,10 @@ import (
 // carry none; for them, the server's put time may not be later than the
 // sealed write time by more than putBackSlack.
 //
-// Changes are compare-and-set on the stream's last sequence, so two
-// commands that change the records at once (on two machines) never lose
-// a change.
+// Changes are compare-and-set on the stream's last sequence and on the
+// key's last revision, so two commands that change the records at once
+// (on two machines) never lose a change, whichever server answers their
+// reads.
 
 // identitiesKey is the document's key in the bucket.
 const identitiesKey = "doc"
@@ -263,22 +264,32 @@ func (s *IdentityStore) Where() string { return s.where }
 // Close closes the connection.
 func (s *IdentityStore) Close() { s.nc.Close() }
 
-// load returns the document in force, its generation and the key's
-// revision (0: no document). A document put back is returned with
-// ErrPutBack.
+// load returns the document in force, its generation and the revision
+// of the key's last message: the document's, a delete or purge marker's
+// (the empty document), or 0 when the key was never written. A document
+// put back is returned with ErrPutBack.
+//
+// Any of the stream's servers may answer the read (the bucket allows
+// direct gets), one that has not applied the latest write yet too: the
+// revision is what lets Update refuse to build on what it read if that
+// is not the key's last message.
 func (s *IdentityStore) load(ctx context.Context) (*identity.Document, uint64, uint64, error) {
-	e, err := s.kv.Get(ctx, identitiesKey)
+	msg, err := s.stream.GetLastMsgForSubject(ctx, s.subj)
 	switch {
-	case errors.Is(err, jetstream.ErrKeyNotFound):
+	case errors.Is(err, jetstream.ErrMsgNotFound):
 		return &identity.Document{}, 0, 0, nil
 	case err != nil:
 		return nil, 0, 0, fmt.Errorf("reading the identities on %s: %w", s.where, err)
 	}
-	sd, d, err := openDocument(s.seal, s.prefix, e.Value())
+	switch msg.Header.Get("KV-Operation") {
+	case "DEL", "PURGE":
+		return &identity.Document{}, 0, msg.Sequence, nil
+	}
+	sd, d, err := openDocument(s.seal, s.prefix, msg.Data)
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	return d, sd.Gen, e.Revision(), checkPlaced(sd, e.Revision(), e.Created())
+	return d, sd.Gen, msg.Sequence, checkPlaced(sd, msg.Sequence, msg.Time)
 }
 
 // Load returns the document in force: the empty one when there is none.
@@ -356,8 +367,11 @@ func (s *IdentityStore) Update(ctx context.Context, change func(*identity.Docume
 		}
 		// Only at the sequence sealed: anything written on the bucket
 		// since its last sequence was read (another command, a last use)
-		// makes the server refuse it.
-		_, err = s.js.Publish(ctx, s.subj, b, jetstream.WithExpectLastSequence(last))
+		// makes the server refuse it. And only over the document read:
+		// a server behind the stream's leader may have answered the
+		// read with an older one, which a write at the stream's last
+		// sequence alone would silently undo the changes after.
+		_, err = s.js.Publish(ctx, s.subj, b, jetstream.WithExpectLastSequence(last), jetstream.WithExpectLastSequencePerSubject(rev))
 		var ae *jetstream.APIError
 		if errors.As(err, &ae) && (ae.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || ae.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
 			continue // written meanwhile: read it again

@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/agenteventprotocol/aep-mcp-bridge/identity"
 	"github.com/agenteventprotocol/aep-mcp-bridge/identity/store"
 	"github.com/agenteventprotocol/aep-mcp-bridge/plane/planetest"
@@ -225,5 +228,68 @@ func TestIdentitiesLastUse(t *testing.T) {
 	}
 	if got := seen[store.OperatorKey("alice")]; !got.Equal(later) {
 		t.Fatalf("alice last used %v; want %v", got, later)
+	}
+}
+
+// staleRead is the identities bucket's stream as a server behind its
+// leader answers it: the first read of the document gets the message
+// captured earlier.
+type staleRead struct {
+	jetstream.Stream
+	captured *jetstream.RawStreamMsg
+}
+
+func (s *staleRead) GetLastMsgForSubject(ctx context.Context, subject string) (*jetstream.RawStreamMsg, error) {
+	if m := s.captured; m != nil {
+		s.captured = nil
+		return m, nil
+	}
+	return s.Stream.GetLastMsgForSubject(ctx, subject)
+}
+
+// TestIdentitiesStaleRead: a command whose read of the document is
+// answered by a server that has not applied the latest change yet (the
+// bucket allows direct gets, which any of its servers answers) does not
+// write over that change: it reads again and keeps both.
+func TestIdentitiesStaleRead(t *testing.T) {
+	prefix := newPrefix()
+	st, other := openStore(t, prefix, fleetToken), openStore(t, prefix, fleetToken)
+	ctx, cancel := context.WithTimeout(context.Background(), planetest.Wait)
+	defer cancel()
+	add := func(s *IdentityStore, name string) {
+		t.Helper()
+		o, _ := newOperator(t, name)
+		if err := s.Update(ctx, func(d *identity.Document) error { return d.AddOperator(o) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add(st, "alice")
+	old, err := st.stream.GetLastMsgForSubject(ctx, st.subj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	add(other, "bob")
+	// A last use written after bob moves the stream's last sequence on,
+	// as a front door's does: the stale document is not the stream's
+	// last message either.
+	if _, err := other.kv.Put(ctx, seenKey(store.OperatorKey("bob")), []byte("not a sealed time")); err != nil {
+		t.Fatal(err)
+	}
+	stale := &staleRead{Stream: st.stream, captured: old}
+	st.stream = stale
+	add(st, "carol")
+	if stale.captured != nil {
+		t.Fatal("the command did not read the stale document")
+	}
+	d, err := other.Load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, o := range d.Operators {
+		got = append(got, o.Name)
+	}
+	if diff := cmp.Diff([]string{"alice", "bob", "carol"}, got); diff != "" {
+		t.Fatalf("operators after a command read a stale document (-want +got):\n%s", diff)
 	}
 }

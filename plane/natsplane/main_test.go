@@ -38,7 +38,11 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	shared, err = natsnode.StartCluster(ctx, natsnode.ClusterOptions{Dir: dir, User: clusterUser, Password: clusterPass})
+	// Every plane made keeps its reservation (Options.StoreBytes) until
+	// the cluster stops, and a run with -count=N makes N times the
+	// planes: the nodes' storage is sized for many runs. It is
+	// accounting, not disk.
+	shared, err = natsnode.StartCluster(ctx, natsnode.ClusterOptions{Dir: dir, User: clusterUser, Password: clusterPass, MaxStore: 16 << 30})
 	cancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -314,14 +314,11 @@ func (m *Member) connect(ctx context.Context) error {
 		return err
 	}
 	m.js = js
-	replicas := replicasOf(o, nc)
-	err = m.retry(ctx, "making the plane's stream and buckets", func(ctx context.Context) error {
-		return m.ensure(ctx, replicas)
-	})
-	if err != nil {
+	if err := m.ensure(ctx, replicasOf(o, nc)); err != nil {
 		nc.Close()
+		return err
 	}
-	return err
+	return nil
 }
 
 // credentialOptions are the connection options of o's cluster
@@ -353,42 +350,60 @@ func replicasOf(o Options, nc *nats.Conn) int {
 }
 
 // ensure makes the events stream and the buckets, or updates their
-// bounds.
+// bounds, one at a time, each retried on its own (Member.retry) until it
+// is made or ctx ends. Each is a few requests that the cluster's meta
+// leader and then the new stream's Raft group must answer; retrying them
+// all together would send again, in every attempt, the updates of those
+// already made (each a proposal through the meta leader), so that on a
+// loaded cluster no attempt would reach the last one within its bound.
 func (m *Member) ensure(ctx context.Context, replicas int) error {
 	depth := int64(m.opts.Hub.ReplayPerSession)
 	if depth == 0 {
 		depth = bus.DefaultReplayPerSession
 	}
-	_, err := m.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name: m.n.events, Subjects: []string{m.n.eventSubjects}, Storage: jetstream.FileStorage, Replicas: replicas,
-		MaxMsgsPerSubject: depth, MaxBytes: m.opts.StoreBytes / 2, Discard: jetstream.DiscardOld,
-		MaxMsgSize: int32(bus.DefaultMaxEvent + envelopeHead + relayOverhead), Duplicates: 2 * time.Minute,
-		Description: "aep-mcp-bridge operator plane: every session's events"})
-	if err != nil {
+	events := func(ctx context.Context) error {
+		_, err := m.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+			Name: m.n.events, Subjects: []string{m.n.eventSubjects}, Storage: jetstream.FileStorage, Replicas: replicas,
+			MaxMsgsPerSubject: depth, MaxBytes: m.opts.StoreBytes / 2, Discard: jetstream.DiscardOld,
+			MaxMsgSize: int32(bus.DefaultMaxEvent + envelopeHead + relayOverhead), Duplicates: 2 * time.Minute,
+			Description: "aep-mcp-bridge operator plane: every session's events"})
 		return err
 	}
-	kv := func(name string, ttl time.Duration, maxBytes int64, desc string) (jetstream.KeyValue, error) {
-		return m.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: name, History: 1, TTL: ttl, MaxBytes: maxBytes,
-			Storage: jetstream.FileStorage, Replicas: replicas, Description: "aep-mcp-bridge operator plane: " + desc})
+	kv := func(to *jetstream.KeyValue, name string, ttl time.Duration, maxBytes int64, desc string) func(context.Context) error {
+		return func(ctx context.Context) error {
+			b, err := m.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: name, History: 1, TTL: ttl, MaxBytes: maxBytes,
+				Storage: jetstream.FileStorage, Replicas: replicas, Description: "aep-mcp-bridge operator plane: " + desc})
+			if err == nil {
+				*to = b
+			}
+			return err
+		}
 	}
 	b := m.opts.StoreBytes
-	if m.kvs.open, err = kv(m.n.open, 0, b/4, "open questions"); err != nil {
-		return err
+	steps := []struct {
+		what string
+		do   func(context.Context) error
+	}{
+		{"the plane's events stream", events},
+		{"the bucket of open questions", kv(&m.kvs.open, m.n.open, 0, b/4, "open questions")},
+		{"the bucket of claimed sessions", kv(&m.kvs.sessions, m.n.sessions, 0, b/16, "claimed sessions")},
+		{"the bucket of commands' acks", kv(&m.kvs.commands, m.n.commands, 24*time.Hour, b/16, "commands' recorded acks")},
+		{"the bucket of members' heartbeats", kv(&m.kvs.members, m.n.members, max(20*m.opts.Heartbeat, time.Minute), b/16, "members' heartbeats")},
+		{"the bucket of notifications sent", kv(&m.kvs.notified, m.n.notified, notifiedKept, b/16, "notifications sent")},
+		{"the bucket of named operators and clients", func(ctx context.Context) error {
+			kv, err := ensureIdentities(ctx, m.js, m.n, replicas)
+			if err == nil {
+				m.kvs.identities = kv
+			}
+			return err
+		}},
 	}
-	if m.kvs.sessions, err = kv(m.n.sessions, 0, b/16, "claimed sessions"); err != nil {
-		return err
+	for _, s := range steps {
+		if err := m.retry(ctx, "making "+s.what, s.do); err != nil {
+			return err
+		}
 	}
-	if m.kvs.commands, err = kv(m.n.commands, 24*time.Hour, b/16, "commands' recorded acks"); err != nil {
-		return err
-	}
-	if m.kvs.members, err = kv(m.n.members, max(20*m.opts.Heartbeat, time.Minute), b/16, "members' heartbeats"); err != nil {
-		return err
-	}
-	if m.kvs.notified, err = kv(m.n.notified, notifiedKept, b/16, "notifications sent"); err != nil {
-		return err
-	}
-	m.kvs.identities, err = ensureIdentities(ctx, m.js, m.n, replicas)
-	return err
+	return nil
 }
 
 // Bounds of one request to the cluster (Member.retry).
