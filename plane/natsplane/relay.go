@@ -297,7 +297,13 @@ func (m *Member) takeRelayedBinding(e entry) {
 	m.ingest.Lock()
 	defer m.ingest.Unlock()
 	if m.knownLocked(proof.SessionKey(b.Session)) || m.ended.has(e.key) || m.claimantLocked(e.key, r.door) != "" {
-		return // a member's session, ended, or claimed first through another door
+		// A member's session, ended, or claimed first through another
+		// door: the claim is read and refused, so the door that relayed
+		// the session no longer routes its commands.
+		if h, ok := m.relayedFrom.of(b.Session); ok && h.tok == e.key {
+			m.relayedFrom.drop(b.Session)
+		}
+		return
 	}
 	m.remote[e.key] = remoteBinding{fp: r.door, b: b, relayed: true}
 	m.relayedFrom.drop(b.Session)
@@ -316,8 +322,10 @@ func (m *Member) relayedOwner(session string) string {
 			return rb.fp
 		}
 	}
-	if h, ok := m.relayedFrom.of(session); ok && !m.ended.has(h.tok) && !m.peerLocked(h.door).gone &&
-		m.claimantLocked(h.tok, h.door) == "" {
+	// A session certified to a member is that member's, whatever door
+	// relayed events under its id before this one knew the member.
+	if h, ok := m.relayedFrom.of(session); ok && !m.knownLocked(proof.SessionKey(session)) && !m.ended.has(h.tok) &&
+		!m.peerLocked(h.door).gone && m.claimantLocked(h.tok, h.door) == "" {
 		return h.door
 	}
 	return ""
@@ -325,32 +333,54 @@ func (m *Member) relayedOwner(session string) string {
 
 // relayHint is the door that relayed a session's events, whose claim
 // on it is not read yet.
-type relayHint struct{ tok, door string }
+type relayHint struct {
+	tok, door string
+	n         uint64 // the order it was added in (relayHints.order)
+}
 
 // relayHints are the doors that relayed sessions whose claims are not
 // read yet, by session: the first door to relay a session keeps it, as
 // the first claim read does. A session whose events come without a claim
 // (events POSTed to a door) stays until the oldest go, past max.
 type relayHints struct {
-	max   int
-	by    map[string]relayHint
-	order []string // sessions in the order they came, some dropped since
+	max int
+	by  map[string]relayHint
+	// order holds the hints in the order they came, some dropped since:
+	// a session dropped and added again is in it twice, and only the
+	// entry of its current hint (n) may evict it.
+	order []hintAt
+	n     uint64
+}
+
+// hintAt is the n-th hint added, for session.
+type hintAt struct {
+	session string
+	n       uint64
 }
 
 func newRelayHints(n int) *relayHints { return &relayHints{max: n, by: map[string]relayHint{}} }
+
+// current says whether at is the session's hint in force.
+func (r *relayHints) current(at hintAt) bool {
+	h, ok := r.by[at.session]
+	return ok && h.n == at.n
+}
 
 func (r *relayHints) add(session, tok, door string) {
 	if _, ok := r.by[session]; ok {
 		return
 	}
-	r.by[session] = relayHint{tok: tok, door: door}
-	r.order = append(r.order, session)
+	r.n++
+	r.by[session] = relayHint{tok: tok, door: door, n: r.n}
+	r.order = append(r.order, hintAt{session, r.n})
 	for len(r.by) > r.max {
-		delete(r.by, r.order[0])
+		if r.current(r.order[0]) {
+			delete(r.by, r.order[0].session)
+		}
 		r.order = r.order[1:]
 	}
 	if len(r.order) > 2*len(r.by)+1024 { // forget the dropped
-		r.order = slices.DeleteFunc(r.order, func(s string) bool { _, ok := r.by[s]; return !ok })
+		r.order = slices.DeleteFunc(r.order, func(at hintAt) bool { return !r.current(at) })
 	}
 }
 
