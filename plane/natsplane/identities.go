@@ -229,7 +229,8 @@ func OpenIdentities(ctx context.Context, o Options) (*IdentityStore, error) {
 
 // whileUnavailable runs f until it succeeds, fails for a reason other
 // than a cluster that cannot serve JetStream yet (electing its leaders:
-// a 503, no responders, an attempt that got no answer), or ctx ends.
+// a 503, no responders, an attempt that got no answer; not a server
+// without JetStream, which is a 503 too), or ctx ends.
 // Each attempt is bounded by lastAttemptWait.
 func whileUnavailable(ctx context.Context, f func(context.Context) error) error {
 	wait := 50 * time.Millisecond
@@ -243,6 +244,11 @@ func whileUnavailable(ctx context.Context, f func(context.Context) error) error 
 			return nil
 		case ctx.Err() != nil:
 			return fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
+		case errors.As(err, &api) && (api.ErrorCode == jetstream.JSErrCodeJetStreamNotEnabled ||
+			api.ErrorCode == jetstream.JSErrCodeJetStreamNotEnabledForAccount):
+			// Also a 503, but no election ends it: the server (or the
+			// account) runs without JetStream.
+			return fmt.Errorf("%w: the operator plane needs NATS servers with JetStream enabled (nats-server -js) for this account", err)
 		case !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrNoResponders) &&
 			!(errors.As(err, &api) && api.Code == 503):
 			return err

@@ -17,6 +17,9 @@ import (
 func TestWhileUnavailable(t *testing.T) {
 	unavailable := &jetstream.APIError{Code: 503, ErrorCode: 10008, Description: "JetStream system temporarily unavailable"}
 	denied := &jetstream.APIError{Code: 403, Description: "permissions violation"}
+	// A 503 too, which no election ends.
+	noJetStream := &jetstream.APIError{Code: 503, ErrorCode: jetstream.JSErrCodeJetStreamNotEnabled, Description: "jetstream not enabled"}
+	noJetStreamHere := &jetstream.APIError{Code: 503, ErrorCode: jetstream.JSErrCodeJetStreamNotEnabledForAccount, Description: "jetstream not enabled for account"}
 	for _, tc := range []struct {
 		name    string
 		errs    []error // one per attempt; past the end, nil
@@ -27,6 +30,8 @@ func TestWhileUnavailable(t *testing.T) {
 		{"electing, then answers", []error{unavailable, nats.ErrNoResponders, context.DeadlineExceeded}, 4, nil},
 		{"refused", []error{denied}, 1, denied},
 		{"electing, then refused", []error{unavailable, denied}, 2, denied},
+		{"a server without JetStream", []error{noJetStream}, 1, noJetStream},
+		{"an account without JetStream", []error{noJetStreamHere}, 1, noJetStreamHere},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
