@@ -138,6 +138,32 @@ func sameModes(t *testing.T, name string, ev Event) bool {
 	return true
 }
 
+// sameBuiltEncoding checks that EncodeWithBuiltData gives Encode's bytes
+// for ev when ev's data is given as EncodeBuilt gives it: compact, and
+// HTML-escaped as json.Marshal escapes it. It reports whether ev encodes.
+func sameBuiltEncoding(t *testing.T, name string, ev Event) bool {
+	t.Helper()
+	want, err := ev.Encode()
+	if err != nil {
+		return false
+	}
+	built := ev
+	if len(ev.Data) > 0 {
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, ev.Data); err != nil {
+			return false
+		}
+		var escaped bytes.Buffer
+		json.HTMLEscape(&escaped, compact.Bytes())
+		built.Data = escaped.Bytes()
+	}
+	got, err := built.EncodeWithBuiltData()
+	if err != nil || !bytes.Equal(got, want) {
+		t.Errorf("%s: EncodeWithBuiltData\n got %s (%v)\nwant %s", name, got, err, want)
+	}
+	return true
+}
+
 // samePaths reports where the two paths differ for ev at any ceiling.
 func samePaths(t *testing.T, name string, ev Event) (valid int) {
 	t.Helper()
@@ -166,7 +192,7 @@ func TestDownlevelValidEncodeMatchesTheOldPath(t *testing.T) {
 	for _, h := range handEvents {
 		raws = append(raws, []byte(h))
 	}
-	events, valid, checked := 0, 0, 0
+	events, valid, checked, built := 0, 0, 0, 0
 	for i, raw := range raws {
 		var ev Event
 		if err := json.Unmarshal(raw, &ev); err != nil {
@@ -178,6 +204,13 @@ func TestDownlevelValidEncodeMatchesTheOldPath(t *testing.T) {
 		if sameModes(t, name, ev) {
 			checked++
 		}
+		if sameBuiltEncoding(t, name, ev) {
+			built++
+		}
+	}
+	t.Logf("%d events encoded with their data as built", built)
+	if built < 50 {
+		t.Fatalf("only %d events encoded with their data as built; the comparison compares too little", built)
 	}
 	t.Logf("%d payloads checked with and without paths", checked)
 	// Most must get through validation, so the bytes are compared, not
@@ -214,6 +247,7 @@ func FuzzDownlevelValidEncode(f *testing.F) {
 		}
 		samePaths(t, "fuzzed event", ev)
 		sameModes(t, "fuzzed event", ev)
+		sameBuiltEncoding(t, "fuzzed event", ev)
 	})
 }
 

@@ -5,8 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -61,7 +60,19 @@ var coreSet = func() map[string]bool {
 	return m
 }()
 
-var extNameRe = regexp.MustCompile(`^[a-z0-9]{1,20}$`)
+// validExtName says whether name is a well-formed extension attribute
+// name, [a-z0-9]{1,20} (AEP-0001 §5.4).
+func validExtName(name string) bool {
+	if name == "" || len(name) > 20 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; (c < 'a' || c > 'z') && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
+}
 
 // SetExtension adds an extension attribute. It refuses, as AEP-0001 §5.4
 // requires of an emitting library, a name that collides with a core attribute,
@@ -70,7 +81,7 @@ func (e *Event) SetExtension(name string, value any) error {
 	if coreSet[name] {
 		return &ValidationError{Rule: "AEP-0001 §5.4", Attr: name, Msg: "extension attribute collides with a core attribute"}
 	}
-	if !extNameRe.MatchString(name) {
+	if !validExtName(name) {
 		return &ValidationError{Rule: "AEP-0001 §5.4", Attr: name, Msg: "extension attribute name must match [a-z0-9]{1,20}"}
 	}
 	switch value.(type) {
@@ -93,10 +104,26 @@ func (e *Event) SetExtension(name string, value any) error {
 // extension attributes sorted by name, then data. Absent optional attributes
 // are omitted.
 func (e Event) MarshalJSON() ([]byte, error) {
-	w := &objectWriter{}
-	w.b.Grow(256 + len(e.Data))
-	w.b.WriteByte('{')
-	for _, kv := range []struct {
+	return e.appendJSON(make([]byte, 0, e.sizeHint()), false)
+}
+
+// sizeHint is about the length of the event's encoding: its strings and
+// data, and room for the members' names and the rest.
+func (e Event) sizeHint() int {
+	n := 224 + len(e.ID) + len(e.Type) + len(e.Subject) + len(e.Time) + len(e.Source) + len(e.Agent) +
+		len(e.Session) + len(e.Run) + len(e.Step) + len(e.Cause) + len(e.Traceparent) + len(e.Data)
+	for name, v := range e.Extensions {
+		n += len(name) + len(v) + 4
+	}
+	return n
+}
+
+// appendJSON appends MarshalJSON's encoding to dst. With compactData it
+// appends Data as it is, which must then be compact JSON; otherwise Data
+// is compacted, which also checks that it is JSON.
+func (e Event) appendJSON(dst []byte, compactData bool) ([]byte, error) {
+	w := objectWriter{b: append(dst, '{')}
+	for _, kv := range [...]struct {
 		n, v   string
 		always bool
 	}{
@@ -109,10 +136,12 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		}
 	}
 	if e.Seq != nil {
-		w.put("seq", strconv.AppendInt(nil, *e.Seq, 10))
+		w.name("seq")
+		w.b = strconv.AppendInt(w.b, *e.Seq, 10)
 	}
 	if e.Epoch != nil {
-		w.put("epoch", strconv.AppendInt(nil, *e.Epoch, 10))
+		w.name("epoch")
+		w.b = strconv.AppendInt(w.b, *e.Epoch, 10)
 	}
 	if err := w.str("cause", e.Cause, false); err != nil {
 		return nil, err
@@ -120,48 +149,54 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	if err := w.str("traceparent", e.Traceparent, false); err != nil {
 		return nil, err
 	}
-	if err := e.writeLevels(w); err != nil {
+	if err := e.writeLevels(&w); err != nil {
 		return nil, err
 	}
-	if err := e.writeExtensions(w); err != nil {
+	if err := e.writeExtensions(&w); err != nil {
 		return nil, err
 	}
 	if len(e.Data) > 0 && !bytes.Equal(bytes.TrimSpace(e.Data), []byte("null")) {
 		w.name("data")
-		if err := json.Compact(&w.b, e.Data); err != nil { // straight into the event's buffer
-			return nil, fmt.Errorf("encoding data: %w", err)
+		if compactData {
+			w.b = append(w.b, e.Data...)
+		} else {
+			buf := bytes.NewBuffer(w.b) // compacted straight into the event's buffer
+			if err := json.Compact(buf, e.Data); err != nil {
+				return nil, fmt.Errorf("encoding data: %w", err)
+			}
+			w.b = buf.Bytes()
 		}
 	}
-	w.b.WriteByte('}')
-	return w.b.Bytes(), nil
+	return append(w.b, '}'), nil
 }
 
 // writeLevels writes severity and capture when set.
 func (e Event) writeLevels(w *objectWriter) error {
 	if e.Severity != 0 {
-		v, err := e.Severity.MarshalJSON()
-		if err != nil {
-			return err
+		if _, ok := severityNames[e.Severity]; !ok {
+			return fmt.Errorf("invalid severity %d", int(e.Severity))
 		}
-		w.put("severity", v)
+		w.name("severity")
+		w.b = strconv.AppendQuote(w.b, e.Severity.String()) // plain ASCII words: quoting is their encoding
 	}
 	if e.Capture != 0 {
-		v, err := e.Capture.MarshalJSON()
-		if err != nil {
-			return err
+		if _, ok := captureNames[e.Capture]; !ok {
+			return fmt.Errorf("invalid capture level %d", int(e.Capture))
 		}
-		w.put("capture", v)
+		w.name("capture")
+		w.b = strconv.AppendQuote(w.b, e.Capture.String())
 	}
 	return nil
 }
 
 // writeExtensions writes the extension attributes sorted by name.
 func (e Event) writeExtensions(w *objectWriter) error {
-	names := make([]string, 0, len(e.Extensions))
+	var small [8]string
+	names := small[:0]
 	for n := range e.Extensions {
 		names = append(names, n)
 	}
-	sort.Strings(names)
+	slices.Sort(names)
 	for _, n := range names {
 		if coreSet[n] {
 			return &ValidationError{Rule: "AEP-0001 §5.4", Attr: n, Msg: "extension attribute collides with a core attribute"}
@@ -171,27 +206,27 @@ func (e Event) writeExtensions(w *objectWriter) error {
 	return nil
 }
 
-// objectWriter writes the members of one JSON object in order.
+// objectWriter appends the members of one JSON object in order.
 type objectWriter struct {
-	b       bytes.Buffer
+	b       []byte
 	started bool
 }
 
 // put writes a member whose value is already encoded.
 func (w *objectWriter) put(name string, v []byte) {
 	w.name(name)
-	w.b.Write(v)
+	w.b = append(w.b, v...)
 }
 
 // name writes a member's name and colon, after a comma unless first.
 func (w *objectWriter) name(name string) {
 	if w.started {
-		w.b.WriteByte(',')
+		w.b = append(w.b, ',')
 	}
 	w.started = true
-	w.b.WriteByte('"')
-	w.b.WriteString(name)
-	w.b.WriteString(`":`)
+	w.b = append(w.b, '"')
+	w.b = append(w.b, name...)
+	w.b = append(w.b, '"', ':')
 }
 
 // str writes a string member; an empty one only when always is set.
@@ -200,12 +235,9 @@ func (w *objectWriter) str(name, v string, always bool) error {
 		return nil
 	}
 	w.name(name)
-	enc, err := appendString(w.b.AvailableBuffer(), v)
-	if err != nil {
-		return err
-	}
-	w.b.Write(enc)
-	return nil
+	var err error
+	w.b, err = appendString(w.b, v)
+	return err
 }
 
 // Encode returns the event's encoding, byte for byte what json.Marshal
@@ -234,16 +266,40 @@ func (e Event) Encode() ([]byte, error) {
 	return out.Bytes(), nil
 }
 
+// EncodeWithBuiltData is Encode for an event whose Data is EncodeBuilt's
+// output, or nil: compact, with its strings HTML-escaped as json.Marshal
+// escapes them. It returns Encode's bytes without compacting the data
+// again or scanning it for what HTML escaping would change.
+func (e Event) EncodeWithBuiltData() ([]byte, error) {
+	for _, v := range e.Extensions {
+		if !isScalarJSON(v) || !json.Valid(v) || bytes.ContainsAny(v[len(v)-1:], " \t\r\n") {
+			return json.Marshal(e)
+		}
+	}
+	b, err := e.appendJSON(make([]byte, 0, e.sizeHint()), true)
+	if err != nil {
+		return nil, &json.MarshalerError{Type: reflect.TypeFor[Event](), Err: err}
+	}
+	data := 0 // the data's bytes, just before the closing brace
+	if len(e.Data) > 0 && !bytes.Equal(bytes.TrimSpace(e.Data), []byte("null")) {
+		data = len(e.Data)
+	}
+	if !needsHTMLEscape(b[:len(b)-1-data]) {
+		return b, nil
+	}
+	// Escaping is idempotent: the data, escaped already, comes out as it went in.
+	var out bytes.Buffer
+	out.Grow(len(b) + 16)
+	json.HTMLEscape(&out, b)
+	return out.Bytes(), nil
+}
+
 // needsHTMLEscape says whether b holds a byte that json.HTMLEscape may
 // change: '<', '>', '&', or the first byte of U+2028 and U+2029.
 func needsHTMLEscape(b []byte) bool {
-	for _, c := range b {
-		switch c {
-		case '<', '>', '&', 0xE2:
-			return true
-		}
-	}
-	return false
+	// Four vectorized scans beat one byte loop on an event's few hundred bytes.
+	return bytes.IndexByte(b, '<') >= 0 || bytes.IndexByte(b, '>') >= 0 ||
+		bytes.IndexByte(b, '&') >= 0 || bytes.IndexByte(b, 0xE2) >= 0
 }
 
 // appendString appends v encoded as a JSON string without HTML escaping,
@@ -396,4 +452,7 @@ func Int64(n int64) *int64 { return &n }
 
 // FormatTime formats t as the RFC 3339 timestamp AEP uses, in UTC with
 // millisecond precision.
-func FormatTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
+func FormatTime(t time.Time) string {
+	var buf [len("2006-01-02T15:04:05.000Z07:00")]byte
+	return string(t.UTC().AppendFormat(buf[:0], "2006-01-02T15:04:05.000Z07:00"))
+}

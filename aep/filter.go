@@ -55,7 +55,7 @@ func ParseFilter(raw []byte) (*Filter, error) {
 	sort.Strings(names)
 	f := &Filter{}
 	for _, k := range names {
-		if !filterable[k] && (coreSet[k] || !extNameRe.MatchString(k)) {
+		if !filterable[k] && (coreSet[k] || !validExtName(k)) {
 			return nil, &FilterError{fmt.Sprintf("%q is not a filterable attribute", k)}
 		}
 		p, err := parsePredicate(k, members[k])

@@ -126,6 +126,17 @@ func checkToolPair(t *testing.T, p toolPair) {
 			if err := built.Validate(); err != nil {
 				t.Errorf("%s at %s under %s: the built event does not validate: %v", p.typ, in, ceiling, err)
 			}
+			// The whole event encodes as the generic path's does, with
+			// a subject that HTML escaping changes or not.
+			for _, subject := range []string{"s", "a<b>&c\u2028\xff"} {
+				b, g := built, generic
+				b.Subject, g.Subject = subject, subject
+				want, werr := g.Encode()
+				got, err := b.EncodeWithBuiltData()
+				if err != nil || werr != nil || !bytes.Equal(got, want) {
+					t.Errorf("%s at %s under %s, subject %q: EncodeWithBuiltData\n got %s (%v)\nwant %s (%v)", p.typ, in, ceiling, subject, got, err, want, werr)
+				}
+			}
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -118,7 +119,7 @@ func (e *Event) validateEnvelope() error {
 	if !isRFC3339(e.Time) {
 		return &ValidationError{Rule: "AEP-0001 §5.1 #5", Attr: "time", Msg: "must be an RFC 3339 timestamp with a timezone"}
 	}
-	if u, err := url.Parse(e.Source); err != nil || u.Scheme == "" {
+	if !absoluteURI(e.Source) {
 		return &ValidationError{Rule: "AEP-0001 §5.1 #6", Attr: "source", Msg: "must be an absolute URI"}
 	}
 	switch {
@@ -167,12 +168,28 @@ func (e *Event) validateEnvelope() error {
 	return nil
 }
 
+// lastSource is the last source absoluteURI found to be one: an emitter
+// stamps every event of its session with the same source.
+var lastSource atomic.Pointer[string]
+
+// absoluteURI says whether s is an absolute URI.
+func absoluteURI(s string) bool {
+	if last := lastSource.Load(); last != nil && *last == s {
+		return true
+	}
+	if u, err := url.Parse(s); err != nil || u.Scheme == "" {
+		return false
+	}
+	lastSource.Store(&s)
+	return true
+}
+
 // checkExtension applies AEP-0001 §5.4 to one extension attribute.
 func checkExtension(name string, v []byte) error {
 	if coreSet[name] {
 		return &ValidationError{Rule: "AEP-0001 §5.4", Attr: name, Msg: "extension attribute collides with a core attribute"}
 	}
-	if !extNameRe.MatchString(name) {
+	if !validExtName(name) {
 		return &ValidationError{Rule: "AEP-0001 §5.4", Attr: name, Msg: "extension attribute name must match [a-z0-9]{1,20}"}
 	}
 	if !isScalarJSON(v) {

@@ -282,7 +282,11 @@ func (e *Emitter) finish(ev aep.Event, built bool) (aep.Event, []byte, error) {
 		}
 		return aep.Event{}, nil, err
 	}
-	raw, err := ev.Encode()
+	encode := ev.Encode
+	if built {
+		encode = ev.EncodeWithBuiltData
+	}
+	raw, err := encode()
 	if err != nil {
 		return aep.Event{}, nil, fmt.Errorf("encoding %s: %w", ev.Type, err)
 	}
