@@ -267,10 +267,13 @@ func (e Event) Encode() ([]byte, error) {
 }
 
 // EncodeWithBuiltData is Encode for an event whose Data is EncodeBuilt's
-// output, or nil: compact, with its strings HTML-escaped as json.Marshal
-// escapes them. It returns Encode's bytes without compacting the data
-// again or scanning it for what HTML escaping would change.
+// output, or nil: one compact JSON object. It returns Encode's bytes
+// without compacting the data again. Data that is not an object is
+// encoded by Encode, which checks it.
 func (e Event) EncodeWithBuiltData() ([]byte, error) {
+	if d := e.Data; len(d) > 0 && (d[0] != '{' || d[len(d)-1] != '}') {
+		return e.Encode()
+	}
 	for _, v := range e.Extensions {
 		if !isScalarJSON(v) || !json.Valid(v) || bytes.ContainsAny(v[len(v)-1:], " \t\r\n") {
 			return json.Marshal(e)
@@ -280,14 +283,9 @@ func (e Event) EncodeWithBuiltData() ([]byte, error) {
 	if err != nil {
 		return nil, &json.MarshalerError{Type: reflect.TypeFor[Event](), Err: err}
 	}
-	data := 0 // the data's bytes, just before the closing brace
-	if len(e.Data) > 0 && !bytes.Equal(bytes.TrimSpace(e.Data), []byte("null")) {
-		data = len(e.Data)
-	}
-	if !needsHTMLEscape(b[:len(b)-1-data]) {
+	if !needsHTMLEscape(b) {
 		return b, nil
 	}
-	// Escaping is idempotent: the data, escaped already, comes out as it went in.
 	var out bytes.Buffer
 	out.Grow(len(b) + 16)
 	json.HTMLEscape(&out, b)
