@@ -46,6 +46,7 @@ func runPolicy(ctx context.Context, args []string) error {
 	throughN := fs.Int("through-n", 2000, "tools/call round trips per configuration and round through the bridge (0 skips that table)")
 	throughRounds := fs.Int("through-rounds", 5, "paired rounds through the bridge")
 	profDir := fs.String("cpuprofile", "", "write a CPU profile of every bridge process the through-the-bridge table runs to this folder, one file per configuration and round (read them with go tool pprof)")
+	base := fs.String("base", "", "also run the through-the-bridge table with the bridge built from this checkout (another branch's or commit's tree), in the same paired rounds, and report this tree's bridge against that one")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -122,7 +123,7 @@ func runPolicy(ctx context.Context, args []string) error {
 		us(time.Duration(digest.NsPerOp())), digest.AllocsPerOp())
 	if *throughN > 0 {
 		runtime.UnlockOSThread()
-		return policyThrough(ctx, *throughN, *throughRounds, *profDir)
+		return policyThrough(ctx, *throughN, *throughRounds, *profDir, *base)
 	}
 	return nil
 }
@@ -141,12 +142,20 @@ func runPolicy(ctx context.Context, args []string) error {
 //
 // With profDir set, each bridge process writes its CPU profile there:
 // config-C-round-R.pprof, C counting the table's rows from 0.
-func policyThrough(ctx context.Context, n, rounds int, profDir string) error {
+func policyThrough(ctx context.Context, n, rounds int, profDir, base string) error {
 	bridgeBin, serverBin, _, cleanup, err := buildAll()
 	if err != nil {
 		return err
 	}
 	defer cleanup()
+	bins := []string{bridgeBin}
+	if base != "" {
+		baseBin, err := buildBridgeFrom(base, filepath.Dir(bridgeBin))
+		if err != nil {
+			return err
+		}
+		bins = append(bins, baseBin)
+	}
 	dir, err := os.MkdirTemp("", "aep-bench-policy")
 	if err != nil {
 		return err
@@ -157,9 +166,13 @@ func policyThrough(ctx context.Context, n, rounds int, profDir string) error {
 		{"100 rules, patterns only", echoPolicy(100, 0)},
 		{"100 rules, 10 evaluate CEL", echoPolicy(100, 10)},
 	}
-	argv := make([][]string, len(configs))
+	// runs are the bridges to measure in each round: every configuration
+	// of this tree's bridge, then of -base's.
+	type run struct{ bin, config int }
+	var runs []run
+	flags := make([][]string, len(configs)) // the configuration's flags
 	for i, c := range configs {
-		a := []string{bridgeBin, "--listen", "off", "--log-dir", filepath.Join(dir, "logs"), "--log-level", "error"}
+		a := []string{"--listen", "off", "--log-dir", filepath.Join(dir, "logs"), "--log-level", "error"}
 		if c.policy != "" {
 			path := filepath.Join(dir, fmt.Sprintf("policy-%d.yaml", i))
 			if err := os.WriteFile(path, []byte(c.policy), 0o600); err != nil {
@@ -174,42 +187,69 @@ func policyThrough(ctx context.Context, n, rounds int, profDir string) error {
 			}
 			a = append(a, "--policy", path)
 		}
-		argv[i] = append(append(a, "--"), serverBin)
+		flags[i] = a
 	}
-	p50s, p99s := make([][]time.Duration, len(configs)), make([][]time.Duration, len(configs))
-	cpus := make([][]time.Duration, len(configs))
-	for r := range rounds {
+	for b := range bins {
 		for i := range configs {
-			a := argv[i]
-			if profDir != "" {
-				prof := filepath.Join(profDir, fmt.Sprintf("config-%d-round-%d.pprof", i, r))
-				a = append([]string{a[0], "--cpuprofile", prof}, a[1:]...)
+			runs = append(runs, run{b, i})
+		}
+	}
+	p50s, p99s := make([][]time.Duration, len(runs)), make([][]time.Duration, len(runs))
+	cpus := make([][]time.Duration, len(runs))
+	for r := range rounds {
+		// Every other round runs the bridges in reverse, so a drift
+		// within a round does not land on the last one alone.
+		order := make([]int, len(runs))
+		for i := range order {
+			order[i] = i
+			if r%2 == 1 {
+				order[i] = len(runs) - 1 - i
 			}
+		}
+		for _, ri := range order {
+			rn := runs[ri]
+			a := append([]string{bins[rn.bin]}, flags[rn.config]...)
+			if profDir != "" {
+				prof := filepath.Join(profDir, fmt.Sprintf("bridge-%d-config-%d-round-%d.pprof", rn.bin, rn.config, r))
+				a = append(a, "--cpuprofile", prof)
+			}
+			a = append(append(a, "--"), serverBin)
 			lat, cost, err := measureGoCost(ctx, a, 1, n)
 			if err != nil {
-				return fmt.Errorf("through the bridge, %s: %w", configs[i].name, err)
+				return fmt.Errorf("through the bridge, %s: %w", configs[rn.config].name, err)
 			}
-			cpus[i] = append(cpus[i], cost.cpu)
+			cpus[ri] = append(cpus[ri], cost.cpu)
 			sortDurations(lat)
-			p50s[i] = append(p50s[i], percentile(lat, 50))
-			p99s[i] = append(p99s[i], percentile(lat, 99))
+			p50s[ri] = append(p50s[ri], percentile(lat, 50))
+			p99s[ri] = append(p99s[ri], percentile(lat, 99))
 		}
 	}
 	fmt.Printf("\nan allowed tools/call through the bridge (mcp-go client → bridge → mcp-go server, stdio, one caller); %d calls per row and round, %d paired rounds; medians of the rounds\n\n", n, rounds)
 	fmt.Println("the bridge's CPU per call is the bridge process's run time (schedstat) over the calls, divided by their number: the tool.* events an allowed call brings are emitted off its path, after the message is forwarded, so they cost CPU there, not p50, when a core is free")
 	fmt.Println()
-	fmt.Println("| bridge | p50 µs | p99 µs | p50 added vs no policy (median of paired rounds) | bridge CPU per call µs |")
-	fmt.Println("|---|---|---|---|---|")
-	for i, c := range configs {
-		added := "—"
-		if i > 0 {
-			diffs := make([]time.Duration, rounds)
-			for r := range rounds {
-				diffs[r] = p50s[i][r] - p50s[0][r]
-			}
-			added = us(median(diffs)) + " µs"
+	fmt.Println("| bridge | p50 µs | p99 µs | p50 added vs no policy (median of paired rounds) | bridge CPU per call µs | CPU added vs no policy (median of paired rounds) |")
+	fmt.Println("|---|---|---|---|---|---|")
+	for ri, rn := range runs {
+		name := configs[rn.config].name
+		if rn.bin == 1 {
+			name += " (-base)"
 		}
-		fmt.Printf("| %s | %s | %s | %s | %s |\n", c.name, us(median(p50s[i])), us(median(p99s[i])), added, us(median(cpus[i])))
+		added, cpuAdded := "—", "—"
+		if rn.config > 0 {
+			none := ri - rn.config // the same bridge's run without a policy
+			added = us(medianDiff(p50s[ri], p50s[none])) + " µs"
+			cpuAdded = us(medianDiff(cpus[ri], cpus[none])) + " µs"
+		}
+		fmt.Printf("| %s | %s | %s | %s | %s | %s |\n", name, us(median(p50s[ri])), us(median(p99s[ri])), added, us(median(cpus[ri])), cpuAdded)
+	}
+	if len(bins) > 1 {
+		fmt.Printf("\nthis bridge against -base's, paired rounds (medians of the rounds' differences)\n\n")
+		fmt.Println("| configuration | p50 µs apart | CPU µs per call apart |")
+		fmt.Println("|---|---|---|")
+		for i, c := range configs {
+			a, b := i, len(configs)+i
+			fmt.Printf("| %s | %s | %s |\n", c.name, us(medianDiff(p50s[a], p50s[b])), us(medianDiff(cpus[a], cpus[b])))
+		}
 	}
 	return nil
 }
