@@ -247,24 +247,7 @@ func (w *objectWriter) str(name, v string, always bool) error {
 // it escapes inside strings, as Encode does. An event with an extension
 // value that is not one JSON scalar token (one that Validate refuses) is
 // encoded by json.Marshal itself.
-func (e Event) Encode() ([]byte, error) {
-	for _, v := range e.Extensions {
-		if !isScalarJSON(v) || !json.Valid(v) || bytes.ContainsAny(v[len(v)-1:], " \t\r\n") {
-			return json.Marshal(e)
-		}
-	}
-	b, err := e.MarshalJSON()
-	if err != nil {
-		return nil, &json.MarshalerError{Type: reflect.TypeFor[Event](), Err: err}
-	}
-	if !needsHTMLEscape(b) {
-		return b, nil
-	}
-	var out bytes.Buffer
-	out.Grow(len(b) + 16)
-	json.HTMLEscape(&out, b)
-	return out.Bytes(), nil
-}
+func (e Event) Encode() ([]byte, error) { return e.encode(false) }
 
 // EncodeWithBuiltData is Encode for an event whose Data is EncodeBuilt's
 // output, or nil: one compact JSON object. It returns Encode's bytes
@@ -272,14 +255,19 @@ func (e Event) Encode() ([]byte, error) {
 // encoded by Encode, which checks it.
 func (e Event) EncodeWithBuiltData() ([]byte, error) {
 	if d := e.Data; len(d) > 0 && (d[0] != '{' || d[len(d)-1] != '}') {
-		return e.Encode()
+		return e.encode(false)
 	}
+	return e.encode(true)
+}
+
+// encode is Encode; with compactData, Data is taken to be compact JSON.
+func (e Event) encode(compactData bool) ([]byte, error) {
 	for _, v := range e.Extensions {
 		if !isScalarJSON(v) || !json.Valid(v) || bytes.ContainsAny(v[len(v)-1:], " \t\r\n") {
 			return json.Marshal(e)
 		}
 	}
-	b, err := e.appendJSON(make([]byte, 0, e.sizeHint()), true)
+	b, err := e.appendJSON(make([]byte, 0, e.sizeHint()), compactData)
 	if err != nil {
 		return nil, &json.MarshalerError{Type: reflect.TypeFor[Event](), Err: err}
 	}
