@@ -97,6 +97,10 @@ func TestOperatorsOnTheNATSPlane(t *testing.T) {
 	// Revoked through node 3, machine C's: her WebSockets on A and B
 	// close, saying why. (The document with her is kept, as anyone with
 	// the cluster's credentials could, to be put back later.)
+	emptied := make([]int, len(logs)) // each door's reloads to no operators so far
+	for i, l := range logs {
+		emptied[i] = strings.Count(l.String(), "operators=0")
+	}
 	if _, errOut, code := cli(t, append([]string{"operators", "revoke", "alice"}, onPlane(2, token)...)...); code != 0 {
 		t.Fatalf("operators revoke --nats: %s", errOut)
 	}
@@ -113,6 +117,12 @@ func TestOperatorsOnTheNATSPlane(t *testing.T) {
 		}
 	}
 	t.Logf("alice's WebSockets on doors A and B closed %v after the revocation returned", time.Since(revoked).Round(time.Millisecond))
+	// Each door learns of the revocation from its own watch of the
+	// plane: door C, where alice holds no connection, is asked once it
+	// has said so (it logs a reload once its endpoint took it).
+	for i, l := range logs {
+		waitCount(t, l, "operators=0", emptied[i]+1)
+	}
 	refusedEverywhere(t, doors, cred, "alice's next request")
 	if out, _, code := cli(t, append([]string{"operators", "list"}, onPlane(0, token)...)...); code != 0 || !strings.Contains(out, "no named operators") {
 		t.Errorf("operators list after the revocation (exit %d): %s", code, out)
