@@ -118,7 +118,9 @@ func (p *Proxy) policyCall(m *message, raw []byte, declared bool) ([]byte, bool)
 	requested := toolEvent{typ: "tool.requested", tc: tc, args: args}
 	switch d.Action {
 	case policy.Deny:
-		p.emitToolEvent(requested)
+		// After the events queued before it, as every event the proxy
+		// emits at once.
+		p.flushTools(&requested)
 		p.denyCall(m.ID, tc, "policy", denyText(d.Reason, "the approval policy denies this tool call", d.Rule))
 		return nil, true
 	case policy.Ask:
@@ -135,7 +137,7 @@ func (p *Proxy) policyCall(m *message, raw []byte, declared bool) ([]byte, bool)
 		// The permission request names tool.requested as its cause, so
 		// it is emitted first, here: a held call waits for people, not
 		// for the emitter.
-		p.emitToolEvent(requested)
+		p.flushTools(&requested)
 		p.holdCall(m, raw, declared, d, requested.digest, args, tc)
 		return nil, true
 	}
@@ -327,7 +329,7 @@ func (p *Proxy) retryGrant(m *message, d policy.Decision, digest string) (*polic
 // error carrying text (MCP server/tools: an error the model can read),
 // and records tool.denied.
 func (p *Proxy) denyCall(id json.RawMessage, tc *toolCall, by, text string) {
-	p.emitTool("tool.denied", tc, tc.requested, aep.ToolDenied{Tool: tc.ref(), By: by, Rule: tc.rule})
+	p.flushTools(&toolEvent{typ: "tool.denied", tc: tc, data: aep.ToolDenied{Tool: tc.ref(), By: by, Rule: tc.rule}})
 	res := mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(text)}, IsError: true}
 	b, err := resultResponse(id, res)
 	if err != nil {

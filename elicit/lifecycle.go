@@ -57,6 +57,8 @@ var _ Lifecycle = (*attention.Manager)(nil)
 // count goes up before Raise, since a scripted answer may be delivered
 // before Raise returns.
 func (p *Proxy) raise(s attention.Spec) (string, error) {
+	// The tool.* events queued before the question come before it.
+	p.flushTools(nil)
 	deliver := s.Deliver
 	p.open.Add(1)
 	s.Deliver = func(r attention.Resolution) {

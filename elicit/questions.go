@@ -383,6 +383,7 @@ func (p *Proxy) refuse(ue *translate.UnsupportedError, subject string) {
 	if p.pub == nil {
 		return
 	}
+	p.flushTools(nil)
 	_, _, err := p.pub.Emit(aep.Draft{Type: "error.raised", Subject: subject, Severity: aep.SeverityWarning, Capture: aep.CaptureRedacted,
 		Data: map[string]any{"code": "unsupported_schema", "error": map[string]any{"type": "UnsupportedSchema", "message": ue.Error()}}})
 	if err != nil {

@@ -31,7 +31,10 @@ type toolEvent struct {
 // read at once (readLoop calls flushTools then): an allowed call's round
 // trip never waits on encoding, capture gating or the session log's
 // write, and no goroutine is woken per call. Events are emitted in the
-// order they were queued, so a call's tool.requested precedes its end.
+// order they were queued, so a call's tool.requested precedes its end,
+// and every event the proxy itself emits at once (a question it raises,
+// a held or denied call's tool.requested, a tool.denied, a refused
+// schema) flushes the queue first, so it follows what came before it.
 // Outside Run (before the readers start, after Run returned) they are
 // emitted at once, after every queued one.
 type toolEvents struct {
