@@ -36,6 +36,9 @@ func runHTTP(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if err := profileFolder(*profile); err != nil {
+		return err
+	}
 	bridgeBin, serverBin, self, cleanup, err := buildAll()
 	if err != nil {
 		return err

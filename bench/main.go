@@ -69,3 +69,17 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// profileFolder creates the folder a -profile or -cpuprofile flag names
+// ("" is none): a bridge told to write its profile into a folder that is
+// not there refuses to start, which the bench would see only as a closed
+// transport.
+func profileFolder(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("the profile folder: %w", err)
+	}
+	return nil
+}

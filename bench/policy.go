@@ -50,6 +50,9 @@ func runPolicy(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if err := profileFolder(*profDir); err != nil {
+		return err
+	}
 	sizes := []int{10, 100, 1000}
 	call := policy.Call{Server: "app", Tool: "read_file", Client: "claude-code",
 		Arguments: []byte(`{"environment":"production","replicas":3,"image":"registry.example/app:1.2.3","path":"/srv/app/config.yaml"}`)}

@@ -49,6 +49,9 @@ func runProxy(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if err := profileFolder(*profile); err != nil {
+		return err
+	}
 	if *peers != "all" && *peers != "go" && *peers != "node" {
 		return fmt.Errorf("-peers %q: want go, node or all", *peers)
 	}
