@@ -4,6 +4,8 @@ import (
 	"io"
 	"os"
 	"syscall"
+
+	"github.com/agenteventprotocol/aep-mcp-bridge/internal/waitread"
 )
 
 // clientStdin returns what the bridge reads its MCP client from, and a
@@ -36,8 +38,8 @@ func clientStdin(r io.Reader) (io.Reader, func()) {
 		case syscall.S_IFIFO, syscall.S_IFCHR:
 			// O_NONBLOCK on open: a pipe's read end must not wait for a
 			// writer to open it.
-			if f, err := os.OpenFile("/proc/self/fd/0", os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0); err == nil {
-				return f, func() {}
+			if fd, err := syscall.Open("/proc/self/fd/0", syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0); err == nil {
+				return waitReader(fd), func() {}
 			}
 		}
 	}
@@ -57,11 +59,24 @@ func clientStdin(r io.Reader) (io.Reader, func()) {
 		syscall.Close(keep)
 		return os.Stdin, func() {}
 	}
-	f := os.NewFile(uintptr(fd), "/dev/stdin")
-	return f, func() {
+	return waitReader(fd), func() {
 		fcntl(keep, syscall.F_SETFL, flags)
 		syscall.Close(keep)
 	}
+}
+
+// waitReader reads fd, a non-blocking descriptor of stdin the caller
+// owns, on the reading goroutine's thread (internal/waitread): each
+// message the client sends then costs the bridge a poll(2) and a
+// read(2), where Go's poller adds a read that finds nothing, an
+// epoll_wait and a wake-up of the reader. Where that is not supported it
+// is read as an *os.File, through the poller. Either way closing the
+// reader ends a Read that waits, and closes fd.
+func waitReader(fd int) io.ReadCloser {
+	if r, err := waitread.New(fd, "/dev/stdin"); err == nil {
+		return r
+	}
+	return os.NewFile(uintptr(fd), "/dev/stdin")
 }
 
 func fcntl(fd, cmd, arg int) (int, error) {

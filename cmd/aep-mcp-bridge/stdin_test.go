@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"syscall"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/internal/testenv"
@@ -127,4 +128,44 @@ func ioctl(fd int, req uint, arg unsafe.Pointer) error {
 		return e
 	}
 	return nil
+}
+
+// TestStopsWhileStdinStaysOpen: a bridge whose client keeps stdin open
+// and sends nothing is waiting in its stdin reader when SIGINT comes; it
+// still shuts down and exits, for each kind of stdin it reads its own
+// way (a pipe or terminal through a descriptor of its own, a socket
+// through stdin's).
+func TestStopsWhileStdinStaysOpen(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		open func(t *testing.T) (stdin, peer int)
+	}{{"pipe", openPipe}, {"pty", openPTY}, {"socket", openSocket}} {
+		t.Run(tt.name, func(t *testing.T) {
+			stdin, peer := tt.open(t)
+			in := os.NewFile(uintptr(stdin), "stdin")
+			defer in.Close()
+			defer syscall.Close(peer)
+			stderr := &lockedBuffer{}
+			cmd := exec.Command(self, "as-bridge", "--listen", "off", "--log-dir", "off", "--log-level", "info", "--", self, "demo-server")
+			cmd.Stdin, cmd.Stderr = in, stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			stderr.waitFor(t, "upstream started")
+			cmd.Process.Signal(os.Interrupt)
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				cmd.Process.Kill()
+				<-done
+				t.Fatalf("the bridge did not exit within 20 s of SIGINT while its stdin stayed open; stderr:\n%s", stderr.String())
+			}
+		})
+	}
 }
