@@ -17,12 +17,17 @@ import (
 //
 //   - A pipe or a terminal is opened again through /proc/self/fd/0: a new
 //     open file description of the same pipe or terminal, made
-//     non-blocking for Go's poller, while stdin's own stays untouched.
+//     non-blocking for the reader (waitReader), while stdin's own stays
+//     untouched.
+//   - A socket is read with MSG_DONTWAIT, its flags untouched: stdout is
+//     often the same socket (socat, inetd), and a non-blocking stdout
+//     that Go does not poll fails its writes with EAGAIN.
 //   - A regular file never blocks a read, so it is read as it is.
-//   - Anything else (a socket, or a system without /proc) is made
-//     non-blocking, and the returned function restores its flags; the
-//     caller defers it, and SIGINT, SIGTERM and SIGHUP reach it through
-//     the shutdown order. Only SIGKILL leaves the flag behind.
+//   - Anything else (a system without /proc or without the socket
+//     reader) is made non-blocking, and the returned function restores
+//     its flags; the caller defers it, and SIGINT, SIGTERM and SIGHUP
+//     reach it through the shutdown order. Only SIGKILL leaves the flag
+//     behind.
 func clientStdin(r io.Reader) (io.Reader, func()) {
 	if r != io.Reader(os.Stdin) {
 		return r, func() {}
@@ -40,6 +45,10 @@ func clientStdin(r io.Reader) (io.Reader, func()) {
 			// writer to open it.
 			if fd, err := syscall.Open("/proc/self/fd/0", syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0); err == nil {
 				return waitReader(fd), func() {}
+			}
+		case syscall.S_IFSOCK:
+			if r, err := waitread.NewSocket(fd, "/dev/stdin"); err == nil {
+				return r, func() {}
 			}
 		}
 	}

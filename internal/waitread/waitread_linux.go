@@ -11,8 +11,8 @@
 // thread blocked reading it. Here Close wakes a waiting Read through an
 // eventfd, and Read then reports os.ErrClosed, as an *os.File does.
 //
-// Each Reader waiting for input holds one thread of the process, so it is
-// for a few long-lived streams (the bridge's stdin, its server's stdout),
+// Each Reader waiting for input holds its goroutine's thread of the
+// process, so it is for a few long-lived streams (the bridge's stdin),
 // not for one per connection.
 package waitread
 
@@ -42,6 +42,10 @@ type Reader struct {
 	// full says the last read filled its buffer: more input is likely
 	// there already, so the next Read tries to read before it waits.
 	full bool
+	// sock says fd is a socket, read with MSG_DONTWAIT (NewSocket).
+	sock bool
+	// released is closed once Close has closed the descriptors.
+	released chan struct{}
 }
 
 // New returns a Reader that owns fd: it sets O_NONBLOCK on fd's open
@@ -56,7 +60,19 @@ func New(fd int, name string) (*Reader, error) {
 		unix.Close(wake)
 		return nil, &os.PathError{Op: "fcntl", Path: name, Err: err}
 	}
-	return &Reader{fd: fd, wake: wake, name: name}, nil
+	return &Reader{fd: fd, wake: wake, name: name, released: make(chan struct{})}, nil
+}
+
+// NewSocket is New for a connected stream socket, which it reads with
+// MSG_DONTWAIT: it leaves the socket's file status flags as they are, so
+// another descriptor of the same open file description (a process's
+// stdout on the socket its stdin is) keeps blocking writes.
+func NewSocket(fd int, name string) (*Reader, error) {
+	wake, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		return nil, &os.PathError{Op: "eventfd", Path: name, Err: err}
+	}
+	return &Reader{fd: fd, wake: wake, name: name, sock: true, released: make(chan struct{})}, nil
 }
 
 // Read reads up to len(p) bytes, waiting until there is input, the end of
@@ -83,7 +99,7 @@ func (r *Reader) Read(p []byte) (int, error) {
 				return 0, r.err("read", os.ErrClosed)
 			}
 		}
-		n, err := unix.Read(r.fd, p)
+		n, err := r.read(p)
 		switch {
 		case n > 0:
 			r.full = n == len(p)
@@ -100,12 +116,25 @@ func (r *Reader) Read(p []byte) (int, error) {
 	}
 }
 
+// read reads once without waiting.
+func (r *Reader) read(p []byte) (int, error) {
+	if r.sock {
+		n, _, err := unix.Recvfrom(r.fd, p, unix.MSG_DONTWAIT)
+		return n, err
+	}
+	return unix.Read(r.fd, p)
+}
+
 // Close ends the Reader: a Read waiting for input returns os.ErrClosed,
 // and the descriptor is closed once no Read is inside a system call.
+// Every Close returns once the descriptor is closed; the first reports
+// how closing it went.
 func (r *Reader) Close() error {
 	if r.closed.Swap(true) {
+		<-r.released
 		return nil
 	}
+	defer close(r.released)
 	var one [8]byte
 	binary.NativeEndian.PutUint64(one[:], 1)
 	unix.Write(r.wake, one[:])

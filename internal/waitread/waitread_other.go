@@ -21,6 +21,9 @@ func New(fd int, name string) (*Reader, error) {
 	return nil, &os.PathError{Op: "waitread", Path: name, Err: errors.ErrUnsupported}
 }
 
+// NewSocket fails here: callers read through an *os.File instead.
+func NewSocket(fd int, name string) (*Reader, error) { return New(fd, name) }
+
 // Read is never reached: New fails.
 func (r *Reader) Read(p []byte) (int, error) { return 0, errors.ErrUnsupported }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -156,4 +157,155 @@ func fcntl(fd, cmd int) (int, error) {
 		return 0, e
 	}
 	return int(v), nil
+}
+
+// TestWaitsAfterAFullRead: after a read that filled the caller's buffer,
+// the next Read tries to read at once, finds nothing and waits, rather
+// than reporting the empty pipe as an error; then it returns what comes,
+// and Close ends the wait after that.
+func TestWaitsAfterAFullRead(t *testing.T) {
+	r, w := pipe(t)
+	if _, err := w.Write([]byte("abcd")); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := read(t, r, 4); s != "abcd" || err != nil {
+		t.Fatalf("read %q, %v; want %q, nil", s, err, "abcd")
+	}
+	got := make(chan string, 1)
+	go func() {
+		b := make([]byte, 4)
+		n, err := r.Read(b)
+		if err != nil {
+			got <- "error: " + err.Error()
+			return
+		}
+		got <- string(b[:n])
+	}()
+	// Write only once that Read is inside (it holds use across its system
+	// calls), so that it finds the pipe empty first.
+	for deadline := time.Now().Add(10 * time.Second); r.use.TryLock(); runtime.Gosched() {
+		r.use.Unlock()
+		if time.Now().After(deadline) {
+			t.Fatal("the second Read did not start within 10 s")
+		}
+	}
+	if _, err := w.Write([]byte("ef")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case s := <-got:
+		if s != "ef" {
+			t.Fatalf("the Read after a full one returned %q; want %q", s, "ef")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the Read after a full one did not return the input within 10 s")
+	}
+}
+
+// TestSocketKeepsItsFlags: a socket is read without O_NONBLOCK on its
+// open file description (which a process's stdout may share), to its end,
+// and Close ends a Read that waits on it.
+func TestSocketKeepsItsFlags(t *testing.T) {
+	p, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer := os.NewFile(uintptr(p[1]), "peer")
+	defer peer.Close()
+	r, err := NewSocket(p[0], "test socket")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if fl, err := fcntl(p[0], syscall.F_GETFL); err != nil || fl&syscall.O_NONBLOCK != 0 {
+		t.Fatalf("the socket's flags are %#x (%v); want O_NONBLOCK clear", fl, err)
+	}
+	got := make(chan string, 1)
+	go func() {
+		b := make([]byte, 16)
+		n, _ := r.Read(b)
+		got <- string(b[:n])
+	}()
+	if _, err := peer.Write([]byte("hi\n")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case s := <-got:
+		if s != "hi\n" {
+			t.Fatalf("read %q; want %q", s, "hi\n")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a waiting Read did not return the socket's input within 10 s")
+	}
+	c := make(chan error, 1)
+	go func() {
+		_, err := r.Read(make([]byte, 16))
+		c <- err
+	}()
+	r.Close()
+	select {
+	case err := <-c:
+		if !errors.Is(err, os.ErrClosed) {
+			t.Fatalf("after Close, the waiting Read returned %v; want os.ErrClosed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not end a Read waiting on the socket within 10 s")
+	}
+}
+
+// TestSocketEOF: a socket whose peer is gone reads io.EOF.
+func TestSocketEOF(t *testing.T) {
+	p, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewSocket(p[0], "test socket")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	syscall.Close(p[1])
+	if s, err := read(t, r, 8); s != "" || err != io.EOF {
+		t.Fatalf("read %q, %v; want io.EOF", s, err)
+	}
+}
+
+// TestEveryCloseWaitsForTheRelease: Close called on many goroutines at
+// once returns, every time, only once the descriptor is closed.
+func TestEveryCloseWaitsForTheRelease(t *testing.T) {
+	for i := range 100 {
+		var p [2]int
+		if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
+			t.Fatal(err)
+		}
+		r, err := New(p[0], "test pipe")
+		if err != nil {
+			t.Fatal(err)
+		}
+		go r.Read(make([]byte, 8))
+		bad := make(chan string, 4)
+		done := make(chan struct{})
+		for range 4 {
+			go func() {
+				r.Close()
+				if _, err := fcntl(r.wake, syscall.F_GETFD); err != syscall.EBADF {
+					bad <- "a Close returned before the eventfd was closed"
+				}
+				done <- struct{}{}
+			}()
+		}
+		for range 4 {
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("round %d: a Close did not return within 10 s", i)
+			}
+		}
+		syscall.Close(p[1])
+		select {
+		case msg := <-bad:
+			t.Fatalf("round %d: %s", i, msg)
+		default:
+		}
+	}
 }
