@@ -24,31 +24,58 @@ func pipe(t *testing.T) (*Reader, *os.File) {
 		t.Fatal(err)
 	}
 	w := os.NewFile(uintptr(p[1]), "test pipe writer")
-	t.Cleanup(func() { r.Close(); w.Close() })
+	t.Cleanup(func() {
+		// On its own goroutine: a Close that cannot end a Read fails the
+		// test instead of hanging it.
+		done := make(chan struct{})
+		go func() { r.Close(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Error("Close did not return within 10 s")
+		}
+		w.Close()
+	})
 	return r, w
 }
 
-// read reads once on another goroutine and returns what it got, failing
-// the test when nothing comes back within 10 s.
-func read(t *testing.T, r *Reader, n int) (string, error) {
-	t.Helper()
-	type result struct {
-		s   string
-		err error
-	}
+// result is what one Read returned.
+type result struct {
+	s   string
+	err error
+}
+
+// start runs one Read of up to n bytes on another goroutine; its result
+// comes on the channel.
+func start(r *Reader, n int) <-chan result {
 	c := make(chan result, 1)
 	go func() {
 		b := make([]byte, n)
 		k, err := r.Read(b)
 		c <- result{string(b[:k]), err}
 	}()
+	return c
+}
+
+// await returns the result of a Read start began, failing the test with
+// what when it does not come within 10 s.
+func await(t *testing.T, c <-chan result, what string) result {
+	t.Helper()
 	select {
 	case res := <-c:
-		return res.s, res.err
+		return res
 	case <-time.After(10 * time.Second):
-		t.Fatal("Read did not return within 10 s")
-		return "", nil
+		t.Fatal(what + " within 10 s")
+		return result{}
 	}
+}
+
+// read reads once on another goroutine and returns what it got, failing
+// the test when nothing comes back within 10 s.
+func read(t *testing.T, r *Reader, n int) (string, error) {
+	t.Helper()
+	res := await(t, start(r, n), "Read did not return")
+	return res.s, res.err
 }
 
 // TestReadsWhatIsWrittenThenEOF: a Read waits for input and returns it,
@@ -56,22 +83,12 @@ func read(t *testing.T, r *Reader, n int) (string, error) {
 // is gone.
 func TestReadsWhatIsWrittenThenEOF(t *testing.T) {
 	r, w := pipe(t)
-	got := make(chan string, 1)
-	go func() {
-		b := make([]byte, 64)
-		n, _ := r.Read(b)
-		got <- string(b[:n])
-	}()
+	c := start(r, 64)
 	if _, err := w.Write([]byte("hello\n")); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case s := <-got:
-		if s != "hello\n" {
-			t.Fatalf("read %q; want %q", s, "hello\n")
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("a waiting Read did not return the input within 10 s")
+	if res := await(t, c, "a waiting Read did not return the input"); res.s != "hello\n" || res.err != nil {
+		t.Fatalf("read %q, %v; want %q, nil", res.s, res.err, "hello\n")
 	}
 	if _, err := w.Write([]byte("0123456789")); err != nil {
 		t.Fatal(err)
@@ -93,19 +110,15 @@ func TestReadsWhatIsWrittenThenEOF(t *testing.T) {
 func TestCloseEndsAWaitingRead(t *testing.T) {
 	for i := range 200 {
 		r, _ := pipe(t)
-		c := make(chan error, 1)
-		go func() {
-			_, err := r.Read(make([]byte, 8))
-			c <- err
-		}()
+		c := start(r, 8)
 		closed := make(chan error, 1)
 		go func() { closed <- r.Close() }()
 		timeout := time.After(10 * time.Second)
 		for range 2 {
 			select {
-			case err := <-c:
-				if !errors.Is(err, os.ErrClosed) {
-					t.Fatalf("round %d: the waiting Read returned %v; want os.ErrClosed", i, err)
+			case res := <-c:
+				if !errors.Is(res.err, os.ErrClosed) {
+					t.Fatalf("round %d: the waiting Read returned %v; want os.ErrClosed", i, res.err)
 				}
 				c = nil
 			case err := <-closed:
@@ -171,16 +184,7 @@ func TestWaitsAfterAFullRead(t *testing.T) {
 	if s, err := read(t, r, 4); s != "abcd" || err != nil {
 		t.Fatalf("read %q, %v; want %q, nil", s, err, "abcd")
 	}
-	got := make(chan string, 1)
-	go func() {
-		b := make([]byte, 4)
-		n, err := r.Read(b)
-		if err != nil {
-			got <- "error: " + err.Error()
-			return
-		}
-		got <- string(b[:n])
-	}()
+	c := start(r, 4)
 	// Write only once that Read is inside (it holds use across its system
 	// calls), so that it finds the pipe empty first.
 	for deadline := time.Now().Add(10 * time.Second); r.use.TryLock(); runtime.Gosched() {
@@ -192,13 +196,8 @@ func TestWaitsAfterAFullRead(t *testing.T) {
 	if _, err := w.Write([]byte("ef")); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case s := <-got:
-		if s != "ef" {
-			t.Fatalf("the Read after a full one returned %q; want %q", s, "ef")
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the Read after a full one did not return the input within 10 s")
+	if res := await(t, c, "the Read after a full one did not return the input"); res.s != "ef" || res.err != nil {
+		t.Fatalf("the Read after a full one returned %q, %v; want %q, nil", res.s, res.err, "ef")
 	}
 }
 
@@ -220,36 +219,19 @@ func TestSocketKeepsItsFlags(t *testing.T) {
 	if fl, err := fcntl(p[0], syscall.F_GETFL); err != nil || fl&syscall.O_NONBLOCK != 0 {
 		t.Fatalf("the socket's flags are %#x (%v); want O_NONBLOCK clear", fl, err)
 	}
-	got := make(chan string, 1)
-	go func() {
-		b := make([]byte, 16)
-		n, _ := r.Read(b)
-		got <- string(b[:n])
-	}()
+	c := start(r, 16)
 	if _, err := peer.Write([]byte("hi\n")); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case s := <-got:
-		if s != "hi\n" {
-			t.Fatalf("read %q; want %q", s, "hi\n")
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("a waiting Read did not return the socket's input within 10 s")
+	if res := await(t, c, "a waiting Read did not return the socket's input"); res.s != "hi\n" || res.err != nil {
+		t.Fatalf("read %q, %v; want %q, nil", res.s, res.err, "hi\n")
 	}
-	c := make(chan error, 1)
-	go func() {
-		_, err := r.Read(make([]byte, 16))
-		c <- err
-	}()
-	r.Close()
-	select {
-	case err := <-c:
-		if !errors.Is(err, os.ErrClosed) {
-			t.Fatalf("after Close, the waiting Read returned %v; want os.ErrClosed", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Close did not end a Read waiting on the socket within 10 s")
+	c = start(r, 16)
+	// Close waits for the Read to leave: on its own goroutine, so that a
+	// Read it fails to end fails the test instead of hanging it.
+	go r.Close()
+	if res := await(t, c, "Close did not end a Read waiting on the socket"); !errors.Is(res.err, os.ErrClosed) {
+		t.Fatalf("after Close, the waiting Read returned %v; want os.ErrClosed", res.err)
 	}
 }
 
