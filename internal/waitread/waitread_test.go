@@ -12,8 +12,9 @@ import (
 	"time"
 )
 
-// pipe returns a Reader of a new pipe's read end and the write end.
-func pipe(t *testing.T) (*Reader, *os.File) {
+// newPipe returns a Reader of a new pipe's read end and the descriptor
+// of its write end; the caller closes both.
+func newPipe(t *testing.T) (*Reader, int) {
 	t.Helper()
 	var p [2]int
 	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
@@ -23,7 +24,15 @@ func pipe(t *testing.T) (*Reader, *os.File) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := os.NewFile(uintptr(p[1]), "test pipe writer")
+	return r, p[1]
+}
+
+// pipe is newPipe with the write end as a file, both closed when the
+// test ends.
+func pipe(t *testing.T) (*Reader, *os.File) {
+	t.Helper()
+	r, wfd := newPipe(t)
+	w := os.NewFile(uintptr(wfd), "test pipe writer")
 	t.Cleanup(func() {
 		// On its own goroutine: a Close that cannot end a Read fails the
 		// test instead of hanging it.
@@ -142,22 +151,16 @@ func TestCloseEndsAWaitingRead(t *testing.T) {
 // TestCloseReleasesTheDescriptor: after Close the descriptor and the
 // eventfd are closed; New sets O_NONBLOCK on the descriptor it takes.
 func TestCloseReleasesTheDescriptor(t *testing.T) {
-	var p [2]int
-	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
-		t.Fatal(err)
-	}
-	defer syscall.Close(p[1])
-	r, err := New(p[0], "test pipe")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fl, err := fcntl(p[0], syscall.F_GETFL)
+	r, wfd := newPipe(t)
+	defer syscall.Close(wfd)
+	fd := r.fd
+	fl, err := fcntl(fd, syscall.F_GETFL)
 	if err != nil || fl&syscall.O_NONBLOCK == 0 {
 		t.Fatalf("after New, the descriptor's flags are %#x (%v); want O_NONBLOCK set", fl, err)
 	}
 	wake := r.wake
 	r.Close()
-	for _, fd := range []int{p[0], wake} {
+	for _, fd := range []int{fd, wake} {
 		if _, err := fcntl(fd, syscall.F_GETFD); err != syscall.EBADF {
 			t.Errorf("after Close, F_GETFD on descriptor %d: %v; want EBADF", fd, err)
 		}
@@ -256,14 +259,7 @@ func TestSocketEOF(t *testing.T) {
 // once returns, every time, only once the descriptor is closed.
 func TestEveryCloseWaitsForTheRelease(t *testing.T) {
 	for i := range 100 {
-		var p [2]int
-		if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
-			t.Fatal(err)
-		}
-		r, err := New(p[0], "test pipe")
-		if err != nil {
-			t.Fatal(err)
-		}
+		r, wfd := newPipe(t)
 		go r.Read(make([]byte, 8))
 		bad := make(chan string, 4)
 		done := make(chan struct{})
@@ -283,7 +279,7 @@ func TestEveryCloseWaitsForTheRelease(t *testing.T) {
 				t.Fatalf("round %d: a Close did not return within 10 s", i)
 			}
 		}
-		syscall.Close(p[1])
+		syscall.Close(wfd)
 		select {
 		case msg := <-bad:
 			t.Fatalf("round %d: %s", i, msg)
