@@ -43,7 +43,9 @@ type Options struct {
 	// a secret from are removed from it (upstream.Start).
 	Env []string
 	// Client is the MCP client's stream; ClientOut where its messages go.
-	// Both are unused when ClientConn is set.
+	// Both are unused when ClientConn is set. A Client that can wait for
+	// input either on its own thread or in Go's poller (waitSharer, as
+	// internal/waitread's Reader) is told which, before each wait.
 	Client    io.Reader
 	ClientOut io.Writer
 	// ClientConn, if set, is the MCP client's side as a stream of raw
@@ -285,9 +287,50 @@ func (b *Bridge) Run(ctx context.Context) error {
 		eo.Policy, eo.PolicyClient = b.opts.Policy, b.opts.ClientIdentity
 	}
 	px := elicit.New(eo)
+	if s, ok := b.opts.Client.(waitSharer); ok && b.opts.ClientConn == nil {
+		s.ShareWaits((&overlap{inflight: px.Inflight, since: overlapWaits}).busy)
+	}
 	began := time.Now()
 	end := px.Run(ctx)
 	return b.shutdown(end, px, up, began, startSession)
+}
+
+// waitSharer is a client stream that waits for input in Go's poller
+// while busy reports true, and on its own thread otherwise.
+type waitSharer interface {
+	ShareWaits(busy func() bool)
+}
+
+// overlap tells the client's stream how to wait for the next message.
+// While the client's requests overlap, the server's answers and the
+// client's next requests come in the same moments, and one wait in Go's
+// poller serves both streams. While the client waits for each answer
+// before it asks again, its next request follows the answer, and its
+// stream waits on its own thread, which wakes sooner and alone.
+type overlap struct {
+	inflight func() int // the client's requests awaiting the server
+	// since counts the waits since more than one request was last
+	// outstanding. Only the client's reader uses it.
+	since int
+}
+
+// overlapWaits is how many waits after an overlap still count as
+// overlapping: the requests of a burst that the server has all answered
+// come again together.
+const overlapWaits = 16
+
+// busy says whether the client's requests overlap now or did within the
+// last overlapWaits waits.
+func (o *overlap) busy() bool {
+	if o.inflight() > 1 {
+		o.since = 0
+		return true
+	}
+	if o.since < overlapWaits {
+		o.since++
+		return true
+	}
+	return false
 }
 
 // upstreamConn is the session's server side: a spawned process or a remote

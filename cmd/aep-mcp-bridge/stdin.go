@@ -78,9 +78,11 @@ func clientStdin(r io.Reader) (io.Reader, func()) {
 // owns, on the reading goroutine's thread (internal/waitread): each
 // message the client sends then costs the bridge a poll(2) and a
 // read(2), where Go's poller adds a read that finds nothing, an
-// epoll_wait and a wake-up of the reader. Where that is not supported it
-// is read as an *os.File, through the poller. Either way closing the
-// reader ends a Read that waits, and closes fd.
+// epoll_wait and a wake-up of the reader. While the client's requests
+// overlap, the session has it wait in Go's poller instead (ShareWaits).
+// Where that is not supported it is read as an *os.File, through the
+// poller. Either way closing the reader ends a Read that waits, and
+// closes fd.
 func waitReader(fd int) io.ReadCloser {
 	if r, err := waitread.New(fd, "/dev/stdin"); err == nil {
 		return r

@@ -11,6 +11,13 @@
 // thread blocked reading it. Here Close wakes a waiting Read through an
 // eventfd, and Read then reports os.ErrClosed, as an *os.File does.
 //
+// That wins while one stream at a time has something to do: a client
+// waiting for each answer before it asks again. While requests overlap,
+// both of the bridge's streams have input in the same moments, and one
+// epoll_wait that returns both costs less than two threads woken in two
+// poll(2)s: a pipe's Reader then waits in Go's poller, when the caller
+// says so (ShareWaits).
+//
 // Each Reader waiting for input holds its goroutine's thread of the
 // process, so it is for a few long-lived streams (the bridge's stdin),
 // not for one per connection.
@@ -22,6 +29,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -44,8 +52,20 @@ type Reader struct {
 	full bool
 	// sock says fd is a socket, read with MSG_DONTWAIT (NewSocket).
 	sock bool
+	// share, once ShareWaits set it and while it says so, has a pipe's
+	// Read wait in Go's poller instead of poll(2), through polled: a
+	// duplicate of fd that the poller watches, made for the first such
+	// wait and closed again before the next poll(2). It is not kept: the
+	// poller would wake a thread for every input that poll(2) waits for.
+	share      atomic.Pointer[func() bool]
+	pmu        sync.Mutex // guards polled and unpollable against Close
+	polled     *os.File
+	unpollable bool
 	// released is closed once Close has closed the descriptors.
 	released chan struct{}
+	// waiting, when set (by tests), is called as a Read starts to wait:
+	// inPoller says Go's poller waits, not poll(2).
+	waiting func(inPoller bool)
 }
 
 // New returns a Reader that owns fd: it sets O_NONBLOCK on fd's open
@@ -66,13 +86,24 @@ func New(fd int, name string) (*Reader, error) {
 // NewSocket is New for a connected stream socket, which it reads with
 // MSG_DONTWAIT: it leaves the socket's file status flags as they are, so
 // another descriptor of the same open file description (a process's
-// stdout on the socket its stdin is) keeps blocking writes.
+// stdout on the socket its stdin is) keeps blocking writes. Without
+// O_NONBLOCK, Go's poller cannot wait for it: ShareWaits does nothing.
 func NewSocket(fd int, name string) (*Reader, error) {
 	wake, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
 		return nil, &os.PathError{Op: "eventfd", Path: name, Err: err}
 	}
 	return &Reader{fd: fd, wake: wake, name: name, sock: true, released: make(chan struct{})}, nil
+}
+
+// ShareWaits has a Read that must wait for input wait in Go's poller
+// while busy reports true, and in poll(2) on its own thread otherwise.
+// busy is called before each such wait, on the reading goroutine; it
+// should say whether the process's other streams are likely to have
+// input in the same moments (a relay whose requests overlap). It applies
+// to a pipe or terminal (New) that the poller can wait for.
+func (r *Reader) ShareWaits(busy func() bool) {
+	r.share.Store(&busy)
 }
 
 // Read reads up to len(p) bytes, waiting until there is input, the end of
@@ -90,6 +121,12 @@ func (r *Reader) Read(p []byte) (int, error) {
 			return 0, r.err("read", os.ErrClosed)
 		}
 		if wait {
+			if f := r.pollerFile(); f != nil {
+				return r.readPolled(f, p)
+			}
+			if r.waiting != nil {
+				r.waiting(false)
+			}
 			// Until there is something to read: the stream's input, its
 			// end or error (POLLHUP, POLLERR), or Close's wake-up.
 			if _, err := unix.Poll(fds[:], -1); err != nil && err != unix.EINTR {
@@ -125,6 +162,84 @@ func (r *Reader) read(p []byte) (int, error) {
 	return unix.Read(r.fd, p)
 }
 
+// pollerFile returns the file through which Go's poller waits for the
+// next input, or nil when poll(2) waits: a socket, a descriptor the
+// poller cannot watch, or busy saying no (which closes the file).
+func (r *Reader) pollerFile() *os.File {
+	busy := r.share.Load()
+	if r.sock || busy == nil {
+		return nil
+	}
+	shared := (*busy)()
+	r.pmu.Lock()
+	defer r.pmu.Unlock()
+	switch {
+	case r.closed.Load() || r.unpollable:
+		return nil
+	case !shared:
+		if r.polled != nil {
+			r.polled.Close()
+			r.polled = nil
+		}
+		return nil
+	case r.polled != nil:
+		return r.polled
+	}
+	d, err := unix.FcntlInt(uintptr(r.fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		r.unpollable = true
+		return nil
+	}
+	f := os.NewFile(uintptr(d), r.name)
+	// A deadline is refused exactly when the poller does not watch f.
+	if f.SetReadDeadline(time.Time{}) != nil {
+		f.Close()
+		r.unpollable = true
+		return nil
+	}
+	r.polled = f
+	return f
+}
+
+// readPolled reads through f, Go's poller waiting until there is input;
+// Close ends the wait by closing f.
+func (r *Reader) readPolled(f *os.File, p []byte) (int, error) {
+	raw, err := f.SyscallConn()
+	if err != nil {
+		return 0, r.err("read", err)
+	}
+	var n int
+	var rerr error
+	err = raw.Read(func(fd uintptr) bool {
+		for {
+			n, rerr = unix.Read(int(fd), p)
+			if rerr != unix.EINTR {
+				break
+			}
+		}
+		if rerr != unix.EAGAIN {
+			return true
+		}
+		if r.waiting != nil {
+			r.waiting(true)
+		}
+		return false
+	})
+	switch {
+	case err != nil && r.closed.Load():
+		return 0, r.err("read", os.ErrClosed)
+	case err != nil:
+		return 0, r.err("read", err)
+	case n > 0:
+		r.full = n == len(p)
+		return n, nil
+	case rerr == nil:
+		return 0, io.EOF
+	default:
+		return 0, r.err("read", rerr)
+	}
+}
+
 // Close ends the Reader: a Read waiting for input returns os.ErrClosed,
 // and the descriptor is closed once no Read is inside a system call.
 // Every Close returns once the descriptor is closed; the first reports
@@ -138,6 +253,14 @@ func (r *Reader) Close() error {
 	var one [8]byte
 	binary.NativeEndian.PutUint64(one[:], 1)
 	unix.Write(r.wake, one[:])
+	// A Read that Go's poller holds returns once its file is closed, and
+	// the file's Close waits for it to leave.
+	r.pmu.Lock()
+	if r.polled != nil {
+		r.polled.Close()
+		r.polled = nil
+	}
+	r.pmu.Unlock()
 	r.use.Lock()
 	defer r.use.Unlock()
 	err := unix.Close(r.fd)

@@ -29,3 +29,6 @@ func (r *Reader) Read(p []byte) (int, error) { return 0, errors.ErrUnsupported }
 
 // Close is never reached: New fails.
 func (r *Reader) Close() error { return nil }
+
+// ShareWaits is never reached: New fails.
+func (r *Reader) ShareWaits(busy func() bool) {}

@@ -4,9 +4,10 @@ package waitread
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
-	"runtime"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -187,20 +188,102 @@ func TestWaitsAfterAFullRead(t *testing.T) {
 	if s, err := read(t, r, 4); s != "abcd" || err != nil {
 		t.Fatalf("read %q, %v; want %q, nil", s, err, "abcd")
 	}
+	waits := waits(r)
 	c := start(r, 4)
-	// Write only once that Read is inside (it holds use across its system
-	// calls), so that it finds the pipe empty first.
-	for deadline := time.Now().Add(10 * time.Second); r.use.TryLock(); runtime.Gosched() {
-		r.use.Unlock()
-		if time.Now().After(deadline) {
-			t.Fatal("the second Read did not start within 10 s")
-		}
+	// Write only once that Read waits, so that it finds the pipe empty
+	// first.
+	if w := awaitWait(t, waits); w {
+		t.Fatal("the Read waited in Go's poller; want poll(2): ShareWaits was not called")
 	}
 	if _, err := w.Write([]byte("ef")); err != nil {
 		t.Fatal(err)
 	}
 	if res := await(t, c, "the Read after a full one did not return the input"); res.s != "ef" || res.err != nil {
 		t.Fatalf("the Read after a full one returned %q, %v; want %q, nil", res.s, res.err, "ef")
+	}
+}
+
+// waits has r report each wait it starts on the returned channel: true
+// for one in Go's poller, false for one in poll(2).
+func waits(r *Reader) <-chan bool {
+	c := make(chan bool, 16)
+	r.waiting = func(inPoller bool) { c <- inPoller }
+	return c
+}
+
+// awaitWait returns how the next wait waits, failing the test when none
+// starts within 10 s.
+func awaitWait(t *testing.T, c <-chan bool) bool {
+	t.Helper()
+	select {
+	case w := <-c:
+		return w
+	case <-time.After(10 * time.Second):
+		t.Fatal("no Read started to wait within 10 s")
+		return false
+	}
+}
+
+// TestShareWaitsFollowsBusy: with ShareWaits, a Read that must wait
+// waits in Go's poller while busy says so and in poll(2) otherwise, and
+// returns the input either way.
+func TestShareWaitsFollowsBusy(t *testing.T) {
+	r, w := pipe(t)
+	var busy atomic.Bool
+	r.ShareWaits(busy.Load)
+	waits := waits(r)
+	for i, want := range []bool{false, true, false, true} {
+		busy.Store(want)
+		c := start(r, 16)
+		if got := awaitWait(t, waits); got != want {
+			t.Fatalf("Read %d waited in Go's poller: %v; want %v", i, got, want)
+		}
+		// Waiting in poll(2), the Reader keeps no descriptor in Go's
+		// poller, which would wake a thread for the same input.
+		r.pmu.Lock()
+		watched := r.polled != nil
+		r.pmu.Unlock()
+		if watched != want {
+			t.Fatalf("Read %d: Go's poller watches the pipe: %v; want %v", i, watched, want)
+		}
+		msg := fmt.Sprintf("message %d\n", i)
+		if _, err := w.Write([]byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+		if res := await(t, c, "a waiting Read did not return the input"); res.s != msg || res.err != nil {
+			t.Fatalf("Read %d returned %q, %v; want %q, nil", i, res.s, res.err, msg)
+		}
+	}
+}
+
+// TestCloseEndsAWaitInGoPoller: Close ends a Read that Go's poller holds,
+// with os.ErrClosed, and releases the descriptor.
+func TestCloseEndsAWaitInGoPoller(t *testing.T) {
+	for i := range 50 {
+		r, wfd := newPipe(t)
+		r.ShareWaits(func() bool { return true })
+		waits := waits(r)
+		c := start(r, 8)
+		if !awaitWait(t, waits) {
+			t.Fatal("the Read waited in poll(2); want Go's poller")
+		}
+		closed := make(chan error, 1)
+		go func() { closed <- r.Close() }()
+		if res := await(t, c, "Close did not end a Read waiting in Go's poller"); !errors.Is(res.err, os.ErrClosed) {
+			t.Fatalf("round %d: after Close, the waiting Read returned %q, %v; want os.ErrClosed", i, res.s, res.err)
+		}
+		select {
+		case err := <-closed:
+			if err != nil {
+				t.Fatalf("round %d: Close: %v", i, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d: Close did not return within 10 s", i)
+		}
+		if _, err := fcntl(r.fd, syscall.F_GETFD); err != syscall.EBADF {
+			t.Fatalf("round %d: after Close, F_GETFD on the descriptor: %v; want EBADF", i, err)
+		}
+		syscall.Close(wfd)
 	}
 }
 
@@ -219,10 +302,17 @@ func TestSocketKeepsItsFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
+	// Go's poller cannot wait for a blocking socket: it waits in poll(2)
+	// whatever ShareWaits says.
+	r.ShareWaits(func() bool { return true })
+	waits := waits(r)
 	if fl, err := fcntl(p[0], syscall.F_GETFL); err != nil || fl&syscall.O_NONBLOCK != 0 {
 		t.Fatalf("the socket's flags are %#x (%v); want O_NONBLOCK clear", fl, err)
 	}
 	c := start(r, 16)
+	if awaitWait(t, waits) {
+		t.Fatal("a Read of the socket waited in Go's poller; want poll(2)")
+	}
 	if _, err := peer.Write([]byte("hi\n")); err != nil {
 		t.Fatal(err)
 	}
