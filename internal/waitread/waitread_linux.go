@@ -1,6 +1,6 @@
 // Package waitread reads a pipe, terminal or socket on the goroutine that
-// asks, its thread waiting for input in poll(2), instead of through Go's
-// network poller.
+// asks, its thread waiting for input in poll(2), or, while the caller
+// says so, through Go's network poller.
 //
 // A relay that reads one message, forwards it and waits for the next pays
 // the poller on every message: the read that finds nothing, the park, an
@@ -18,9 +18,9 @@
 // poll(2)s: a pipe's Reader then waits in Go's poller, when the caller
 // says so (ShareWaits).
 //
-// Each Reader waiting for input holds its goroutine's thread of the
-// process, so it is for a few long-lived streams (the bridge's stdin),
-// not for one per connection.
+// Each Reader waiting for input in poll(2) holds its goroutine's thread
+// of the process, so it is for a few long-lived streams (the bridge's
+// stdin), not for one per connection.
 package waitread
 
 import (
@@ -58,9 +58,9 @@ type Reader struct {
 	// wait and closed again before the next poll(2). It is not kept: the
 	// poller would wake a thread for every input that poll(2) waits for.
 	share      atomic.Pointer[func() bool]
-	pmu        sync.Mutex // guards polled and unpollable against Close
+	pmu        sync.Mutex // guards polled against Close
 	polled     *os.File
-	unpollable bool
+	unpollable atomic.Bool // the poller refused the descriptor
 	// released is closed once Close has closed the descriptors.
 	released chan struct{}
 	// waiting, when set (by tests), is called as a Read starts to wait:
@@ -98,10 +98,12 @@ func NewSocket(fd int, name string) (*Reader, error) {
 
 // ShareWaits has a Read that must wait for input wait in Go's poller
 // while busy reports true, and in poll(2) on its own thread otherwise.
-// busy is called before each such wait, on the reading goroutine; it
-// should say whether the process's other streams are likely to have
-// input in the same moments (a relay whose requests overlap). It applies
-// to a pipe or terminal (New) that the poller can wait for.
+// busy is called before each such wait, on the reading goroutine, while
+// Close waits for the Read: it must be quick and must not wait for
+// anything Close's caller may hold. It should say whether the process's
+// other streams are likely to have input in the same moments (a relay
+// whose requests overlap). It applies to a pipe or terminal (New) that
+// the poller can wait for.
 func (r *Reader) ShareWaits(busy func() bool) {
 	r.share.Store(&busy)
 }
@@ -167,14 +169,16 @@ func (r *Reader) read(p []byte) (int, error) {
 // poller cannot watch, or busy saying no (which closes the file).
 func (r *Reader) pollerFile() *os.File {
 	busy := r.share.Load()
-	if r.sock || busy == nil {
+	if r.sock || busy == nil || r.unpollable.Load() {
 		return nil
 	}
 	shared := (*busy)()
 	r.pmu.Lock()
 	defer r.pmu.Unlock()
 	switch {
-	case r.closed.Load() || r.unpollable:
+	case r.closed.Load():
+		// Close has closed any file already: a new one would hold the
+		// Read in the poller while Close waits for it.
 		return nil
 	case !shared:
 		if r.polled != nil {
@@ -185,16 +189,17 @@ func (r *Reader) pollerFile() *os.File {
 	case r.polled != nil:
 		return r.polled
 	}
-	d, err := unix.FcntlInt(uintptr(r.fd), unix.F_DUPFD_CLOEXEC, 0)
+	// At 3 or above, as any descriptor the process makes: never one of
+	// the standard three, even when one of them is closed.
+	d, err := unix.FcntlInt(uintptr(r.fd), unix.F_DUPFD_CLOEXEC, 3)
 	if err != nil {
-		r.unpollable = true
-		return nil
+		return nil // out of descriptors, say: poll(2) waits this time
 	}
 	f := os.NewFile(uintptr(d), r.name)
 	// A deadline is refused exactly when the poller does not watch f.
 	if f.SetReadDeadline(time.Time{}) != nil {
 		f.Close()
-		r.unpollable = true
+		r.unpollable.Store(true)
 		return nil
 	}
 	r.polled = f

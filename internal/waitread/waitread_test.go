@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -232,19 +233,35 @@ func TestShareWaitsFollowsBusy(t *testing.T) {
 	var busy atomic.Bool
 	r.ShareWaits(busy.Load)
 	waits := waits(r)
+	polledFd := -1
 	for i, want := range []bool{false, true, false, true} {
+		// A wait that began again (after EINTR, say) leaves a report
+		// behind: each round sees its own.
+		for len(waits) > 0 {
+			<-waits
+		}
 		busy.Store(want)
 		c := start(r, 16)
 		if got := awaitWait(t, waits); got != want {
 			t.Fatalf("Read %d waited in Go's poller: %v; want %v", i, got, want)
 		}
 		// Waiting in poll(2), the Reader keeps no descriptor in Go's
-		// poller, which would wake a thread for the same input.
+		// poller, which would wake a thread for the same input: the
+		// duplicate it waited on before is closed.
 		r.pmu.Lock()
-		watched := r.polled != nil
+		watched := r.polled
 		r.pmu.Unlock()
-		if watched != want {
-			t.Fatalf("Read %d: Go's poller watches the pipe: %v; want %v", i, watched, want)
+		switch {
+		case want && watched == nil:
+			t.Fatalf("Read %d waits in Go's poller without a file", i)
+		case want:
+			polledFd = fdOf(t, watched)
+		case watched != nil:
+			t.Fatalf("Read %d waits in poll(2) with a file in Go's poller", i)
+		case polledFd >= 0:
+			if _, err := fcntl(polledFd, syscall.F_GETFD); err != syscall.EBADF {
+				t.Fatalf("Read %d waits in poll(2), and the descriptor Go's poller watched is open (%v); want EBADF", i, err)
+			}
 		}
 		msg := fmt.Sprintf("message %d\n", i)
 		if _, err := w.Write([]byte(msg)); err != nil {
@@ -253,6 +270,84 @@ func TestShareWaitsFollowsBusy(t *testing.T) {
 		if res := await(t, c, "a waiting Read did not return the input"); res.s != msg || res.err != nil {
 			t.Fatalf("Read %d returned %q, %v; want %q, nil", i, res.s, res.err, msg)
 		}
+	}
+}
+
+// fdOf returns f's descriptor, leaving its mode alone (f.Fd would make
+// it blocking).
+func fdOf(t *testing.T, f *os.File) int {
+	t.Helper()
+	raw, err := f.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd := -1
+	if err := raw.Control(func(d uintptr) { fd = int(d) }); err != nil {
+		t.Fatal(err)
+	}
+	return fd
+}
+
+// TestCloseWhileBusyIsAsked: a Close that comes while a Read asks busy
+// ends that Read, with os.ErrClosed, instead of leaving it to wait in
+// Go's poller for a file Close has no more to close.
+func TestCloseWhileBusyIsAsked(t *testing.T) {
+	r, wfd := newPipe(t)
+	defer syscall.Close(wfd)
+	closed := make(chan error, 1)
+	r.ShareWaits(func() bool {
+		go func() { closed <- r.Close() }()
+		for !r.closed.Load() {
+			runtime.Gosched()
+		}
+		return true
+	})
+	res := await(t, start(r, 8), "a Read closed while it asked busy did not return")
+	if !errors.Is(res.err, os.ErrClosed) {
+		t.Fatalf("the Read returned %q, %v; want os.ErrClosed", res.s, res.err)
+	}
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not return within 10 s")
+	}
+}
+
+// TestUnpollableWaitsInPoll: a descriptor Go's poller cannot watch (a
+// regular file) is read whatever busy says, and is not tried again.
+func TestUnpollableWaitsInPoll(t *testing.T) {
+	f, err := os.CreateTemp(t.TempDir(), "plain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("abc"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	fd, err := syscall.Open(f.Name(), syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(fd, "plain file")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	asked := 0
+	r.ShareWaits(func() bool { asked++; return true })
+	for _, want := range []string{"abc", ""} {
+		if s, err := read(t, r, 8); s != want || (want == "" && err != io.EOF) {
+			t.Fatalf("read %q, %v; want %q", s, err, want)
+		}
+		if !r.unpollable.Load() {
+			t.Fatal("after a Read of a regular file, unpollable is not set")
+		}
+	}
+	if asked != 1 {
+		t.Fatalf("busy was asked %d times; want once, before the poller refused the file", asked)
 	}
 }
 
