@@ -278,9 +278,17 @@ func (s *IdentityStore) Close() { s.nc.Close() }
 // Any of the stream's servers may answer the read (the bucket allows
 // direct gets), one that has not applied the latest write yet too: the
 // revision is what lets Update refuse to build on what it read if that
-// is not the key's last message.
+// is not the key's last message. A bucket just made gets no responders
+// to those reads until its servers' subscriptions reach the server this
+// store is connected to: load, like every read of the store, asks again
+// while the cluster cannot serve it yet.
 func (s *IdentityStore) load(ctx context.Context) (*identity.Document, uint64, uint64, error) {
-	msg, err := s.stream.GetLastMsgForSubject(ctx, s.subj)
+	var msg *jetstream.RawStreamMsg
+	err := whileUnavailable(ctx, func(ctx context.Context) error {
+		var err error
+		msg, err = s.stream.GetLastMsgForSubject(ctx, s.subj)
+		return err
+	})
 	switch {
 	case errors.Is(err, jetstream.ErrMsgNotFound):
 		return &identity.Document{}, 0, 0, nil
@@ -341,7 +349,12 @@ func (s *IdentityStore) Update(ctx context.Context, change func(*identity.Docume
 				return fmt.Errorf("the identities on %s kept changing while this command tried to change them (%d tries): %w; run it again", s.where, attempt, err)
 			}
 		}
-		info, err := s.stream.Info(ctx)
+		var info *jetstream.StreamInfo
+		err := whileUnavailable(ctx, func(ctx context.Context) error {
+			var err error
+			info, err = s.stream.Info(ctx)
+			return err
+		})
 		if err != nil {
 			return fmt.Errorf("reading the identities bucket on %s: %w", s.where, err)
 		}
@@ -402,7 +415,12 @@ func (s *IdentityStore) Seen(ctx context.Context, d *identity.Document) (store.S
 		keys = append(keys, store.ClientKey(c.Name))
 	}
 	for _, k := range keys {
-		e, err := s.kv.Get(ctx, seenKey(k))
+		var e jetstream.KeyValueEntry
+		err := whileUnavailable(ctx, func(ctx context.Context) error {
+			var err error
+			e, err = s.kv.Get(ctx, seenKey(k))
+			return err
+		})
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			continue
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agenteventprotocol/aep-mcp-bridge/identity"
@@ -291,5 +292,79 @@ func TestIdentitiesStaleRead(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"alice", "bob", "carol"}, got); diff != "" {
 		t.Fatalf("operators after a command read a stale document (-want +got):\n%s", diff)
+	}
+}
+
+// notServedYet is the identities bucket as its servers answer it in the
+// moments after it is made: until their direct-get subscriptions reach
+// the server a command is connected to, a read gets no responders. Each
+// read named in left fails that many more times.
+type notServedYet struct {
+	jetstream.Stream
+	left map[string]int
+}
+
+func (s *notServedYet) fail(what string) bool {
+	if s.left[what] > 0 {
+		s.left[what]--
+		return true
+	}
+	return false
+}
+
+func (s *notServedYet) GetLastMsgForSubject(ctx context.Context, subject string) (*jetstream.RawStreamMsg, error) {
+	if s.fail("get") {
+		return nil, nats.ErrNoResponders
+	}
+	return s.Stream.GetLastMsgForSubject(ctx, subject)
+}
+
+func (s *notServedYet) Info(ctx context.Context, opts ...jetstream.StreamInfoOpt) (*jetstream.StreamInfo, error) {
+	if s.fail("info") {
+		return nil, nats.ErrNoResponders
+	}
+	return s.Stream.Info(ctx, opts...)
+}
+
+type kvNotServedYet struct {
+	jetstream.KeyValue
+	left *notServedYet
+}
+
+func (kv kvNotServedYet) Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
+	if kv.left.fail("kv") {
+		return nil, nats.ErrNoResponders
+	}
+	return kv.KeyValue.Get(ctx, key)
+}
+
+// TestIdentitiesNotServedYet: a command whose reads of a bucket just
+// made get no responders (its servers have not subscribed yet) reads
+// again until they answer, as it did to open the store, rather than
+// failing the command.
+func TestIdentitiesNotServedYet(t *testing.T) {
+	prefix := newPrefix()
+	st := openStore(t, prefix, fleetToken)
+	ctx, cancel := context.WithTimeout(context.Background(), planetest.Wait)
+	defer cancel()
+	ns := &notServedYet{Stream: st.stream, left: map[string]int{"get": 2, "info": 2, "kv": 2}}
+	st.stream, st.kv = ns, kvNotServedYet{KeyValue: st.kv, left: ns}
+	alice, _ := newOperator(t, "alice")
+	if err := st.Update(ctx, func(d *identity.Document) error { return d.AddOperator(alice) }); err != nil {
+		t.Fatalf("adding alice while the bucket is not served yet: %v", err)
+	}
+	ns.left["get"] = 2
+	d, err := st.Load(ctx)
+	if err != nil {
+		t.Fatalf("loading while the bucket is not served yet: %v", err)
+	}
+	if len(d.Operators) != 1 || d.Operators[0].Name != "alice" {
+		t.Fatalf("operators %v; want alice", d.Operators)
+	}
+	if _, err := st.Seen(ctx, d); err != nil {
+		t.Fatalf("reading last uses while the bucket is not served yet: %v", err)
+	}
+	if diff := cmp.Diff(map[string]int{"get": 0, "info": 0, "kv": 0}, ns.left); diff != "" {
+		t.Fatalf("reads that were to fail first and did not (-want +got):\n%s", diff)
 	}
 }
