@@ -264,6 +264,19 @@ func whileUnavailable(ctx context.Context, f func(context.Context) error) error 
 	}
 }
 
+// readWhileUnavailable is whileUnavailable for a read that returns a
+// value: the value of the attempt that succeeded, or the error that
+// ended the attempts.
+func readWhileUnavailable[T any](ctx context.Context, read func(context.Context) (T, error)) (T, error) {
+	var v T
+	err := whileUnavailable(ctx, func(ctx context.Context) error {
+		var err error
+		v, err = read(ctx)
+		return err
+	})
+	return v, err
+}
+
 // Where names the store in messages: the plane's prefix and servers.
 func (s *IdentityStore) Where() string { return s.where }
 
@@ -283,11 +296,8 @@ func (s *IdentityStore) Close() { s.nc.Close() }
 // store is connected to: load, like every read of the store, asks again
 // while the cluster cannot serve it yet.
 func (s *IdentityStore) load(ctx context.Context) (*identity.Document, uint64, uint64, error) {
-	var msg *jetstream.RawStreamMsg
-	err := whileUnavailable(ctx, func(ctx context.Context) error {
-		var err error
-		msg, err = s.stream.GetLastMsgForSubject(ctx, s.subj)
-		return err
+	msg, err := readWhileUnavailable(ctx, func(ctx context.Context) (*jetstream.RawStreamMsg, error) {
+		return s.stream.GetLastMsgForSubject(ctx, s.subj)
 	})
 	switch {
 	case errors.Is(err, jetstream.ErrMsgNotFound):
@@ -349,11 +359,8 @@ func (s *IdentityStore) Update(ctx context.Context, change func(*identity.Docume
 				return fmt.Errorf("the identities on %s kept changing while this command tried to change them (%d tries): %w; run it again", s.where, attempt, err)
 			}
 		}
-		var info *jetstream.StreamInfo
-		err := whileUnavailable(ctx, func(ctx context.Context) error {
-			var err error
-			info, err = s.stream.Info(ctx)
-			return err
+		info, err := readWhileUnavailable(ctx, func(ctx context.Context) (*jetstream.StreamInfo, error) {
+			return s.stream.Info(ctx)
 		})
 		if err != nil {
 			return fmt.Errorf("reading the identities bucket on %s: %w", s.where, err)
@@ -415,11 +422,8 @@ func (s *IdentityStore) Seen(ctx context.Context, d *identity.Document) (store.S
 		keys = append(keys, store.ClientKey(c.Name))
 	}
 	for _, k := range keys {
-		var e jetstream.KeyValueEntry
-		err := whileUnavailable(ctx, func(ctx context.Context) error {
-			var err error
-			e, err = s.kv.Get(ctx, seenKey(k))
-			return err
+		e, err := readWhileUnavailable(ctx, func(ctx context.Context) (jetstream.KeyValueEntry, error) {
+			return s.kv.Get(ctx, seenKey(k))
 		})
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			continue
